@@ -1,0 +1,48 @@
+# Run `make help` for the list of targets.
+SHELL := bash
+.DEFAULT_GOAL := help
+UV_RUN := uv run --frozen
+
+.PHONY: help
+help: ## Show this help
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+.PHONY: install
+install: ## Install Python deps (uv.lock), redis-server and the Go-built local control plane
+	@hack/install.sh
+
+.PHONY: control-plane
+control-plane: ## Build (or reuse) the local control-plane binaries; prints their folder
+	@hack/build-control-plane.sh
+
+.PHONY: run
+run: install ## Start the local control plane, Redis, the operator and the examples
+	@$(UV_RUN) python -m localcluster run
+
+.PHONY: test
+test: install ## Run all tests: unit, and integration against the real control plane and Redis
+	@$(UV_RUN) pytest
+
+.PHONY: test-unit
+test-unit: ## Run the unit tests only (no control plane, no Redis)
+	@PUNCTUAL_SKIP_CONTROL_PLANE=1 hack/install.sh
+	@$(UV_RUN) pytest -m 'not cluster'
+
+.PHONY: lint
+lint: ## ruff (lint and format), mypy --strict, import-linter contracts
+	@PUNCTUAL_SKIP_CONTROL_PLANE=1 hack/install.sh
+	$(UV_RUN) ruff check .
+	$(UV_RUN) ruff format --check .
+	$(UV_RUN) mypy
+	$(UV_RUN) lint-imports
+
+.PHONY: format
+format: ## Apply ruff's fixes and formatting
+	$(UV_RUN) ruff check --fix .
+	$(UV_RUN) ruff format .
+
+.PHONY: bench
+bench: ## Benchmarks: Punctual's slot loop against a naive sleep loop, and next-slot cost
+	@PUNCTUAL_SKIP_CONTROL_PLANE=1 hack/install.sh
+	@$(UV_RUN) python bench/loop_drift.py
+	@$(UV_RUN) python bench/next_slot.py

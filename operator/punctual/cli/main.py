@@ -1,0 +1,22 @@
+"""Entry point of the ``punctual`` console script."""
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from punctual.cli import next_slots
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="punctual", description="Scheduled jobs for Kubernetes, on time."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    next_slots.register(commands)
+    arguments = parser.parse_args(argv)
+    result: int = arguments.handler(arguments)
+    return result
+
+
+def run() -> None:
+    sys.exit(main())

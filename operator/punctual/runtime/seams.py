@@ -1,0 +1,111 @@
+"""The small protocols the scheduler is wired through, and the records that cross them."""
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from punctual.scheduling import slots
+
+WallClock = Callable[[], datetime]
+"""Returns the current wall-clock time as an aware UTC datetime."""
+
+
+class RunResult(enum.StrEnum):
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    TIMED_OUT = "TimedOut"
+    SKIPPED_OVERLAP = "SkippedOverlap"
+    MISSED = "Missed"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Claim:
+    """A request to own one slot, exactly once across replicas."""
+
+    job: slots.JobRef
+    slot: datetime
+    slot_id: str
+    holder: str
+    """``<replica>:<run-id>``: who holds the slot, for humans reading the lock."""
+    ttl: timedelta
+
+
+class LockUnavailableError(Exception):
+    """The lock backend could not answer; the slot is not claimed (fail closed)."""
+
+
+class SlotLock(Protocol):
+    async def claim(self, claim: Claim) -> bool:
+        """True when this replica now owns the slot; False when another one does.
+
+        Raises ``LockUnavailableError`` when the backend cannot tell.
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunContext:
+    """What an executor is told about the run it performs."""
+
+    job: slots.JobRef
+    slot: datetime
+    slot_id: str
+    """Also the idempotency key the target receives."""
+    scheduled_time: datetime
+    """The slot plus the job's jitter: when the run was due to start."""
+    timeout: timedelta
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    succeeded: bool
+    message: str = ""
+
+
+class Executor(Protocol):
+    async def __call__(self, context: RunContext) -> Outcome: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActiveRun:
+    """A run in flight."""
+
+    slot: datetime
+    scheduled_time: datetime
+    started_at: datetime
+    replica: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunRecord:
+    """One slot's fate, as status and metrics report it."""
+
+    slot: datetime
+    scheduled_time: datetime
+    result: RunResult
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    message: str = ""
+    replica: str = ""
+
+    @property
+    def lateness(self) -> timedelta | None:
+        return None if self.started_at is None else self.started_at - self.scheduled_time
+
+    @property
+    def duration(self) -> timedelta | None:
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return self.finished_at - self.started_at
+
+
+class RunStore(Protocol):
+    """Where the scheduler reports what happened. Calls must not block: buffer and flush."""
+
+    def run_started(self, job: slots.JobRef, run: ActiveRun) -> None: ...
+
+    def run_finished(self, job: slots.JobRef, record: RunRecord) -> None: ...
+
+    def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None: ...

@@ -1,0 +1,76 @@
+"""Many job loops on one event loop, sharing one wall-clock timer, with bounded shutdown."""
+
+import asyncio
+from datetime import datetime, timedelta
+
+from punctual.runtime import job_loop, seams, timers
+from punctual.scheduling import plans, slots
+
+
+class Supervisor:
+    def __init__(
+        self,
+        *,
+        wall: seams.WallClock,
+        lock: seams.SlotLock,
+        store: seams.RunStore,
+        replica: str,
+        stagger: timedelta = timedelta(),
+        grace: timedelta = timedelta(seconds=10),
+    ) -> None:
+        self._wall = wall
+        self._timer = timers.WallTimer(wall=wall)
+        self._lock = lock
+        self._store = store
+        self._replica = replica
+        self._stagger = stagger
+        self._grace = grace
+        self._loops: dict[slots.JobRef, job_loop.JobLoop] = {}
+
+    @property
+    def armed(self) -> frozenset[slots.JobRef]:
+        return frozenset(self._loops)
+
+    def active_slots(self, job: slots.JobRef) -> list[datetime]:
+        loop = self._loops.get(job)
+        return [] if loop is None else loop.active_slots
+
+    def arm(
+        self,
+        job: slots.JobRef,
+        plan: plans.JobPlan,
+        executor: seams.Executor,
+        *,
+        resume_after: datetime,
+        missed_through: datetime | None = None,
+    ) -> None:
+        """Schedule ``job`` (again) with ``plan``; see ``JobLoop.arm``."""
+        loop = self._loops.get(job)
+        if loop is None:
+            loop = self._loops[job] = job_loop.JobLoop(
+                job=job,
+                timer=self._timer,
+                wall=self._wall,
+                lock=self._lock,
+                store=self._store,
+                replica=self._replica,
+                stagger=self._stagger,
+            )
+        loop.arm(plan, executor, resume_after=resume_after, missed_through=missed_through)
+
+    def suspend(self, job: slots.JobRef) -> None:
+        """Stop new slots of ``job``; its runs in flight go on."""
+        loop = self._loops.get(job)
+        if loop is not None:
+            loop.stop_scheduling()
+
+    async def disarm(self, job: slots.JobRef) -> None:
+        """Forget ``job``: no more slots, runs cancelled within the grace period."""
+        loop = self._loops.pop(job, None)
+        if loop is not None:
+            await loop.close(grace=self._grace)
+
+    async def shutdown(self) -> None:
+        """Disarm every job at once, waiting at most the grace period."""
+        loops, self._loops = list(self._loops.values()), {}
+        await asyncio.gather(*(loop.close(grace=self._grace) for loop in loops))

@@ -1,0 +1,174 @@
+"""Cron schedules evaluated in a time zone, with explicit DST rules.
+
+croniter does the calendar arithmetic on *naive local* times, where no DST exists; ``dst``
+then maps each local time to UTC. That split is what prevents the classic bug of running a
+daily 02:30 twice on a fall-back night (raw croniter on aware datetimes does).
+
+Expressions: 5 fields, or 6 with LEADING seconds, or an @-macro. Schedules whose hour field is a
+wildcard (``*``, ``*/n``, ``0-23``, ``0-23/n``) follow real elapsed time; fixed-hour schedules
+follow ``DstRules``.
+"""
+
+import functools
+import itertools
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from croniter import CroniterBadDateError, CroniterError, croniter
+
+from punctual.scheduling import dst, timeline
+from punctual.scheduling.errors import InvalidSpecError
+
+MACROS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+_FIELDS_5 = ("minute", "hour", "day-of-month", "month", "day-of-week")
+_FIELDS_6 = ("second", *_FIELDS_5)
+_RANGES = {
+    "second": "0-59",
+    "minute": "0-59",
+    "hour": "0-23",
+    "day-of-month": "1-31 or L",
+    "month": "1-12 or JAN-DEC",
+    "day-of-week": "0-7 or SUN-SAT",
+}
+_WILDCARD_HOUR = re.compile(r"\*(/\d+)?|0-23(/\d+)?")
+# Hashed (H) and random (R) fields would give each replica different slots.
+_NONDETERMINISTIC = re.compile(r"[HR]", re.IGNORECASE)
+_SAMPLE_START = datetime(2026, 1, 1)
+_SAMPLE_SIZE = 64
+
+
+@dataclass(frozen=True, slots=True)
+class CronSchedule:
+    expression: str
+    """Normalized: 5 fields, or 6 with leading seconds (macros expanded)."""
+    zone: ZoneInfo
+    rules: dst.DstRules
+    """The rules in effect: the spec's for fixed-hour schedules, REAL_TIME for wildcard hours."""
+
+    @property
+    def shortest_period(self) -> timedelta:
+        return _shortest_period(self.expression)
+
+    def next_after(self, instant: datetime) -> timeline.Occurrence:
+        # The earliest occurrence of a local time never decreases along the scan, so once a
+        # local time's earliest occurrence lies after ``instant`` no later one can beat it.
+        # Only the second occurrence of a repeated local time can lie after ``instant`` while
+        # its first does not: then the scan goes on.
+        local_times = _iterator(self.expression)
+        local_times.set_current(dst.scan_start(instant, self.zone), force=True)
+        best: timeline.Occurrence | None = None
+        while True:
+            occurrences = dst.resolve(local_times.get_next(datetime), self.zone, self.rules)
+            for occurrence in occurrences:
+                if occurrence.at > instant and (best is None or occurrence.at < best.at):
+                    best = occurrence
+            if best is not None and occurrences and occurrences[0].at > instant:
+                return best
+
+    def due_between(self, *, after: datetime, until: datetime, keep: int) -> timeline.DueSlots:
+        return timeline.scan_due(self, after=after, until=until, keep=keep)
+
+
+def parse(
+    expression: str,
+    *,
+    zone: ZoneInfo,
+    rules: dst.DstRules = dst.DstRules(),
+    field: str = "spec.schedule",
+) -> CronSchedule:
+    """Validate ``expression``; errors name ``field`` and the offending cron field."""
+    normalized = _normalize(expression, field=field)
+    hour = normalized.split()[-4]
+    effective = dst.REAL_TIME if _WILDCARD_HOUR.fullmatch(hour) else rules
+    schedule = CronSchedule(expression=normalized, zone=zone, rules=effective)
+    try:
+        _shortest_period(normalized)
+    except CroniterBadDateError:
+        raise InvalidSpecError(field, f"{expression!r} never fires") from None
+    return schedule
+
+
+def _normalize(expression: str, *, field: str) -> str:
+    text = " ".join(expression.split())
+    if text.startswith("@"):
+        if text.lower() not in MACROS:
+            known = ", ".join(MACROS)
+            raise InvalidSpecError(field, f"unknown macro {text!r} (known: {known})")
+        return MACROS[text.lower()]
+    fields = text.split()
+    if len(fields) not in (len(_FIELDS_5), len(_FIELDS_6)):
+        raise InvalidSpecError(
+            field,
+            f"{expression!r} has {len(fields)} fields; expected 5 (minute hour day-of-month "
+            "month day-of-week), or 6 with leading seconds",
+        )
+    names = _FIELDS_5 if len(fields) == len(_FIELDS_5) else _FIELDS_6
+    for position, (name, value) in enumerate(zip(names, fields, strict=True)):
+        if _NONDETERMINISTIC.search(_strip_names(value)):
+            raise InvalidSpecError(
+                field,
+                f"{name} field {value!r}: hashed (H) and random (R) values are not supported, "
+                "every replica must compute the same slots (use spec.jitter to spread load)",
+            )
+        probe = ["*"] * len(fields)
+        probe[position] = value
+        if not _is_valid(probe):
+            raise InvalidSpecError(
+                field, f"{name} field {value!r} is not valid (expected {_RANGES[name]})"
+            )
+    if not _is_valid(fields):
+        raise InvalidSpecError(field, f"{expression!r} is not a valid cron expression")
+    return text
+
+
+def _strip_names(value: str) -> str:
+    """Drop month and weekday names, whose letters are not hash or random markers."""
+    return re.sub(
+        r"jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|sun|mon|tue|wed|thu|fri|sat",
+        "",
+        value,
+        flags=re.IGNORECASE,
+    )
+
+
+def _is_valid(fields: list[str]) -> bool:
+    try:
+        croniter(" ".join(fields), _SAMPLE_START, second_at_beginning=len(fields) == len(_FIELDS_6))
+    except CroniterError:
+        return False
+    return True
+
+
+@functools.cache
+def _iterator(expression: str) -> croniter:
+    """One croniter per expression, re-positioned for each scan.
+
+    Building a croniter parses the expression again, which costs several times a step. Sharing
+    is safe: ``next_after`` never awaits between positioning the iterator and reading it.
+    """
+    return croniter(expression, _SAMPLE_START, second_at_beginning=_has_seconds(expression))
+
+
+def _has_seconds(expression: str) -> bool:
+    return len(expression.split()) == len(_FIELDS_6)
+
+
+@functools.cache
+def _shortest_period(expression: str) -> timedelta:
+    """The smallest gap between consecutive slots, sampled on naive (DST-free) local time.
+
+    Deterministic, so every replica derives the same jitter cap from it.
+    """
+    local_times = croniter(expression, _SAMPLE_START, second_at_beginning=_has_seconds(expression))
+    samples = [local_times.get_next(datetime) for _ in range(_SAMPLE_SIZE)]
+    return min(later - earlier for earlier, later in itertools.pairwise(samples))

@@ -1,0 +1,59 @@
+"""What to do with slots that came due while nobody could run them (downtime, a stall)."""
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+
+class MissedRunPolicy(enum.StrEnum):
+    SKIP = "Skip"
+    """Run none of them; resume at the next future slot."""
+    RUN_ONCE = "RunOnce"
+    """Run the newest one now, once."""
+    CATCH_UP = "CatchUp"
+    """Run each of them in order, at most ``max_catch_up``; older ones are missed."""
+
+
+@dataclass(frozen=True, slots=True)
+class MissedRuns:
+    policy: MissedRunPolicy = MissedRunPolicy.RUN_ONCE
+    max_catch_up: int = 10
+    starting_deadline: timedelta | None = None
+    """A slot that cannot start within this of its fire time is missed, not run late."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    run: tuple[datetime, ...]
+    """The slots to run now, oldest first."""
+    missed: int
+    """How many slots are given up, for the counts."""
+
+
+def decide(newest: Sequence[datetime], *, total: int, now: datetime, rules: MissedRuns) -> Decision:
+    """Decide on ``total`` overdue slots, of which ``newest`` are the newest, oldest first.
+
+    ``now`` is on the job's jittered timeline (wall time minus the jitter offset), so the
+    starting deadline counts from each slot's own fire time. The caller passes at least
+    ``max(rules.max_catch_up, 1)`` newest slots.
+    """
+    in_time = [slot for slot in newest if within_deadline(slot, now=now, rules=rules)]
+    match rules.policy:
+        case MissedRunPolicy.SKIP:
+            run: list[datetime] = []
+        case MissedRunPolicy.RUN_ONCE:
+            run = in_time[-1:]
+        case MissedRunPolicy.CATCH_UP:
+            run = in_time[-rules.max_catch_up :] if rules.max_catch_up > 0 else []
+    return Decision(run=tuple(run), missed=total - len(run))
+
+
+def keep_for(rules: MissedRuns) -> int:
+    """How many of the newest overdue slots ``decide`` needs to see."""
+    return max(rules.max_catch_up, 1)
+
+
+def within_deadline(slot: datetime, *, now: datetime, rules: MissedRuns) -> bool:
+    """Whether ``slot`` may still start at ``now`` (both on the job's jittered timeline)."""
+    return rules.starting_deadline is None or now - slot <= rules.starting_deadline

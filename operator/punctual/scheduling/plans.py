@@ -1,0 +1,22 @@
+"""A job's timing and policies, resolved from its spec: everything the slot loop obeys."""
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from punctual.scheduling import missed, overlap, timeline
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobPlan:
+    schedule: timeline.Schedule
+    offset: timedelta = timedelta()
+    """This job's jitter offset: every slot fires at its nominal time plus this."""
+    missed_runs: missed.MissedRuns = missed.MissedRuns()
+    concurrency: overlap.ConcurrencyPolicy = overlap.ConcurrencyPolicy.FORBID
+    max_queued: int = 1
+    timeout: timedelta = timedelta(minutes=10)
+
+    @property
+    def lock_ttl(self) -> timedelta:
+        """How long a slot claim outlives its holder: ``max(2 × period, timeout + 60s)``."""
+        return max(2 * self.schedule.shortest_period, self.timeout + timedelta(seconds=60))

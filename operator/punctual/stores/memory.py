@@ -1,0 +1,37 @@
+"""A run store that keeps everything in memory: for ``punctual next``-style tools and tests."""
+
+import collections
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from punctual.runtime import seams
+from punctual.scheduling import slots
+
+
+@dataclass
+class JobHistory:
+    started: list[seams.ActiveRun] = field(default_factory=list)
+    finished: list[seams.RunRecord] = field(default_factory=list)
+    missed: int = 0
+    newest_missed: datetime | None = None
+
+    def results(self) -> collections.Counter[seams.RunResult]:
+        return collections.Counter(record.result for record in self.finished)
+
+
+class MemoryStore:
+    def __init__(self) -> None:
+        self.jobs: collections.defaultdict[slots.JobRef, JobHistory] = collections.defaultdict(
+            JobHistory
+        )
+
+    def run_started(self, job: slots.JobRef, run: seams.ActiveRun) -> None:
+        self.jobs[job].started.append(run)
+
+    def run_finished(self, job: slots.JobRef, record: seams.RunRecord) -> None:
+        self.jobs[job].finished.append(record)
+
+    def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
+        history = self.jobs[job]
+        history.missed += count
+        history.newest_missed = newest
