@@ -36,6 +36,10 @@ lint: ## ruff (lint and format), mypy --strict, import-linter contracts
 	$(UV_RUN) mypy
 	$(UV_RUN) lint-imports
 
+.PHONY: crds
+crds: ## Regenerate crds/ from the API models (operator/punctual/api/models.py)
+	@$(UV_RUN) punctual crd > crds/scheduledjobs.punctual.dev.yaml
+
 .PHONY: format
 format: ## Apply ruff's fixes and formatting
 	$(UV_RUN) ruff check --fix .

@@ -4,7 +4,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from punctual.cli import next_slots
+from punctual.cli import crd, next_slots, run
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -13,10 +13,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     next_slots.register(commands)
+    crd.register(commands)
+    run.register(commands)
     arguments = parser.parse_args(argv)
     result: int = arguments.handler(arguments)
     return result
 
 
-def run() -> None:
+def entry_point() -> None:
     sys.exit(main())

@@ -87,21 +87,22 @@ def _as_option(error: InvalidSpecError) -> str:
     return f"{options.get(error.field, error.field)}: {error.problem}"
 
 
-def _rfc3339(instant: datetime) -> str:
-    return instant.isoformat().replace("+00:00", "Z")
-
-
 def _as_json(occurrence: timeline.Occurrence, zone: ZoneInfo) -> dict[str, str]:
-    entry = {"utc": _rfc3339(occurrence.at), "local": occurrence.at.astimezone(zone).isoformat()}
+    entry = {"utc": timeline.rfc3339(occurrence.at), "local": _local(occurrence, zone)}
     if occurrence.adjustment is not None:
         entry["adjustment"] = occurrence.adjustment.value
         entry["note"] = _note(occurrence)
     return entry
 
 
+def _local(occurrence: timeline.Occurrence, zone: ZoneInfo) -> str:
+    """RFC 3339 in the zone, milliseconds only when there are any."""
+    return occurrence.at.astimezone(zone).isoformat(timespec="milliseconds").replace(".000", "")
+
+
 def _as_text(occurrence: timeline.Occurrence, zone: ZoneInfo) -> str:
-    local = occurrence.at.astimezone(zone)
-    line = f"{local.isoformat()}  {local.tzname():<6} {_rfc3339(occurrence.at)}"
+    name = occurrence.at.astimezone(zone).tzname()
+    line = f"{_local(occurrence, zone)}  {name:<6} {timeline.rfc3339(occurrence.at)}"
     if occurrence.adjustment is not None:
         line += f"  # {_note(occurrence)}"
     return line

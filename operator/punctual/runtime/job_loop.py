@@ -2,29 +2,43 @@
 
 The next slot is always computed from the previous slot, never from when a run finished, so
 the loop does not drift. Runs are tasks of their own: a slow run never delays the next slot;
-the concurrency policy decides what overlapping slots do.
+the concurrency policy decides what overlapping slots do. Every slot this replica claims ends
+in exactly one record, whatever happens to the loop meanwhile (re-arming, disarming, shutdown).
 """
 
 import asyncio
 import collections
-import functools
 import itertools
 import logging
 from collections.abc import Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from punctual.runtime import seams, timers
 from punctual.scheduling import durations, missed, overlap, plans, slots
 
 logger = logging.getLogger(__name__)
 _run_ids = itertools.count(1)
+_T = TypeVar("_T")
+
+OPERATOR_STOPPING = "operator stopping"
 
 
 @dataclass(frozen=True, slots=True)
 class _Armed:
     plan: plans.JobPlan
     executor: seams.Executor
+
+
+@dataclass(slots=True)
+class _Run:
+    """A run this replica claimed and started; ``recorded`` once its record is out."""
+
+    context: seams.RunContext
+    started_at: datetime
+    task: "asyncio.Task[None] | None" = None
+    recorded: bool = field(default=False)
 
 
 class JobLoop:
@@ -49,10 +63,11 @@ class JobLoop:
         self._replica = replica
         self._stagger = stagger
         self._scheduling: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._active: dict[datetime, asyncio.Task[None]] = {}
+        self._tasks: set[asyncio.Task[object]] = set()
+        self._active: dict[datetime, _Run] = {}
         self._queued: collections.deque[tuple[datetime, _Armed]] = collections.deque()
         self._replaced: set[datetime] = set()
+        self._stopping: str | None = None
 
     @property
     def active_slots(self) -> list[datetime]:
@@ -69,7 +84,8 @@ class JobLoop:
         """(Re)start scheduling with ``plan`` from the first slot after ``resume_after``.
 
         Slots in ``(resume_after, missed_through]`` are counted missed and never run (a job
-        resumed from suspension). A slot at or before ``resume_after`` is never run.
+        resumed from suspension). A slot at or before ``resume_after`` is never run. Runs in
+        flight and slots already claimed and queued are kept.
         """
         self.stop_scheduling()
         armed = _Armed(plan=plan, executor=executor)
@@ -77,17 +93,25 @@ class JobLoop:
             self._schedule(armed, resume_after=resume_after, missed_through=missed_through),
             name=f"schedule {self.job.namespace}/{self.job.name}",
         )
+        self._scheduling.add_done_callback(self._report_crash)
 
     def stop_scheduling(self) -> None:
-        """Stop starting new slots; runs in flight go on."""
+        """Stop starting new slots; runs in flight and claimed slots go on."""
         if self._scheduling is not None:
             self._scheduling.cancel()
             self._scheduling = None
-        self._queued.clear()
 
-    async def close(self, *, grace: timedelta) -> None:
-        """Stop scheduling, cancel runs in flight and wait for them at most ``grace``."""
+    async def close(self, *, grace: timedelta, reason: str = OPERATOR_STOPPING) -> None:
+        """Stop scheduling, cancel runs in flight and wait for them at most ``grace``.
+
+        Claimed slots still queued are counted missed: they will not run here.
+        """
+        self._stopping = reason
         self.stop_scheduling()
+        if self._queued:
+            newest = max(slot for slot, _ in self._queued)
+            self._store.slots_missed(self.job, count=len(self._queued), newest=newest)
+            self._queued.clear()
         for task in self._tasks:
             task.cancel()
         if self._tasks:
@@ -95,11 +119,20 @@ class JobLoop:
             for task in pending:
                 logger.warning("%s did not stop within %s", task.get_name(), grace)
 
-    def _spawn(self, coroutine: Coroutine[None, None, None], *, name: str) -> asyncio.Task[None]:
+    def _spawn(self, coroutine: Coroutine[None, None, _T], *, name: str) -> asyncio.Task[_T]:
         task = asyncio.create_task(coroutine, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+    def _report_crash(self, task: "asyncio.Task[None]") -> None:
+        if not task.cancelled() and task.exception() is not None:
+            logger.error(
+                "scheduling of %s/%s stopped",
+                self.job.namespace,
+                self.job.name,
+                exc_info=task.exception(),
+            )
 
     async def _schedule(
         self, armed: _Armed, *, resume_after: datetime, missed_through: datetime | None
@@ -107,20 +140,28 @@ class JobLoop:
         plan = armed.plan
         cursor = resume_after
         if missed_through is not None and missed_through > cursor:
-            self._give_up(plan, after=cursor, until=missed_through)
+            skipped = plan.schedule.due_between(after=cursor, until=missed_through, keep=1)
+            if skipped.total:
+                await self._count_missed(skipped.total, skipped.newest[-1], plan)
             cursor = missed_through
         keep = missed.keep_for(plan.missed_runs)
+        # This replica's stagger delays its claims; it is not lateness of the job.
+        delay = plan.offset + self._stagger
         upcoming = plan.schedule.next_after(cursor).at
         while True:
-            fire_at = upcoming + plan.offset
-            waited = fire_at > self._wall()
-            await self._timer.wait_until(fire_at + self._stagger)
-            now = self._wall() - plan.offset  # on the jittered timeline, like the deadline
+            self._store.slot_upcoming(self.job, scheduled_time=upcoming + plan.offset)
+            waited = upcoming + delay > self._wall()
+            await self._timer.wait_until(upcoming + delay)
+            now = self._wall() - delay  # on the job's own timeline, like the deadline
             following = plan.schedule.next_after(upcoming).at
             if waited and following > now:  # the normal case: woke for exactly one slot
                 on_time = missed.within_deadline(upcoming, now=now, rules=plan.missed_runs)
-                run: tuple[datetime, ...] = (upcoming,) if on_time else ()
-                given_up, newest = int(not on_time), upcoming
+                decision = missed.Decision(
+                    run=(upcoming,) if on_time else (),
+                    missed=int(not on_time),
+                    newest_missed=None if on_time else upcoming,
+                )
+                newest = upcoming
             else:  # re-armed behind, stalled or the wall clock jumped: the missed-run policy
                 due = plan.schedule.due_between(after=cursor, until=now, keep=keep)
                 if not due.total:
@@ -128,37 +169,53 @@ class JobLoop:
                 decision = missed.decide(
                     due.newest, total=due.total, now=now, rules=plan.missed_runs
                 )
-                run, given_up, newest = decision.run, decision.missed, due.newest[-1]
+                newest = due.newest[-1]
                 following = plan.schedule.next_after(newest).at
-            if given_up:
-                self._store.slots_missed(self.job, count=given_up, newest=newest)
-            for slot in run:
-                started = await self._claim_and_start(slot, armed)
-                if started is not None and len(run) > 1:
+            if decision.newest_missed is not None:
+                await self._count_missed(decision.missed, decision.newest_missed, plan)
+            for slot in decision.run:
+                # Shielded: once a claim is on its way, re-arming must not strand the slot
+                # claimed here and never run.
+                claiming = self._spawn(
+                    self._claim_and_start(slot, armed), name=f"claim {self._slot_id(slot)}"
+                )
+                started = await asyncio.shield(claiming)
+                if started is not None and len(decision.run) > 1:
                     await asyncio.wait([started])  # catch-up runs go one after another, in order
             cursor, upcoming = newest, following
 
-    def _give_up(self, plan: plans.JobPlan, *, after: datetime, until: datetime) -> None:
-        due = plan.schedule.due_between(after=after, until=until, keep=1)
-        if due.total:
-            self._store.slots_missed(self.job, count=due.total, newest=due.newest[-1])
+    async def _count_missed(self, count: int, newest: datetime, plan: plans.JobPlan) -> None:
+        """Record ``count`` missed slots, on the one replica that claims the newest of them.
 
-    async def _claim_and_start(self, slot: datetime, armed: _Armed) -> asyncio.Task[None] | None:
-        plan = armed.plan
-        slot_id = slots.slot_id(self.job, slot)
+        Every replica reaches the same decision; the claim keeps the count from multiplying.
+        When the lock cannot answer, the misses go uncounted rather than counted twice.
+        """
+        if await self._claim(newest, plan):
+            self._store.slots_missed(self.job, count=count, newest=newest)
+
+    async def _claim(self, slot: datetime, plan: plans.JobPlan) -> bool:
+        """Fail closed: no claim, no run, whatever went wrong."""
         claim = seams.Claim(
             job=self.job,
             slot=slot,
-            slot_id=slot_id,
+            slot_id=self._slot_id(slot),
             holder=f"{self._replica}:{next(_run_ids)}",
             ttl=plan.lock_ttl,
         )
         try:
-            if not await self._lock.claim(claim):
-                return None
+            return await self._lock.claim(claim)
         except seams.LockUnavailableError as error:
-            logger.warning("slot %s not claimed, lock backend unavailable: %s", slot_id, error)
+            logger.warning("slot %s not claimed, lock unavailable: %s", claim.slot_id, error)
+        except Exception:
+            logger.exception("slot %s not claimed, the lock failed", claim.slot_id)
+        return False
+
+    async def _claim_and_start(self, slot: datetime, armed: _Armed) -> asyncio.Task[None] | None:
+        plan = armed.plan
+        if not await self._claim(slot, plan):
             return None
+        if self._active or self._queued:
+            self._store.slot_overlapped(self.job, slot=slot, policy=plan.concurrency)
         action = overlap.decide(
             plan.concurrency,
             active=len(self._active),
@@ -173,9 +230,10 @@ class JobLoop:
                 self._queued.append((slot, armed))
                 return None
             case overlap.Action.REPLACE:
-                for running_slot, task in self._active.items():
+                for running_slot, run in self._active.items():
                     self._replaced.add(running_slot)
-                    task.cancel()
+                    if run.task is not None:
+                        run.task.cancel()
         return self._start(slot, armed)
 
     def _skip_overlapping(self, slot: datetime, plan: plans.JobPlan) -> None:
@@ -189,74 +247,81 @@ class JobLoop:
         self._store.run_finished(self.job, record)
 
     def _start(self, slot: datetime, armed: _Armed) -> asyncio.Task[None]:
-        task = self._spawn(self._execute(slot, armed), name=f"run {slots.slot_id(self.job, slot)}")
-        self._active[slot] = task
-        task.add_done_callback(functools.partial(self._finished, slot))
-        return task
-
-    def _finished(self, slot: datetime, _: asyncio.Task[None]) -> None:
-        self._active.pop(slot, None)
-        self._replaced.discard(slot)
-        if self._queued and not self._active:
-            queued_slot, armed = self._queued.popleft()
-            self._start(queued_slot, armed)
-
-    async def _execute(self, slot: datetime, armed: _Armed) -> None:
-        plan = armed.plan
         context = seams.RunContext(
             job=self.job,
             slot=slot,
-            slot_id=slots.slot_id(self.job, slot),
-            scheduled_time=slot + plan.offset,
-            timeout=plan.timeout,
+            slot_id=self._slot_id(slot),
+            scheduled_time=slot + armed.plan.offset,
+            timeout=armed.plan.timeout,
         )
-        started_at = self._wall()
+        run = self._active[slot] = _Run(context=context, started_at=self._wall())
         self._store.run_started(
             self.job,
             seams.ActiveRun(
                 slot=slot,
                 scheduled_time=context.scheduled_time,
-                started_at=started_at,
+                started_at=run.started_at,
                 replica=self._replica,
             ),
         )
-        deadline = asyncio.timeout(plan.timeout.total_seconds())
+        run.task = self._spawn(self._execute(run, armed), name=f"run {context.slot_id}")
+        # A task cancelled before its first step never enters _execute: record it here.
+        run.task.add_done_callback(lambda _: self._finish(run, *_CANCELLED_EARLY))
+        return run.task
+
+    async def _execute(self, run: _Run, armed: _Armed) -> None:
+        timeout = armed.plan.timeout
+        deadline = asyncio.timeout(timeout.total_seconds())
         try:
             async with deadline:
-                outcome = await armed.executor(context)
+                outcome = await armed.executor(run.context)
             result = seams.RunResult.SUCCEEDED if outcome.succeeded else seams.RunResult.FAILED
             message = outcome.message
         except TimeoutError as error:
             if deadline.expired():
                 result = seams.RunResult.TIMED_OUT
-                message = f"cancelled at its timeout of {durations.format(plan.timeout)}"
+                message = f"cancelled at its timeout of {durations.format(timeout)}"
             else:
                 result, message = seams.RunResult.FAILED, _describe(error)
         except asyncio.CancelledError:
-            reason = "replaced by a newer slot" if slot in self._replaced else "operator stopping"
-            self._record(context, started_at, seams.RunResult.FAILED, f"cancelled: {reason}")
+            self._finish(run, seams.RunResult.FAILED, f"cancelled: {self._cancel_reason(run)}")
             raise
-        except Exception as error:
+        except Exception as error:  # any failure of a run is recorded, the loop goes on
             result, message = seams.RunResult.FAILED, _describe(error)
-        self._record(context, started_at, result, message)
+        self._finish(run, result, message)
 
-    def _record(
-        self,
-        context: seams.RunContext,
-        started_at: datetime,
-        result: seams.RunResult,
-        message: str,
-    ) -> None:
+    def _cancel_reason(self, run: _Run) -> str:
+        if run.context.slot in self._replaced:
+            return "replaced by a newer slot"
+        return self._stopping or OPERATOR_STOPPING
+
+    def _finish(self, run: _Run, result: seams.RunResult, message: str) -> None:
+        """Record ``run`` once, free its place, and start the next queued slot."""
+        if run.recorded:
+            return
+        run.recorded = True
+        slot = run.context.slot
+        self._active.pop(slot, None)
+        self._replaced.discard(slot)
         record = seams.RunRecord(
-            slot=context.slot,
-            scheduled_time=context.scheduled_time,
+            slot=slot,
+            scheduled_time=run.context.scheduled_time,
             result=result,
-            started_at=started_at,
+            started_at=run.started_at,
             finished_at=self._wall(),
             message=message,
             replica=self._replica,
         )
         self._store.run_finished(self.job, record)
+        if self._queued and not self._active and self._stopping is None:
+            queued_slot, armed = self._queued.popleft()
+            self._start(queued_slot, armed)
+
+    def _slot_id(self, slot: datetime) -> str:
+        return slots.slot_id(self.job, slot)
+
+
+_CANCELLED_EARLY = (seams.RunResult.FAILED, "cancelled before it started")
 
 
 def _describe(error: BaseException) -> str:

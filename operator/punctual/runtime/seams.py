@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from punctual.scheduling import slots
+from punctual.scheduling import overlap, slots
 
 WallClock = Callable[[], datetime]
 """Returns the current wall-clock time as an aware UTC datetime."""
@@ -104,8 +104,18 @@ class RunRecord:
 class RunStore(Protocol):
     """Where the scheduler reports what happened. Calls must not block: buffer and flush."""
 
+    def slot_upcoming(self, job: slots.JobRef, *, scheduled_time: datetime) -> None:
+        """The loop now waits for a slot due at ``scheduled_time`` (slot plus jitter)."""
+        ...
+
     def run_started(self, job: slots.JobRef, run: ActiveRun) -> None: ...
 
     def run_finished(self, job: slots.JobRef, record: RunRecord) -> None: ...
 
     def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None: ...
+
+    def slot_overlapped(
+        self, job: slots.JobRef, *, slot: datetime, policy: overlap.ConcurrencyPolicy
+    ) -> None:
+        """``slot`` came due while runs of the job were active or queued; ``policy`` decided."""
+        ...

@@ -68,7 +68,7 @@ class Supervisor:
         """Forget ``job``: no more slots, runs cancelled within the grace period."""
         loop = self._loops.pop(job, None)
         if loop is not None:
-            await loop.close(grace=self._grace)
+            await loop.close(grace=self._grace, reason="job disarmed")
 
     async def shutdown(self) -> None:
         """Disarm every job at once, waiting at most the grace period."""

@@ -29,14 +29,17 @@ class Decision:
     """The slots to run now, oldest first."""
     missed: int
     """How many slots are given up, for the counts."""
+    newest_missed: datetime | None
+    """The newest slot given up: claiming it lets exactly one replica count the misses."""
 
 
 def decide(newest: Sequence[datetime], *, total: int, now: datetime, rules: MissedRuns) -> Decision:
     """Decide on ``total`` overdue slots, of which ``newest`` are the newest, oldest first.
 
     ``now`` is on the job's jittered timeline (wall time minus the jitter offset), so the
-    starting deadline counts from each slot's own fire time. The caller passes at least
-    ``max(rules.max_catch_up, 1)`` newest slots.
+    starting deadline counts from each slot's own fire time. The caller passes the
+    ``keep_for(rules)`` newest slots, one more than can run, so that the newest given-up slot
+    is among them whenever a slot is given up (slots given up are always older than slots run).
     """
     in_time = [slot for slot in newest if within_deadline(slot, now=now, rules=rules)]
     match rules.policy:
@@ -46,12 +49,17 @@ def decide(newest: Sequence[datetime], *, total: int, now: datetime, rules: Miss
             run = in_time[-1:]
         case MissedRunPolicy.CATCH_UP:
             run = in_time[-rules.max_catch_up :] if rules.max_catch_up > 0 else []
-    return Decision(run=tuple(run), missed=total - len(run))
+    given_up = [slot for slot in newest if slot not in run]
+    return Decision(
+        run=tuple(run),
+        missed=total - len(run),
+        newest_missed=given_up[-1] if given_up else None,
+    )
 
 
 def keep_for(rules: MissedRuns) -> int:
     """How many of the newest overdue slots ``decide`` needs to see."""
-    return max(rules.max_catch_up, 1)
+    return max(rules.max_catch_up, 1) + 1
 
 
 def within_deadline(slot: datetime, *, now: datetime, rules: MissedRuns) -> bool:

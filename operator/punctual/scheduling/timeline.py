@@ -81,3 +81,14 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 def unix_millis(instant: datetime) -> int:
     """Whole milliseconds since the Unix epoch; slot ids and the API use these."""
     return (instant - EPOCH) // timedelta(milliseconds=1)
+
+
+def rfc3339(instant: datetime) -> str:
+    """UTC with a ``Z``, milliseconds only when there are any: ``2026-10-25T00:30:00.250Z``."""
+    text = instant.astimezone(UTC).isoformat(timespec="milliseconds")
+    return text.replace(".000+00:00", "Z").replace("+00:00", "Z")
+
+
+def parse_rfc3339(text: str) -> datetime:
+    """An aware UTC datetime from an RFC 3339 timestamp (as the API server writes them)."""
+    return datetime.fromisoformat(text).astimezone(UTC)

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from punctual.runtime import seams
-from punctual.scheduling import slots
+from punctual.scheduling import overlap, slots
 
 
 @dataclass
@@ -14,6 +14,8 @@ class JobHistory:
     finished: list[seams.RunRecord] = field(default_factory=list)
     missed: int = 0
     newest_missed: datetime | None = None
+    upcoming: datetime | None = None
+    overlapped: list[datetime] = field(default_factory=list)
 
     def results(self) -> collections.Counter[seams.RunResult]:
         return collections.Counter(record.result for record in self.finished)
@@ -25,11 +27,19 @@ class MemoryStore:
             JobHistory
         )
 
+    def slot_upcoming(self, job: slots.JobRef, *, scheduled_time: datetime) -> None:
+        self.jobs[job].upcoming = scheduled_time
+
     def run_started(self, job: slots.JobRef, run: seams.ActiveRun) -> None:
         self.jobs[job].started.append(run)
 
     def run_finished(self, job: slots.JobRef, record: seams.RunRecord) -> None:
         self.jobs[job].finished.append(record)
+
+    def slot_overlapped(
+        self, job: slots.JobRef, *, slot: datetime, policy: overlap.ConcurrencyPolicy
+    ) -> None:
+        self.jobs[job].overlapped.append(slot)
 
     def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
         history = self.jobs[job]

@@ -1,0 +1,37 @@
+"""A throwaway local Kubernetes control plane and Redis for development and integration tests.
+
+Everything runs as plain processes bound to 127.0.0.1 (no containers): etcd, kube-apiserver,
+kube-controller-manager, kube-scheduler and, optionally, kwok faking a node so pods "run". The
+binaries come from ``hack/build-control-plane.sh``.
+
+Modules, one concept each:
+
+- ``binaries``: finds (building once if needed) the control-plane binaries.
+- ``ports``: free TCP ports on 127.0.0.1.
+- ``processes``: child processes in their own process groups, readiness waits, clean stops.
+- ``certs``: the throwaway CA, serving and client certificates, service-account keys.
+- ``kubeconfig``: the admin kubeconfig file.
+- ``api``: a tiny HTTPS JSON client for the launcher's own readiness checks.
+- ``etcd``: a single-member etcd on free ports.
+- ``kwok`` (and ``kwok-stages.yaml``): the fake node, and kwok driving pods through their phases.
+- ``cluster``: ``LocalCluster``, the whole control plane as a context manager.
+- ``redis``: ``LocalRedis``, a disposable redis-server.
+- ``manifests``: applying CRDs and examples with the built kubectl.
+- ``punctual_operator``: detecting and starting the Punctual operator.
+- ``cli``: ``python -m localcluster up`` and ``python -m localcluster run`` (with ``hack`` on
+  ``PYTHONPATH``, as ``make run`` sets it; pytest has it through its ``pythonpath``).
+"""
+
+from localcluster.binaries import Binaries, locate_binaries
+from localcluster.cluster import KubectlError, LocalCluster
+from localcluster.processes import ComponentError
+from localcluster.redis import LocalRedis
+
+__all__ = [
+    "Binaries",
+    "ComponentError",
+    "KubectlError",
+    "LocalCluster",
+    "LocalRedis",
+    "locate_binaries",
+]

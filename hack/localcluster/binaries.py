@@ -1,0 +1,102 @@
+"""Where the control-plane binaries are: whatever ``hack/build-control-plane.sh`` says.
+
+The script builds them once per pinned version into a cache outside the clone and afterwards
+only prints the folder, so asking it is both the lookup and the (rare) build.
+"""
+
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+HEARTBEAT_SECONDS = 60.0
+HACK_DIR = Path(__file__).resolve().parent.parent
+REPO_ROOT = HACK_DIR.parent
+BUILD_SCRIPT = HACK_DIR / "build-control-plane.sh"
+K8S_VERSION_FILE = HACK_DIR / "k8s" / "VERSION"
+
+
+class BinariesUnavailableError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Binaries:
+    directory: Path
+
+    def _binary(self, name: str) -> Path:
+        path = self.directory / name
+        if not path.is_file():
+            raise BinariesUnavailableError(f"{path} is missing; run {BUILD_SCRIPT}")
+        return path
+
+    @property
+    def etcd(self) -> Path:
+        return self._binary("etcd")
+
+    @property
+    def kube_apiserver(self) -> Path:
+        return self._binary("kube-apiserver")
+
+    @property
+    def kube_controller_manager(self) -> Path:
+        return self._binary("kube-controller-manager")
+
+    @property
+    def kube_scheduler(self) -> Path:
+        return self._binary("kube-scheduler")
+
+    @property
+    def kubectl(self) -> Path:
+        return self._binary("kubectl")
+
+    @property
+    def kwok(self) -> Path:
+        return self._binary("kwok")
+
+    @property
+    def has_kwok(self) -> bool:
+        return (self.directory / "kwok").is_file()
+
+
+def kubernetes_version() -> str:
+    return K8S_VERSION_FILE.read_text().strip()
+
+
+def locate_binaries(*, progress: Callable[[str], None] | None = None) -> Binaries:
+    """Runs the build script (a no-op when the binaries exist) and returns their folder.
+
+    With ``progress`` the script's own progress lines go to our stderr as they come, and a
+    heartbeat goes to ``progress`` every minute: a cold build is silent for minutes at a time.
+    Without it they are kept for the error message.
+    """
+    started = time.monotonic()
+    with subprocess.Popen(
+        [str(BUILD_SCRIPT)],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=None if progress else subprocess.PIPE,
+        text=True,
+    ) as build:
+        try:
+            while True:
+                try:
+                    stdout, stderr = build.communicate(timeout=HEARTBEAT_SECONDS)
+                    break
+                except subprocess.TimeoutExpired:
+                    if progress:
+                        elapsed = time.monotonic() - started
+                        progress(f"still building the control plane ({elapsed:.0f}s)")
+        except BaseException:
+            # Ctrl-C reaches the script too (same process group); SIGTERM to us alone does not,
+            # and leaving the `with` would otherwise wait for the whole build.
+            build.terminate()
+            raise
+    lines = stdout.strip().splitlines()
+    if build.returncode != 0 or not lines:
+        detail = "\n".join((stderr or "").splitlines()[-30:])
+        raise BinariesUnavailableError(
+            f"{BUILD_SCRIPT} failed with exit code {build.returncode}\n{detail}".rstrip()
+        )
+    return Binaries(Path(lines[-1]))

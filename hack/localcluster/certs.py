@@ -1,0 +1,203 @@
+"""The throwaway PKI of one local cluster, written as PEM files into its run directory.
+
+A CA; a serving certificate for 127.0.0.1/localhost (and the in-cluster names of the
+``kubernetes`` service, so in-cluster style clients verify too); an admin client certificate in
+``system:masters``; and the RSA key pair that signs and verifies service-account tokens.
+"""
+
+import datetime
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+VALIDITY = datetime.timedelta(days=7)
+# The certificates are valid from slightly in the past so that a clock a little behind on another
+# component never sees them as "not yet valid".
+BACKDATE = datetime.timedelta(hours=1)
+
+SERVING_DNS_NAMES = (
+    "localhost",
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+)
+
+
+@dataclass(frozen=True)
+class ClusterCerts:
+    directory: Path
+
+    @property
+    def ca_cert(self) -> Path:
+        return self.directory / "ca.crt"
+
+    @property
+    def ca_key(self) -> Path:
+        return self.directory / "ca.key"
+
+    @property
+    def serving_cert(self) -> Path:
+        return self.directory / "apiserver.crt"
+
+    @property
+    def serving_key(self) -> Path:
+        return self.directory / "apiserver.key"
+
+    @property
+    def admin_cert(self) -> Path:
+        return self.directory / "admin.crt"
+
+    @property
+    def admin_key(self) -> Path:
+        return self.directory / "admin.key"
+
+    @property
+    def service_account_key(self) -> Path:
+        return self.directory / "sa.key"
+
+    @property
+    def service_account_public_key(self) -> Path:
+        return self.directory / "sa.pub"
+
+
+def _write_key(path: Path, key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> None:
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    path.chmod(0o600)
+
+
+def _write_cert(path: Path, cert: x509.Certificate) -> None:
+    path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+
+
+def _name(common_name: str, organization: str | None = None) -> x509.Name:
+    attributes = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
+    if organization is not None:
+        attributes.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
+    return x509.Name(attributes)
+
+
+def _new_key() -> ec.EllipticCurvePrivateKey:
+    # P-256 rather than RSA: generating it is instant, and every Kubernetes component accepts it.
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _builder(
+    subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurvePublicKey
+) -> x509.CertificateBuilder:
+    now = datetime.datetime.now(datetime.UTC)
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - BACKDATE)
+        .not_valid_after(now + VALIDITY)
+    )
+
+
+def _leaf_usage(
+    builder: x509.CertificateBuilder, usage: x509.ObjectIdentifier
+) -> x509.CertificateBuilder:
+    return (
+        builder.add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=False,
+                crl_sign=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+    )
+
+
+def generate(directory: Path) -> ClusterCerts:
+    """Creates a fresh CA and everything signed by it in ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    certs = ClusterCerts(directory)
+
+    ca_key = _new_key()
+    ca_name = _name("punctual-local-ca")
+    ca_cert = (
+        _builder(ca_name, ca_name, ca_key.public_key())
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(
+            x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    _write_key(certs.ca_key, ca_key)
+    _write_cert(certs.ca_cert, ca_cert)
+    authority_key_id = x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key())
+
+    serving_key = _new_key()
+    serving_names: list[x509.GeneralName] = [
+        x509.IPAddress(ipaddress.IPv4Address("127.0.0.1")),
+        *(x509.DNSName(name) for name in SERVING_DNS_NAMES),
+    ]
+    serving_cert = (
+        _leaf_usage(
+            _builder(_name("kube-apiserver"), ca_name, serving_key.public_key()),
+            ExtendedKeyUsageOID.SERVER_AUTH,
+        )
+        .add_extension(x509.SubjectAlternativeName(serving_names), critical=False)
+        .add_extension(authority_key_id, critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    _write_key(certs.serving_key, serving_key)
+    _write_cert(certs.serving_cert, serving_cert)
+
+    admin_key = _new_key()
+    admin_cert = (
+        _leaf_usage(
+            _builder(_name("admin", "system:masters"), ca_name, admin_key.public_key()),
+            ExtendedKeyUsageOID.CLIENT_AUTH,
+        )
+        .add_extension(authority_key_id, critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    _write_key(certs.admin_key, admin_key)
+    _write_cert(certs.admin_cert, admin_cert)
+
+    service_account_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    _write_key(certs.service_account_key, service_account_key)
+    certs.service_account_public_key.write_bytes(
+        service_account_key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    return certs

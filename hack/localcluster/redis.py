@@ -1,0 +1,117 @@
+"""``LocalRedis``: a disposable redis-server on a free loopback port.
+
+Nothing is persisted (``--save ''``, no AOF, its working directory is the run directory) and it
+answers only on 127.0.0.1; an optional password exercises the ``requirepass`` path of clients.
+"""
+
+import shutil
+import socket
+import tempfile
+import types
+from pathlib import Path
+from typing import Self
+from urllib.parse import quote
+
+from localcluster import processes
+from localcluster.ports import LOOPBACK, free_port
+
+READY_TIMEOUT = 30.0
+
+
+def _command(*parts: str) -> bytes:
+    encoded = [part.encode() for part in parts]
+    return b"".join(
+        [f"*{len(encoded)}\r\n".encode(), *(b"$%d\r\n%s\r\n" % (len(p), p) for p in encoded)]
+    )
+
+
+class LocalRedis:
+    def __init__(
+        self,
+        *,
+        password: str | None = None,
+        run_dir: Path | None = None,
+        executable: str | None = None,
+    ) -> None:
+        self.password = password
+        self._given_run_dir = run_dir
+        self.run_dir = Path()
+        self.executable = executable or shutil.which("redis-server") or "redis-server"
+        self.port = free_port()
+        self.process: processes.ManagedProcess | None = None
+
+    @property
+    def host(self) -> str:
+        return LOOPBACK
+
+    @property
+    def url(self) -> str:
+        auth = f":{quote(self.password, safe='')}@" if self.password else ""
+        return f"redis://{auth}{LOOPBACK}:{self.port}/0"
+
+    @property
+    def pid(self) -> int:
+        if self.process is None:
+            raise RuntimeError("redis-server is not started")
+        return self.process.pid
+
+    def ping(self) -> bool:
+        """PING over a raw socket (with AUTH first when there is a password)."""
+        with socket.create_connection((LOOPBACK, self.port), timeout=2) as connection:
+            if self.password:
+                connection.sendall(_command("AUTH", self.password))
+                if not connection.recv(64).startswith(b"+OK"):
+                    return False
+            connection.sendall(_command("PING"))
+            return connection.recv(64).startswith(b"+PONG")
+
+    def start(self) -> None:
+        processes.install_signal_handlers()
+        if self._given_run_dir is None:
+            self.run_dir = Path(tempfile.mkdtemp(prefix="punctual-redis-"))
+        else:
+            self.run_dir = self._given_run_dir
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+        argv = [
+            self.executable,
+            "--port",
+            str(self.port),
+            "--bind",
+            LOOPBACK,
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(self.run_dir),
+            "--daemonize",
+            "no",
+            "--protected-mode",
+            "yes",
+        ]
+        if self.password:
+            argv += ["--requirepass", self.password]
+        self.process = processes.start("redis-server", argv, self.run_dir)
+        processes.wait_until(self.process, self.ping, "PING answers PONG", READY_TIMEOUT)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop()
+        if self._given_run_dir is None and self.run_dir != Path():
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    def __enter__(self) -> Self:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: types.TracebackType | None,
+    ) -> None:
+        self.stop()

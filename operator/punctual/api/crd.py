@@ -1,0 +1,246 @@
+"""The ScheduledJob CustomResourceDefinition, generated from ``punctual.api.models``.
+
+The CRD in ``crds/`` is this module's output (``punctual crd``), never edited by hand, so the
+schema the API server enforces and the models the operator reads through are one definition.
+
+pydantic writes JSON Schema (2020-12); Kubernetes wants a *structural* OpenAPI v3 schema. The
+translation inlines every ``$ref``, turns ``Optional`` (``anyOf`` with ``null``) into the plain
+type (an absent field is how Kubernetes spells "unset"), drops ``title`` and
+``additionalProperties: false`` (the API server prunes or, with strict field validation,
+rejects unknown fields by itself), and refuses anything it does not know how to translate,
+rather than emit a CRD the API server would reject or misread.
+"""
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+import pydantic
+
+from punctual.api import models
+
+Schema = dict[str, Any]
+"""A JSON or OpenAPI schema node, as plain data."""
+
+CRD_NAME = f"{models.PLURAL}.{models.GROUP}"
+
+_ORDER = (
+    "description",
+    "type",
+    "format",
+    "enum",
+    "default",
+    "pattern",
+    "minLength",
+    "maxLength",
+    "minimum",
+    "maximum",
+    "minItems",
+    "maxItems",
+    "maxProperties",
+    "items",
+    "properties",
+    "required",
+    "additionalProperties",
+    "x-kubernetes-preserve-unknown-fields",
+    "x-kubernetes-list-type",
+    "x-kubernetes-list-map-keys",
+    "x-kubernetes-validations",
+)
+"""Every keyword the translation may emit, in the order it emits them (stable, readable)."""
+
+_RULE_ORDER = ("rule", "message", "messageExpression", "reason", "fieldPath")
+
+STRUCTURAL_TYPES = frozenset({"object", "array", "string", "integer", "boolean"})
+"""No ``number``: the API carries no floats."""
+
+PRINTER_COLUMNS = [
+    {
+        "name": "Schedule",
+        "type": "string",
+        "jsonPath": ".spec.schedule",
+        "description": "The cron schedule",
+    },
+    {"name": "Every", "type": "string", "jsonPath": ".spec.every", "description": "The interval"},
+    {
+        "name": "TimeZone",
+        "type": "string",
+        "jsonPath": ".spec.timeZone",
+        "description": "The time zone of the cron schedule",
+    },
+    {
+        "name": "Suspend",
+        "type": "boolean",
+        "jsonPath": ".spec.suspend",
+        "description": "Whether new runs are held back",
+    },
+    # A string, not a date: kubectl prints a date as its age, and a future time as <invalid>.
+    {
+        "name": "Next",
+        "type": "string",
+        "jsonPath": ".status.nextRunTime",
+        "description": "When the next run is due (the next slot plus jitter)",
+    },
+    {
+        "name": "Last",
+        "type": "date",
+        "jsonPath": ".status.lastScheduleTime",
+        "description": "The last slot claimed by a replica",
+    },
+    {
+        "name": "Lateness(ms)",
+        "type": "integer",
+        "jsonPath": ".status.lastRun.latenessMillis",
+        "description": "How late the last run started, in milliseconds",
+    },
+    {
+        "name": "Ready",
+        "type": "string",
+        "jsonPath": '.status.conditions[?(@.type=="Ready")].status',
+        "description": "Whether the schedule is valid and armed",
+    },
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+]
+
+_ROOT_DESCRIPTION = (
+    "A ScheduledJob runs an HTTP call, a Redis stream entry or a Kubernetes Job on a cron "
+    "schedule or a fixed interval: every slot exactly once across operator replicas, without "
+    "drift, with explicit time-zone and DST rules and deliberate policies for missed and "
+    "overlapping runs."
+)
+_API_CONVENTIONS = (
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md"
+)
+
+
+class UntranslatableSchemaError(ValueError):
+    """The models use a JSON Schema construct that has no structural OpenAPI equivalent."""
+
+
+def definition() -> Schema:
+    """The CRD as a plain ``apiextensions.k8s.io/v1`` object, ready to serialize."""
+    version = {
+        "name": models.VERSION,
+        "served": True,
+        "storage": True,
+        "subresources": {"status": {}},
+        "additionalPrinterColumns": copy.deepcopy(PRINTER_COLUMNS),
+        "schema": {"openAPIV3Schema": root_schema()},
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": CRD_NAME},
+        "spec": {
+            "group": models.GROUP,
+            "names": {
+                "kind": models.KIND,
+                "listKind": f"{models.KIND}List",
+                "plural": models.PLURAL,
+                "singular": models.SINGULAR,
+                "shortNames": list(models.SHORT_NAMES),
+                "categories": list(models.CATEGORIES),
+            },
+            "scope": "Namespaced",
+            "versions": [version],
+        },
+    }
+
+
+def root_schema() -> Schema:
+    """The whole object's schema: the standard envelope around ``spec`` and ``status``."""
+    return {
+        "description": _ROOT_DESCRIPTION,
+        "type": "object",
+        "properties": {
+            "apiVersion": {
+                "description": "The versioned schema of this object: punctual.dev/v1alpha1. "
+                f"More info: {_API_CONVENTIONS}#resources",
+                "type": "string",
+            },
+            "kind": {
+                "description": "The REST resource this object represents: ScheduledJob. "
+                f"More info: {_API_CONVENTIONS}#types-kinds",
+                "type": "string",
+            },
+            # The API server owns metadata's schema and refuses even a description here.
+            "metadata": {"type": "object"},
+            "spec": structural_schema(models.ScheduledJobSpec),
+            "status": structural_schema(models.ScheduledJobStatus),
+        },
+        "required": ["spec"],
+    }
+
+
+def structural_schema(model: type[pydantic.BaseModel]) -> Schema:
+    """The structural OpenAPI v3 schema of ``model``, as the API server wants it."""
+    generated = model.model_json_schema(by_alias=True, mode="validation")
+    definitions = generated.pop("$defs", {})
+    return _translate(generated, definitions, path=model.__name__)
+
+
+def _translate(node: Mapping[str, Any], definitions: Mapping[str, Any], *, path: str) -> Schema:
+    flat = _inline(node, definitions, path=path)
+    if flat.get("additionalProperties") is False:
+        del flat["additionalProperties"]
+    if "properties" in flat:
+        flat["properties"] = {
+            name: _translate(child, definitions, path=f"{path}.{name}")
+            for name, child in flat["properties"].items()
+        }
+    if isinstance(flat.get("items"), Mapping):
+        flat["items"] = _translate(flat["items"], definitions, path=f"{path}[]")
+    if isinstance(flat.get("additionalProperties"), Mapping):
+        flat["additionalProperties"] = _translate(
+            flat["additionalProperties"], definitions, path=f"{path}{{}}"
+        )
+    if "description" in flat:
+        flat["description"] = " ".join(flat["description"].split())
+    return _checked(flat, path=path)
+
+
+def _inline(node: Mapping[str, Any], definitions: Mapping[str, Any], *, path: str) -> Schema:
+    """Resolve ``$ref`` and nullable ``anyOf`` until neither is left, keeping the siblings.
+
+    Siblings win over what they are merged with: a field's own description and default beat
+    its type's docstring. CEL rules from both sides are kept.
+    """
+    flat = {key: value for key, value in node.items() if key != "title"}
+    while True:
+        if "$ref" in flat:
+            name = flat.pop("$ref").removeprefix("#/$defs/")
+            inner = definitions[name]
+        elif "anyOf" in flat:
+            branches = [branch for branch in flat.pop("anyOf") if branch != {"type": "null"}]
+            if len(branches) != 1:
+                raise UntranslatableSchemaError(f"{path}: a union of several types")
+            if "default" in flat and flat["default"] is None:
+                del flat["default"]
+            inner = branches[0]
+        else:
+            return flat
+        rules = [
+            *inner.get("x-kubernetes-validations", []),
+            *flat.get("x-kubernetes-validations", []),
+        ]
+        flat = {
+            **{key: value for key, value in inner.items() if key != "title"},
+            **flat,
+        }
+        if rules:
+            flat["x-kubernetes-validations"] = rules
+
+
+def _checked(flat: Schema, *, path: str) -> Schema:
+    """Refuse what the API server would reject or misread; emit keys in a stable order."""
+    unknown = set(flat) - set(_ORDER)
+    if unknown:
+        raise UntranslatableSchemaError(f"{path}: no structural equivalent for {sorted(unknown)}")
+    if flat.get("type") not in STRUCTURAL_TYPES:
+        raise UntranslatableSchemaError(f"{path}: type {flat.get('type')!r} is not allowed")
+    if "x-kubernetes-validations" in flat:
+        flat["x-kubernetes-validations"] = [
+            {key: rule[key] for key in _RULE_ORDER if key in rule}
+            for rule in flat["x-kubernetes-validations"]
+        ]
+    return copy.deepcopy({key: flat[key] for key in _ORDER if key in flat})

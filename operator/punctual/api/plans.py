@@ -1,0 +1,129 @@
+"""From a ScheduledJob's ``spec`` to the plan the scheduler obeys: the operator's one check.
+
+The API server enforces what the CRD can express (types, enums, limits, the CEL rules of
+``punctual.api.models``). What it cannot (cron syntax, time-zone names, jitter against a cron
+schedule's shortest period) is checked here, for every object, before anything is armed.
+
+Every failure is an ``InvalidSpecError`` whose ``field`` is the path users wrote
+(``spec.missedRuns.maxCatchUp``), ready for the Ready condition and a Warning Event: a bad
+object never crashes the operator and never affects the other objects.
+"""
+
+from collections.abc import Mapping
+from datetime import timedelta
+
+import pydantic
+import pydantic_core
+
+from punctual.api import models
+from punctual.scheduling import dst, durations, missed, plans, schedules, slots, timeline
+from punctual.scheduling.errors import InvalidSpecError
+
+SPEC = "spec"
+
+
+def parse_spec(raw: Mapping[str, object]) -> models.ScheduledJobSpec:
+    """Read an object's ``spec`` by its wire (camelCase) names.
+
+    Raises ``InvalidSpecError`` naming the first offending field in camelCase, with a count of
+    any further problems; never a pydantic error.
+    """
+    try:
+        return models.ScheduledJobSpec.model_validate(raw, by_alias=True, by_name=False)
+    except pydantic.ValidationError as error:
+        raise _first_problem(error) from None
+
+
+def plan_for(spec: models.ScheduledJobSpec, *, uid: str) -> plans.JobPlan:
+    """The plan for the object with ``uid``; its jitter offset derives from the uid.
+
+    Raises ``InvalidSpecError`` for a cron expression or time zone that does not parse, and
+    for a jitter that is not shorter than the schedule's shortest period (a jittered slot must
+    still fire before the next nominal one).
+    """
+    try:
+        schedule = schedules.build(
+            schedule=spec.schedule,
+            every=spec.every,
+            time_zone=spec.time_zone,
+            rules=dst.DstRules(nonexistent=spec.dst.nonexistent, ambiguous=spec.dst.ambiguous),
+            field_prefix=f"{SPEC}.",
+        )
+    except OSError:
+        # zoneinfo raises IsADirectoryError for a region name such as "Europe", which
+        # zones.parse does not catch yet; building a schedule does no other I/O.
+        raise InvalidSpecError(
+            f"{SPEC}.timeZone",
+            f"unknown time zone {spec.time_zone!r} (expected an IANA name such as "
+            "Europe/Copenhagen)",
+        ) from None
+    return plans.JobPlan(
+        schedule=schedule,
+        offset=_jitter_offset(spec.jitter, schedule=schedule, uid=uid),
+        missed_runs=_missed_runs(spec.missed_runs),
+        concurrency=spec.concurrency_policy,
+        max_queued=spec.max_queued,
+        timeout=durations.parse(spec.timeout, field=f"{SPEC}.timeout"),
+    )
+
+
+def _jitter_offset(text: str | None, *, schedule: timeline.Schedule, uid: str) -> timedelta:
+    if text is None:
+        return timedelta()
+    jitter = durations.parse(text, field=f"{SPEC}.jitter")
+    period = schedule.shortest_period
+    if jitter >= period:
+        raise InvalidSpecError(
+            f"{SPEC}.jitter",
+            f"{text} must be shorter than the shortest time between two slots of the "
+            f"schedule ({durations.format(period)})",
+        )
+    return slots.jitter_offset(uid, jitter=jitter, period=period)
+
+
+def _missed_runs(spec: models.MissedRunsSpec) -> missed.MissedRuns:
+    deadline = spec.starting_deadline
+    return missed.MissedRuns(
+        policy=spec.policy,
+        max_catch_up=spec.max_catch_up,
+        starting_deadline=(
+            None
+            if deadline is None
+            else durations.parse(deadline, field=f"{SPEC}.missedRuns.startingDeadline")
+        ),
+    )
+
+
+def _first_problem(error: pydantic.ValidationError) -> InvalidSpecError:
+    details = error.errors(include_url=False)
+    field, problem = _describe(details[0])
+    if len(details) > 1:
+        more = len(details) - 1
+        problem += f" (and {more} more problem{'s' if more > 1 else ''})"
+    return InvalidSpecError(field, problem)
+
+
+def _describe(detail: pydantic_core.ErrorDetails) -> tuple[str, str]:
+    """The camelCase path and a sentence for one pydantic error."""
+    path = _path(detail["loc"])
+    cause = detail.get("ctx", {}).get("error")
+    if isinstance(cause, InvalidSpecError):
+        # Raised by the models' own validators, with a field relative to the model.
+        return (f"{path}.{cause.field}" if cause.field else path), cause.problem
+    match detail["type"]:
+        case "missing":
+            return path, "required"
+        case "extra_forbidden":
+            return path, "unknown field"
+    given = detail.get("input")
+    if isinstance(given, str | int | float | bool):
+        return path, f"{detail['msg']} (got {given!r})"
+    return path, detail["msg"]
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    """``('missedRuns', 'maxCatchUp')`` → ``spec.missedRuns.maxCatchUp``; list items as ``[0]``."""
+    path = SPEC
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path

@@ -1,0 +1,174 @@
+"""``punctual run``: the operator, one replica of it."""
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import aiohttp
+import kopf
+import prometheus_client
+
+from punctual import metrics
+from punctual.controller import handlers, reconciler, targets
+from punctual.kube import client, objects, secrets, status
+from punctual.locks import kubernetes, memory, metered, redis
+from punctual.runtime import clocks, seams, supervisor
+from punctual.scheduling import durations
+from punctual.scheduling.errors import InvalidSpecError
+from punctual.stores import fanout
+from punctual.stores import metered as metered_store
+from punctual.stores import status as status_store
+
+logger = logging.getLogger(__name__)
+
+
+def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    parser = commands.add_parser(
+        "run",
+        help="run the operator",
+        description="Run one replica of the operator. Every replica schedules every "
+        "ScheduledJob in its scope; slot locks make each slot run exactly once.",
+    )
+    parser.add_argument(
+        "--namespace",
+        action="append",
+        default=[],
+        metavar="NS",
+        help="watch only this namespace (repeatable; default: all namespaces)",
+    )
+    parser.add_argument(
+        "--lock-backend", choices=["redis", "kubernetes", "memory"], default="kubernetes"
+    )
+    parser.add_argument(
+        "--redis-url",
+        default=os.environ.get("PUNCTUAL_REDIS_URL"),
+        metavar="URL",
+        help="redis:// or rediss:// URL (default: $PUNCTUAL_REDIS_URL)",
+    )
+    parser.add_argument(
+        "--replica-id",
+        default=f"{socket.gethostname()}-{os.getpid()}",
+        metavar="ID",
+        help="this replica's name in locks and status (default: host-pid)",
+    )
+    parser.add_argument(
+        "--replica-stagger",
+        default=None,
+        metavar="DURATION",
+        help="a fixed offset added to this replica's lock attempts (default: none)",
+    )
+    parser.add_argument("--metrics-port", type=int, default=8080, metavar="N", help="0: off")
+    parser.add_argument("--health-port", type=int, default=8081, metavar="N", help="0: off")
+    parser.add_argument(
+        "--status-interval",
+        default="5s",
+        metavar="DURATION",
+        help="the most often one replica writes one job's status (default: 5s)",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(arguments: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        stagger = (
+            durations.parse(arguments.replica_stagger, field="--replica-stagger")
+            if arguments.replica_stagger
+            else timedelta()
+        )
+        interval = durations.parse(arguments.status_interval, field="--status-interval")
+        if arguments.lock_backend == "redis" and not arguments.redis_url:
+            raise InvalidSpecError("--redis-url", "required with --lock-backend redis")
+    except InvalidSpecError as error:
+        print(f"punctual run: {error}")
+        return 2
+    asyncio.run(_operate(arguments, stagger=stagger, status_interval=interval))
+    return 0
+
+
+async def _operate(
+    arguments: argparse.Namespace,
+    *,
+    stagger: timedelta,
+    status_interval: timedelta,
+) -> None:
+    registry = prometheus_client.CollectorRegistry()
+    meters = metrics.Metrics(registry)
+    if arguments.metrics_port:
+        prometheus_client.start_http_server(arguments.metrics_port, registry=registry)
+    async with contextlib.AsyncExitStack() as stack:
+        api = await client.connect()
+        stack.push_async_callback(api.close)
+        cache = objects.ObjectCache()
+        status_api = status.StatusApi(api)
+        lock = await stack.enter_async_context(_lock(arguments, api=status_api, cache=cache))
+        statuses = status_store.StatusStore(
+            api=status_api,
+            cache=cache,
+            replica=arguments.replica_id,
+            wall=clocks.system_wall,
+            interval=status_interval,
+        )
+        scheduler = supervisor.Supervisor(
+            wall=clocks.system_wall,
+            lock=metered.MeteredLock(lock, meters=meters, backend=arguments.lock_backend),
+            store=fanout.FanoutStore(statuses, metered_store.MeteredStore(meters)),
+            replica=arguments.replica_id,
+            stagger=stagger,
+        )
+        meters.scheduled_jobs.set_function(lambda: len(scheduler.armed))
+        session = await stack.enter_async_context(aiohttp.ClientSession())
+        scheduled_jobs = reconciler.Reconciler(
+            scheduler=scheduler,
+            store=statuses,
+            cache=cache,
+            targets=targets.Targets(session=session, secrets=secrets.SecretReader(api)),
+            wall=clocks.system_wall,
+        )
+        kopf_registry = kopf.OperatorRegistry()
+        handlers.register(kopf_registry, scheduled_jobs)
+        settings = kopf.OperatorSettings()
+        settings.posting.level = logging.WARNING  # our Events are explicit, not log lines
+        flusher = asyncio.create_task(statuses.run(), name="status writer")
+        try:
+            await kopf.operator(
+                registry=kopf_registry,
+                settings=settings,
+                standalone=True,
+                clusterwide=not arguments.namespace,
+                namespaces=arguments.namespace,
+                liveness_endpoint=(
+                    f"http://0.0.0.0:{arguments.health_port}/healthz"
+                    if arguments.health_port
+                    else None
+                ),
+            )
+        finally:
+            await scheduler.shutdown()
+            flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await flusher
+
+
+@contextlib.asynccontextmanager
+async def _lock(
+    arguments: argparse.Namespace, *, api: status.StatusApi, cache: objects.ObjectCache
+) -> AsyncIterator[seams.SlotLock]:
+    match arguments.lock_backend:
+        case "redis":
+            lock = redis.RedisLock.from_url(arguments.redis_url)
+            try:
+                yield lock
+            finally:
+                await lock.close()
+        case "kubernetes":
+            yield kubernetes.KubernetesLock(api=api, cache=cache)
+        case _:
+            yield memory.MemoryLock()

@@ -1,0 +1,156 @@
+"""What each replica does when it sees a ScheduledJob: arm, re-arm, suspend or disarm it.
+
+Every replica reconciles every object from its own watch stream; nothing here writes anything
+that another replica would have to undo (no finalizers, no handler progress). Which replica
+runs a slot is decided by the slot lock, not here.
+"""
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from punctual.api import plans
+from punctual.controller import targets
+from punctual.kube import events, objects, resources
+from punctual.runtime import seams, supervisor
+from punctual.scheduling import slots, timeline
+from punctual.scheduling.errors import InvalidSpecError
+from punctual.stores import status
+
+logger = logging.getLogger(__name__)
+
+READY = "Ready"
+SUSPENDED = "Suspended"
+
+
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    generation: int
+    suspended: bool
+
+
+class Reconciler:
+    def __init__(
+        self,
+        *,
+        scheduler: supervisor.Supervisor,
+        store: status.StatusStore,
+        cache: objects.ObjectCache,
+        targets: targets.Targets,
+        wall: seams.WallClock,
+    ) -> None:
+        self._scheduler = scheduler
+        self._store = store
+        self._cache = cache
+        self._targets = targets
+        self._wall = wall
+        self._seen: dict[slots.JobRef, _Seen] = {}
+
+    async def observe(self, body: resources.Body) -> None:
+        """An object was listed, added or modified: act on a new generation only."""
+        self._cache.remember(body)
+        job = resources.job_ref(body)
+        generation = int(body["metadata"].get("generation", 0))
+        seen = self._seen.get(job)
+        if seen is not None and seen.generation == generation:
+            return  # a status change: nothing for the scheduler
+        try:
+            spec = plans.parse_spec(body.get("spec") or {})
+            plan = plans.plan_for(spec, uid=job.uid)
+            executor = self._targets.executor_for(job, spec.target)
+        except InvalidSpecError as error:
+            await self._scheduler.disarm(job)
+            self._seen[job] = _Seen(generation=generation, suspended=False)
+            self._condition(
+                job,
+                READY,
+                ok=False,
+                reason="InvalidSpec",
+                message=str(error),
+                generation=generation,
+            )
+            events.warn(body, reason="InvalidSpec", message=str(error))
+            return
+        self._store.configure(
+            job,
+            history=status.History(succeeded=spec.history.succeeded, failed=spec.history.failed),
+        )
+        self._seen[job] = _Seen(generation=generation, suspended=spec.suspend)
+        if spec.suspend:
+            self._scheduler.suspend(job)
+            self._condition(
+                job,
+                SUSPENDED,
+                ok=True,
+                reason="Suspended",
+                message="spec.suspend is true: no new slots",
+                generation=generation,
+            )
+            self._condition(
+                job,
+                READY,
+                ok=True,
+                reason="Suspended",
+                message="valid, suspended",
+                generation=generation,
+            )
+            return
+        now = self._wall()
+        high_water = _high_water(body)
+        if seen is None:
+            # First sight on this replica (creation, or an operator restart): slots since the
+            # high-water mark follow the missed-run policy; a new object starts from now.
+            self._scheduler.arm(job, plan, executor, resume_after=high_water or now)
+        elif seen.suspended:
+            # Resumed: slots while suspended are counted missed, never replayed.
+            since = _suspended_since(body) or high_water or now
+            start = max(since, high_water) if high_water else since
+            self._scheduler.arm(job, plan, executor, resume_after=start, missed_through=now)
+        else:
+            # A spec change takes effect from the first slot after it; never a past slot.
+            start = max(now, high_water) if high_water else now
+            self._scheduler.arm(job, plan, executor, resume_after=start)
+        self._condition(
+            job, SUSPENDED, ok=False, reason="Active", message="scheduling", generation=generation
+        )
+        self._condition(
+            job,
+            READY,
+            ok=True,
+            reason="Scheduled",
+            message="scheduling slots",
+            generation=generation,
+        )
+
+    async def forget(self, body: resources.Body) -> None:
+        """The object is gone: no more slots, runs cancelled, nothing left behind."""
+        job = resources.job_ref(body)
+        await self._scheduler.disarm(job)
+        self._seen.pop(job, None)
+        self._store.forget(job)
+        self._cache.forget(job)
+
+    def _condition(
+        self,
+        job: slots.JobRef,
+        kind: str,
+        *,
+        ok: bool,
+        reason: str,
+        message: str,
+        generation: int,
+    ) -> None:
+        condition = status.Condition(type=kind, status=ok, reason=reason, message=message)
+        self._store.set_condition(job, condition, generation=generation)
+
+
+def _high_water(body: resources.Body) -> datetime | None:
+    text = (body.get("status") or {}).get("lastScheduleTime")
+    return timeline.parse_rfc3339(text) if text else None
+
+
+def _suspended_since(body: resources.Body) -> datetime | None:
+    for condition in (body.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == SUSPENDED and condition.get("status") == "True":
+            return timeline.parse_rfc3339(condition["lastTransitionTime"])
+    return None

@@ -1,0 +1,5 @@
+"""Executors, one per target kind, each implementing ``punctual.runtime.seams.Executor``.
+
+An executor performs one run of one slot and tells the target which slot it is (the slot id as
+an idempotency key, the scheduled time), so a target reached twice can tell.
+"""

@@ -1,0 +1,234 @@
+"""The HTTP executor: the operator itself calls the target, once per slot.
+
+The target learns which slot it serves from two headers, ``Idempotency-Key: <slot id>`` and
+``X-Punctual-Scheduled-Time: <RFC 3339 UTC>``, so a call that arrives twice (a replica that
+claimed a slot whose lock expired, a retry by a proxy) can be recognised.
+
+Secrets travel in headers resolved from Kubernetes Secrets by another layer. Their values, and
+any password in the URL, never appear in an outcome message, an exception or a log line: the
+message of a run ends up in the object's status, readable by anyone who can read the object.
+"""
+
+import logging
+import re
+import types
+import urllib.parse
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import aiohttp
+
+from punctual.runtime import seams
+
+logger = logging.getLogger(__name__)
+
+IDEMPOTENCY_KEY = "Idempotency-Key"
+SCHEDULED_TIME = "X-Punctual-Scheduled-Time"
+RESERVED_HEADERS = frozenset(name.lower() for name in (IDEMPOTENCY_KEY, SCHEDULED_TIME))
+SCHEMES = frozenset({"http", "https"})
+
+TIMEOUT_MARGIN = timedelta(seconds=1)
+"""How far aiohttp's own timeout sits above the run's: the loop's timeout is the one that fires
+(and records TimedOut); aiohttp's only makes sure no socket outlives the run for long."""
+DRAIN_LIMIT = 1 << 20
+"""Bytes of a response body read (and discarded) so the connection can be reused; past this
+the connection is closed instead."""
+REASON_LIMIT = 200
+"""Characters of the server's reason phrase kept in the message (it lands in the status)."""
+REDACTED = "***"
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_BAD_HEADER_VALUE = re.compile(r"[\r\n\x00]")
+# Any scheme (a rejected ftp:// URL is shown too); greedy up to the authority's last "@", so a
+# stray unencoded "@" in a password cannot leave half of it behind.
+_USERINFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/?#\s]*@")
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f]+")
+
+
+class HttpTargetError(Exception):
+    """The call did not get an HTTP answer (connection refused, reset, TLS, ...).
+
+    Its message is already redacted; the driver's exception is deliberately not chained, so
+    tracebacks cannot carry secrets either.
+    """
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class HttpRequest:
+    """What ``spec.target.http`` asks for, minus the secret headers."""
+
+    url: str
+    method: str = "POST"
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: str | None = None
+    success_codes: frozenset[int] | None = None
+    """Statuses that count as success; ``None`` means any 2xx."""
+
+    def __post_init__(self) -> None:
+        parts = urllib.parse.urlsplit(self.url)
+        if parts.scheme.lower() not in SCHEMES or not parts.hostname:
+            raise ValueError(
+                f"target URL must be an absolute http:// or https:// URL, "
+                f"got {redact_url(self.url)!r}"
+            )
+        try:
+            parts.port  # noqa: B018 (parsing the port is the check)
+        except ValueError:
+            raise ValueError(f"target URL has an invalid port: {redact_url(self.url)!r}") from None
+        if not _TOKEN.fullmatch(self.method):
+            raise ValueError(f"HTTP method {self.method!r} is not a valid method name")
+        _check_headers(self.headers, what="header")
+        if self.success_codes is not None:
+            if not self.success_codes:
+                raise ValueError("success codes must name at least one status (or be omitted)")
+            invalid = sorted(code for code in self.success_codes if not 100 <= code <= 599)
+            if invalid:
+                raise ValueError(f"success codes must be HTTP statuses (100-599), got {invalid}")
+        # A private, read-only copy: the caller's dict may change after this.
+        object.__setattr__(self, "method", self.method.upper())
+        object.__setattr__(self, "headers", types.MappingProxyType(dict(self.headers)))
+
+    def __repr__(self) -> str:
+        return (
+            f"HttpRequest(method={self.method!r}, url={redact_url(self.url)!r}, "
+            f"headers={sorted(self.headers)!r}, success_codes={self.success_codes!r})"
+        )
+
+    def is_success(self, status: int) -> bool:
+        if self.success_codes is None:
+            return 200 <= status <= 299
+        return status in self.success_codes
+
+
+class HttpExecutor:
+    """``seams.Executor`` that makes one HTTP call per run, on a shared ``ClientSession``.
+
+    The session belongs to the caller (one per operator: its connection pool is shared by every
+    job); this executor never closes it.
+    """
+
+    def __init__(
+        self,
+        request: HttpRequest,
+        *,
+        session: aiohttp.ClientSession,
+        secret_headers: Mapping[str, str] | None = None,
+    ) -> None:
+        secret_headers = dict(secret_headers or {})
+        _check_headers(secret_headers, what="secret header")
+        self._request = request
+        self._session = session
+        self._url = request.url
+        self._display_url = redact_url(request.url)
+        self._body = None if request.body is None else request.body.encode()
+        self._headers = _merge(request.headers, secret_headers)
+        self._secrets = _secret_texts(secret_headers.values(), request.url)
+
+    def __repr__(self) -> str:
+        return f"HttpExecutor({self._request.method} {self._display_url})"
+
+    async def __call__(self, context: seams.RunContext) -> seams.Outcome:
+        headers = {
+            **self._headers,
+            IDEMPOTENCY_KEY: context.slot_id,
+            SCHEDULED_TIME: rfc3339_utc(context.scheduled_time),
+        }
+        timeout = aiohttp.ClientTimeout(total=(context.timeout + TIMEOUT_MARGIN).total_seconds())
+        try:
+            async with self._session.request(
+                self._request.method,
+                self._url,
+                headers=headers,
+                data=self._body,
+                timeout=timeout,
+                # A redirect could carry the secret headers to another host; a 3xx is an
+                # answer like any other (add it to successCodes if it means success).
+                allow_redirects=False,
+                raise_for_status=False,
+            ) as response:
+                await _drain(response)
+                status, reason = response.status, response.reason
+        except (aiohttp.ClientError, OSError, ValueError) as error:
+            # TimeoutError is an OSError: aiohttp's own timeout lands here. The loop's timeout
+            # cancels this task instead (CancelledError), which passes through untouched.
+            message = f"{self._request.method} {self._display_url}: {self._describe(error)}"
+            logger.debug("slot %s: %s", context.slot_id, message)
+            raise HttpTargetError(message) from None
+        message = _status_line(status, self._redact(reason or ""))
+        logger.debug(
+            "slot %s: %s %s answered %s",
+            context.slot_id,
+            self._request.method,
+            self._display_url,
+            message,
+        )
+        return seams.Outcome(succeeded=self._request.is_success(status), message=message)
+
+    def _describe(self, error: BaseException) -> str:
+        text = self._redact(str(error))
+        return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+    def _redact(self, text: str) -> str:
+        text = _USERINFO.sub(rf"\g<1>{REDACTED}@", text)
+        for secret in self._secrets:
+            text = text.replace(secret, REDACTED)
+        return text
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any ``user:password@`` replaced by ``***@``, safe to log and to show."""
+    return _USERINFO.sub(rf"\g<1>{REDACTED}@", url)
+
+
+def rfc3339_utc(instant: datetime) -> str:
+    """``2026-11-30T01:30:00Z``, with milliseconds when the instant has any (slots are in ms)."""
+    utc = instant.astimezone(UTC)
+    text = utc.isoformat(timespec="milliseconds" if utc.microsecond else "seconds")
+    return text.replace("+00:00", "Z")
+
+
+def _check_headers(headers: Mapping[str, str], *, what: str) -> None:
+    # Errors name the header, never its value: it may be a secret.
+    for name, value in headers.items():
+        if not _TOKEN.fullmatch(name):
+            raise ValueError(f"{what} name {name!r} is not a valid HTTP header name")
+        if name.lower() in RESERVED_HEADERS:
+            raise ValueError(f"{what} {name} is set by Punctual for every run and cannot be set")
+        if _BAD_HEADER_VALUE.search(value):
+            raise ValueError(f"{what} {name} has a line break or NUL in its value")
+
+
+def _merge(*layers: Mapping[str, str]) -> dict[str, str]:
+    """Later layers win, by case-insensitive name (HTTP header names are case-insensitive)."""
+    merged: dict[str, tuple[str, str]] = {}
+    for layer in layers:
+        for name, value in layer.items():
+            merged[name.lower()] = (name, value)
+    return dict(merged.values())
+
+
+def _secret_texts(values: Iterable[str], url: str) -> tuple[str, ...]:
+    """Every string that must not be shown: secret header values and the URL's credentials."""
+    texts = {value for value in values if value}
+    parts = urllib.parse.urlsplit(url)
+    if parts.password:
+        texts |= {parts.password, urllib.parse.unquote(parts.password)}
+    # Longest first: a secret containing another must be replaced whole.
+    return tuple(sorted(texts, key=len, reverse=True))
+
+
+def _status_line(status: int, reason: str) -> str:
+    # The reason phrase is the server's text: already redacted, kept to one short line here.
+    reason = _UNPRINTABLE.sub(" ", reason).strip()[:REASON_LIMIT]
+    return f"HTTP {status} {reason}" if reason else f"HTTP {status}"
+
+
+async def _drain(response: aiohttp.ClientResponse) -> None:
+    """Read the body to its end (up to a limit) so the connection goes back to the pool."""
+    remaining = DRAIN_LIMIT
+    while remaining > 0:
+        chunk = await response.content.read(min(remaining, 64 * 1024))
+        if not chunk:
+            return
+        remaining -= len(chunk)

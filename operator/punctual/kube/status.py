@@ -1,0 +1,81 @@
+"""Reading ScheduledJobs and patching their status: the one module that does either.
+
+Every patch is a JSON merge patch carrying ``metadata.resourceVersion`` as a precondition, so
+a replica never overwrites what another one wrote in between: it gets ``ConflictError`` and
+starts again from a fresh read.
+"""
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+import aiohttp
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from punctual.kube import resources
+from punctual.scheduling import slots
+
+_MERGE_PATCH = "application/merge-patch+json"
+
+
+class ConflictError(Exception):
+    """The object changed since the resourceVersion the patch was based on."""
+
+
+class GoneError(Exception):
+    """The object no longer exists (or is another object with the same name now)."""
+
+
+class UnavailableError(Exception):
+    """The API server did not answer usefully."""
+
+
+class StatusApi:
+    def __init__(self, api: client.ApiClient) -> None:
+        self._objects = client.CustomObjectsApi(api)
+
+    async def read(self, ref: slots.JobRef) -> resources.Body:
+        try:
+            body = await self._objects.get_namespaced_custom_object(
+                resources.GROUP, resources.VERSION, ref.namespace, resources.PLURAL, ref.name
+            )
+        except ApiException as error:
+            raise _translate(error) from error
+        except (aiohttp.ClientError, OSError, TimeoutError) as error:
+            raise UnavailableError(str(error) or type(error).__name__) from error
+        if body["metadata"]["uid"] != ref.uid:
+            raise GoneError(f"{ref.namespace}/{ref.name} was re-created")
+        return cast(resources.Body, body)
+
+    async def patch(
+        self, ref: slots.JobRef, status: Mapping[str, Any], *, resource_version: str
+    ) -> resources.Body:
+        patch = {
+            "metadata": {"resourceVersion": resource_version, "uid": ref.uid},
+            "status": status,
+        }
+        try:
+            body = await self._objects.patch_namespaced_custom_object_status(
+                resources.GROUP,
+                resources.VERSION,
+                ref.namespace,
+                resources.PLURAL,
+                ref.name,
+                patch,
+                _content_type=_MERGE_PATCH,
+            )
+        except ApiException as error:
+            raise _translate(error) from error
+        except (aiohttp.ClientError, OSError, TimeoutError) as error:
+            raise UnavailableError(str(error) or type(error).__name__) from error
+        return cast(resources.Body, body)
+
+
+def _translate(error: ApiException) -> Exception:
+    match error.status:
+        case 409:
+            return ConflictError(error.reason)
+        case 404:
+            return GoneError(error.reason)
+        case _:
+            return UnavailableError(f"HTTP {error.status} {error.reason}")

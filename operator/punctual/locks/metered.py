@@ -1,0 +1,32 @@
+"""A slot lock wrapper that counts claims: won, lost, or error (the backend gave no answer)."""
+
+from punctual import metrics
+from punctual.runtime import seams
+
+
+class MeteredLock:
+    """``seams.SlotLock`` around ``inner``, counting into ``punctual_lock_claims_total``."""
+
+    def __init__(self, inner: seams.SlotLock, *, meters: metrics.Metrics, backend: str) -> None:
+        self._inner = inner
+        self._claims = meters.lock_claims
+        self._backend = backend
+        meters.claim_outcomes(backend)
+
+    def __repr__(self) -> str:
+        return f"MeteredLock({self._inner!r})"
+
+    async def claim(self, claim: seams.Claim) -> bool:
+        try:
+            won = await self._inner.claim(claim)
+        except Exception:
+            # Any exception, not only LockUnavailableError: either way the claim got no
+            # answer, and a backend bug should show on the dashboard too. Cancellation
+            # (a BaseException) is not a claim outcome and is not counted.
+            self._count("error")
+            raise
+        self._count("won" if won else "lost")
+        return won
+
+    def _count(self, outcome: str) -> None:
+        self._claims.labels(backend=self._backend, outcome=outcome).inc()

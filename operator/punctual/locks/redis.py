@@ -1,0 +1,181 @@
+"""A slot lock on Redis: ``SET punctual:slot:<slot-id> <holder> NX PX <ttl>``, one key per slot.
+
+Keyed by slot, never by job: a replica that dies holding a slot blocks only that slot, until the
+key expires. Whatever goes wrong talking to Redis fails closed: the claim raises
+``LockUnavailableError`` and nobody runs the slot on this replica's word.
+
+Connections come from a ``BlockingConnectionPool``: when every replica's slots fall due on the
+same instant, thousands of claims queue for a connection instead of failing with
+``MaxConnectionsError``. Socket timeouts are short so that a dead or unreachable Redis answers
+"unavailable" within a second or two rather than stalling the scheduler.
+"""
+
+import logging
+import re
+import urllib.parse
+from datetime import timedelta
+from typing import Self
+
+import redis.asyncio
+import redis.asyncio.retry
+import redis.backoff
+import redis.exceptions
+
+from punctual.runtime import seams
+
+logger = logging.getLogger(__name__)
+
+KEY_PREFIX = "punctual:slot:"
+SCHEMES = frozenset({"redis", "rediss"})
+
+DEFAULT_MAX_CONNECTIONS = 64
+DEFAULT_POOL_TIMEOUT = 10.0
+"""Seconds a claim waits for a free connection: generous, a burst of claims drains quickly."""
+DEFAULT_SOCKET_TIMEOUT = 1.0
+"""Seconds for connecting and for each reply: a healthy Redis answers a SET in well under this."""
+ATTEMPTS = 2
+"""One retry, on a fresh connection, after a connection or timeout error."""
+
+_UNSAFE_IN_KEY = re.compile(r"[\s\x00-\x1f\x7f]")
+
+
+def slot_key(slot_id: str) -> str:
+    """The Redis key of one slot; refuses ids that could not have come from ``slot_id()``."""
+    if not slot_id or _UNSAFE_IN_KEY.search(slot_id):
+        # Slot ids are built from validated Kubernetes names and a uid, so this is a bug
+        # upstream; refusing it keeps odd bytes out of Redis keys and out of the logs.
+        raise ValueError(f"refusing a slot id with whitespace or control characters: {slot_id!r}")
+    return KEY_PREFIX + slot_id
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its password (``redis://:***@host:6379/0``), safe to log."""
+    parts = urllib.parse.urlsplit(url)
+    # Split the authority by hand: urlsplit's .port raises on a malformed port, and a URL that
+    # is about to be refused must still be shown (redacted) in the error.
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    if not at or ":" not in userinfo:
+        return url
+    user = userinfo.partition(":")[0]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{hostport}"))
+
+
+class RedisLock:
+    """``seams.SlotLock`` on one Redis (standalone or behind a primary endpoint)."""
+
+    backend = "redis"
+
+    def __init__(
+        self,
+        client: "redis.asyncio.Redis",
+        *,
+        description: str = "redis",
+        password: str | None = None,
+    ) -> None:
+        """Use ``client`` (which this lock then owns: ``close()`` closes it).
+
+        ``description`` names the server in errors and logs (a redacted URL); ``password``, when
+        given, is scrubbed from every error message as a last line of defence.
+        """
+        self._client = client
+        self._description = description
+        self._password = password
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        pool_timeout: float = DEFAULT_POOL_TIMEOUT,
+        socket_timeout: float = DEFAULT_SOCKET_TIMEOUT,
+        connect_timeout: float = DEFAULT_SOCKET_TIMEOUT,
+    ) -> Self:
+        """A lock on the Redis at ``redis://[[user]:password@]host[:port][/db]`` or ``rediss://``.
+
+        ``max_connections`` bounds the pool; claims beyond it wait up to ``pool_timeout``
+        seconds for a connection. Raises ``ValueError`` for another scheme or a malformed URL
+        (the message carries the redacted URL only).
+        """
+        description = redact_url(url)
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in SCHEMES:
+            raise ValueError(
+                f"the Redis URL must start with redis:// or rediss://, got {description!r}"
+            )
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be at least 1, got {max_connections}")
+        try:
+            pool = redis.asyncio.BlockingConnectionPool.from_url(
+                url,
+                max_connections=max_connections,
+                timeout=pool_timeout,
+                socket_timeout=socket_timeout,
+                socket_connect_timeout=connect_timeout,
+                # Retries are ours (see claim): a blind retry of SET NX could report a slot we
+                # won as lost, and then nobody would run it.
+                retry=redis.asyncio.retry.Retry(redis.backoff.NoBackoff(), 0),
+            )
+        except ValueError:
+            raise ValueError(f"not a usable Redis URL: {description!r}") from None
+        password = urllib.parse.unquote(parts.password) if parts.password else None
+        return cls(redis.asyncio.Redis.from_pool(pool), description=description, password=password)
+
+    def __repr__(self) -> str:
+        return f"RedisLock({self._description})"
+
+    async def claim(self, claim: seams.Claim) -> bool:
+        key = slot_key(claim.slot_id)
+        holder = claim.holder.encode()
+        # PX takes whole milliseconds and refuses 0: round up, at least 1 ms.
+        ttl_ms = max(1, -(-claim.ttl // timedelta(milliseconds=1)))
+        failure: redis.exceptions.RedisError | None = None
+        for attempt in range(ATTEMPTS):
+            try:
+                if await self._client.set(key, holder, nx=True, px=ttl_ms):
+                    return True
+                if failure is None:
+                    return False
+                # The earlier attempt may have set the key and lost only the reply: then the
+                # slot is ours, and answering "lost" would leave it run by nobody.
+                return bool(await self._client.get(key) == holder)
+            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as error:
+                if isinstance(error, redis.exceptions.AuthenticationError):
+                    raise self._unavailable(claim.slot_id, error) from None
+                failure = error
+                logger.debug(
+                    "claim of %s failed on attempt %d: %s",
+                    claim.slot_id,
+                    attempt + 1,
+                    self._scrub(str(error)),
+                )
+            except redis.exceptions.RedisError as error:
+                # Anything else (a read-only replica after a failover, OOM, ...) cannot tell
+                # who owns the slot either.
+                raise self._unavailable(claim.slot_id, error) from None
+        assert failure is not None
+        raise self._unavailable(claim.slot_id, failure) from None
+
+    async def ping(self) -> None:
+        """Raise ``LockUnavailableError`` unless Redis answers (for readiness and startup)."""
+        try:
+            await self._client.ping()
+        except redis.exceptions.RedisError as error:
+            raise self._unavailable(None, error) from None
+
+    async def close(self) -> None:
+        """Close the client and every pooled connection."""
+        await self._client.aclose()
+
+    def _unavailable(
+        self, slot_id: str | None, error: redis.exceptions.RedisError
+    ) -> seams.LockUnavailableError:
+        # `from None` at the raise sites keeps the driver's exception (and whatever it holds)
+        # out of tracebacks; the message says everything an operator needs.
+        detail = self._scrub(str(error))
+        what = f"{type(error).__name__}: {detail}" if detail else type(error).__name__
+        subject = f"slot {slot_id} not claimed" if slot_id else "no answer"
+        return seams.LockUnavailableError(f"{self._description}: {subject}: {what}")
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._password, "***") if self._password else text

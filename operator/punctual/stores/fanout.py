@@ -1,0 +1,55 @@
+"""A run store that forwards every report to several stores (status, metrics, ...)."""
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+
+from punctual.runtime import seams
+from punctual.scheduling import overlap, slots
+
+logger = logging.getLogger(__name__)
+
+
+class FanoutStore:
+    """``seams.RunStore`` that tells each of ``stores``, in order.
+
+    A store that raises is logged and skipped: the others still hear about the run, and the
+    scheduler, which calls stores from inside its runs, never sees a sink's failure.
+    """
+
+    def __init__(self, *stores: seams.RunStore) -> None:
+        self.stores = stores
+
+    def slot_upcoming(self, job: slots.JobRef, *, scheduled_time: datetime) -> None:
+        self._each(
+            "slot_upcoming",
+            job,
+            lambda store: store.slot_upcoming(job, scheduled_time=scheduled_time),
+        )
+
+    def run_started(self, job: slots.JobRef, run: seams.ActiveRun) -> None:
+        self._each("run_started", job, lambda store: store.run_started(job, run))
+
+    def run_finished(self, job: slots.JobRef, record: seams.RunRecord) -> None:
+        self._each("run_finished", job, lambda store: store.run_finished(job, record))
+
+    def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
+        self._each(
+            "slots_missed", job, lambda store: store.slots_missed(job, count=count, newest=newest)
+        )
+
+    def slot_overlapped(
+        self, job: slots.JobRef, *, slot: datetime, policy: overlap.ConcurrencyPolicy
+    ) -> None:
+        self._each(
+            "slot_overlapped",
+            job,
+            lambda store: store.slot_overlapped(job, slot=slot, policy=policy),
+        )
+
+    def _each(self, what: str, job: slots.JobRef, call: Callable[[seams.RunStore], None]) -> None:
+        for store in self.stores:
+            try:
+                call(store)
+            except Exception:
+                logger.exception("%s of %s/%s failed in %r", what, job.namespace, job.name, store)

@@ -1,0 +1,46 @@
+"""A run store that turns what the scheduler reports into metrics (design §7).
+
+It records nothing else: pair it with the status store through ``stores.fanout``.
+"""
+
+from datetime import datetime, timedelta
+
+from punctual import metrics
+from punctual.runtime import seams
+from punctual.scheduling import overlap, slots
+
+
+class MeteredStore:
+    """``seams.RunStore`` feeding ``metrics.Metrics``."""
+
+    def __init__(self, meters: metrics.Metrics) -> None:
+        self._meters = meters
+
+    # The parameters are the RunStore protocol's; metrics carry no per-job labels.
+    def slot_upcoming(self, job: slots.JobRef, *, scheduled_time: datetime) -> None:
+        """Nothing to count: the lateness is measured when the run starts."""
+
+    def run_started(self, job: slots.JobRef, run: seams.ActiveRun) -> None:
+        # A negative lateness (a timer that woke early, a wall-clock step) is clamped: the
+        # histogram's sum would otherwise understate how late runs really are.
+        lateness = max(run.started_at - run.scheduled_time, timedelta())
+        self._meters.run_lateness.observe(lateness.total_seconds())
+        self._meters.active_runs.inc()
+
+    def run_finished(self, job: slots.JobRef, record: seams.RunRecord) -> None:
+        self._meters.runs.labels(result=record.result.value).inc()
+        if record.started_at is not None:  # only records of runs that were reported started
+            self._meters.active_runs.dec()
+
+    def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
+        if count > 0:
+            self._meters.slots_missed.inc(count)
+
+    def slot_overlapped(
+        self,
+        job: slots.JobRef,
+        *,
+        slot: datetime,
+        policy: overlap.ConcurrencyPolicy,
+    ) -> None:
+        self._meters.overlaps.labels(policy=policy.value).inc()

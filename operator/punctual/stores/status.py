@@ -1,0 +1,354 @@
+"""The run store behind ``status``: what happened, written to the ScheduledJob, coalesced.
+
+The rule: each replica writes a job's status only when it has something new to say (it ran,
+skipped or missed a slot, or a condition changed), at most once per ``interval`` per job
+(default 5 s); condition changes are written at the next tick. A 1-second job therefore costs
+one status write per 5 seconds per replica that ran it, not one per run. (The kubernetes slot
+lock's compare-and-swap claim is a write of its own, one per slot.)
+
+Writes are merges onto the newest known body, with its resourceVersion as a precondition:
+counts are added, recent runs merged, ``lastScheduleTime`` only moves forward, and other
+replicas' active runs are kept. On a conflict the merge starts again from a fresh read.
+"""
+
+import asyncio
+import collections
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from punctual.kube import events, objects, status
+from punctual.runtime import seams
+from punctual.scheduling import overlap, slots, timeline
+
+logger = logging.getLogger(__name__)
+
+_COUNT_KEYS = {
+    seams.RunResult.SUCCEEDED: "succeeded",
+    seams.RunResult.FAILED: "failed",
+    seams.RunResult.TIMED_OUT: "timedOut",
+    seams.RunResult.SKIPPED_OVERLAP: "skippedOverlap",
+    seams.RunResult.MISSED: "missed",
+}
+_RUNS = {seams.RunResult.SUCCEEDED, seams.RunResult.FAILED, seams.RunResult.TIMED_OUT}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Condition:
+    type: str
+    status: bool
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    succeeded: int = 3
+    failed: int = 3
+
+
+@dataclass
+class _Pending:
+    """What this replica has to say about one job since its last write."""
+
+    counts: collections.Counter[str] = field(default_factory=collections.Counter)
+    records: list[seams.RunRecord] = field(default_factory=list)
+    claimed: datetime | None = None
+    conditions: dict[str, Condition] = field(default_factory=dict)
+    observed_generation: int | None = None
+    since: float = 0.0
+    urgent: bool = False
+
+    def absorb(self, older: "_Pending") -> None:
+        """Take back what a failed write could not deliver."""
+        self.counts.update(older.counts)
+        self.records[:0] = older.records
+        self.claimed = _latest(self.claimed, older.claimed)
+        self.conditions = {**older.conditions, **self.conditions}
+        if self.observed_generation is None:
+            self.observed_generation = older.observed_generation
+        self.since = min(self.since, older.since)
+        self.urgent = self.urgent or older.urgent
+
+
+class StatusStore:
+    def __init__(
+        self,
+        *,
+        api: status.StatusApi,
+        cache: objects.ObjectCache,
+        replica: str,
+        wall: seams.WallClock,
+        interval: timedelta = timedelta(seconds=5),
+        tick: timedelta = timedelta(milliseconds=250),
+        concurrency: int = 16,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self._api = api
+        self._cache = cache
+        self._replica = replica
+        self._wall = wall
+        self._interval = interval.total_seconds()
+        self._tick = tick.total_seconds()
+        self._writers = asyncio.Semaphore(concurrency)
+        self._clock = clock or (lambda: asyncio.get_running_loop().time())
+        self._pending: dict[slots.JobRef, _Pending] = {}
+        self._active: collections.defaultdict[slots.JobRef, dict[datetime, seams.ActiveRun]] = (
+            collections.defaultdict(dict)
+        )
+        self._upcoming: dict[slots.JobRef, datetime] = {}
+        self._history: dict[slots.JobRef, History] = {}
+
+    # The RunStore seam: called by the scheduler, never blocks.
+
+    def slot_upcoming(self, job: slots.JobRef, *, scheduled_time: datetime) -> None:
+        self._upcoming[job] = scheduled_time  # written along with the next change, if any
+
+    def run_started(self, job: slots.JobRef, run: seams.ActiveRun) -> None:
+        self._active[job][run.slot] = run
+        self._note(job).claimed = _latest(self._note(job).claimed, run.slot)
+
+    def run_finished(self, job: slots.JobRef, record: seams.RunRecord) -> None:
+        self._active[job].pop(record.slot, None)
+        pending = self._note(job)
+        pending.counts[_COUNT_KEYS[record.result]] += 1
+        pending.records.append(record)
+        pending.claimed = _latest(pending.claimed, record.slot)
+        if record.result in (seams.RunResult.FAILED, seams.RunResult.TIMED_OUT):
+            self._warn(
+                job,
+                f"Run{record.result}",
+                f"slot {timeline.rfc3339(record.slot)}: {record.message}",
+            )
+
+    def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
+        pending = self._note(job)
+        pending.counts["missed"] += count
+        pending.claimed = _latest(pending.claimed, newest)
+        message = f"{count} slot(s) missed, the newest {timeline.rfc3339(newest)}"
+        pending.records.append(
+            seams.RunRecord(
+                slot=newest,
+                scheduled_time=newest,
+                result=seams.RunResult.MISSED,
+                message=message,
+                replica=self._replica,
+            )
+        )
+        self._warn(job, "SlotsMissed", message)
+
+    def slot_overlapped(
+        self, job: slots.JobRef, *, slot: datetime, policy: overlap.ConcurrencyPolicy
+    ) -> None:
+        pass  # what the policy did shows in the run records; overlaps are counted in metrics
+
+    # Called by the controller.
+
+    def configure(self, job: slots.JobRef, *, history: History) -> None:
+        self._history[job] = history
+
+    def set_condition(self, job: slots.JobRef, condition: Condition, *, generation: int) -> None:
+        pending = self._note(job)
+        pending.conditions[condition.type] = condition
+        pending.observed_generation = generation
+        pending.urgent = True
+
+    def forget(self, job: slots.JobRef) -> None:
+        for table in (self._pending, self._active, self._upcoming, self._history):
+            table.pop(job, None)
+
+    async def run(self) -> None:
+        """Write what is due, every tick, until cancelled; then write everything left."""
+        try:
+            while True:
+                await asyncio.sleep(self._tick)
+                await self._flush(due_only=True)
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._flush(due_only=False))
+
+    async def _flush(self, *, due_only: bool) -> None:
+        now = self._clock()
+        due = [
+            job
+            for job, pending in self._pending.items()
+            if not due_only or pending.urgent or now - pending.since >= self._interval
+        ]
+        await asyncio.gather(*(self._write(job) for job in due))
+
+    async def _write(self, job: slots.JobRef) -> None:
+        pending = self._pending.pop(job, None)
+        if pending is None:
+            return
+        async with self._writers:
+            try:
+                body = self._cache.get(job) or await self._api.read(job)
+                for _ in range(5):
+                    try:
+                        body = await self._api.patch(
+                            job,
+                            self._compose(job, body.get("status") or {}, pending),
+                            resource_version=body["metadata"]["resourceVersion"],
+                        )
+                    except status.ConflictError:
+                        body = await self._api.read(job)
+                        continue
+                    self._cache.remember(body)
+                    return
+            except status.GoneError:
+                return
+            except status.UnavailableError as error:
+                logger.warning("status of %s/%s not written: %s", job.namespace, job.name, error)
+        # Not delivered: keep it for the next tick, merged with anything newer.
+        newer = self._pending.get(job)
+        if newer is not None:
+            pending.absorb(newer)
+        self._pending[job] = pending
+
+    def _compose(
+        self, job: slots.JobRef, current: Mapping[str, Any], pending: _Pending
+    ) -> dict[str, Any]:
+        history = self._history.get(job, History())
+        counts = collections.Counter(dict.fromkeys(_COUNT_KEYS.values(), 0))
+        counts.update(current.get("counts") or {})
+        counts.update(pending.counts)
+        new_runs = [_as_run(record) for record in pending.records]
+        recent = _recent([*new_runs, *(current.get("recentRuns") or [])], history)
+        composed: dict[str, Any] = {
+            "counts": dict(counts),
+            "recentRuns": recent,
+            "active": [
+                *(
+                    run
+                    for run in current.get("active") or []
+                    if run.get("replica") != self._replica
+                ),
+                *(_as_active(run) for run in self._active[job].values()),
+            ],
+        }
+        last_run = _newest([current.get("lastRun"), *(r for r in new_runs if r["result"] in _RUNS)])
+        if last_run is not None:
+            composed["lastRun"] = last_run
+        succeeded = [r["finishedAt"] for r in new_runs if r["result"] == seams.RunResult.SUCCEEDED]
+        last_success = _max_text([current.get("lastSuccessfulTime"), *succeeded])
+        if last_success is not None:
+            composed["lastSuccessfulTime"] = last_success
+        known_last = current.get("lastScheduleTime")
+        if pending.claimed is not None and (
+            known_last is None or pending.claimed > timeline.parse_rfc3339(known_last)
+        ):
+            composed["lastScheduleTime"] = timeline.rfc3339(pending.claimed)
+        if job in self._upcoming:
+            composed["nextRunTime"] = timeline.rfc3339(self._upcoming[job])
+        if pending.conditions:
+            composed["conditions"] = _merge_conditions(
+                current.get("conditions") or [],
+                pending.conditions.values(),
+                generation=pending.observed_generation,
+                now=self._wall(),
+            )
+        if pending.observed_generation is not None:
+            composed["observedGeneration"] = pending.observed_generation
+        return composed
+
+    def _note(self, job: slots.JobRef) -> _Pending:
+        pending = self._pending.get(job)
+        if pending is None:
+            pending = self._pending[job] = _Pending(since=self._clock())
+        return pending
+
+    def _warn(self, job: slots.JobRef, reason: str, message: str) -> None:
+        body = self._cache.get(job)
+        if body is not None:
+            events.warn(body, reason=reason, message=message)
+
+
+def _latest(first: datetime | None, second: datetime | None) -> datetime | None:
+    candidates = [instant for instant in (first, second) if instant is not None]
+    return max(candidates) if candidates else None
+
+
+def _as_run(record: seams.RunRecord) -> dict[str, Any]:
+    run: dict[str, Any] = {
+        "slot": timeline.rfc3339(record.slot),
+        "scheduledTime": timeline.rfc3339(record.scheduled_time),
+        "result": record.result.value,
+        "message": record.message,
+        "replica": record.replica,
+    }
+    if record.started_at is not None:
+        run["startedAt"] = timeline.rfc3339(record.started_at)
+    if record.finished_at is not None:
+        run["finishedAt"] = timeline.rfc3339(record.finished_at)
+    if record.lateness is not None:
+        run["latenessMillis"] = record.lateness // timedelta(milliseconds=1)
+    if record.duration is not None:
+        run["durationMillis"] = record.duration // timedelta(milliseconds=1)
+    return run
+
+
+def _as_active(run: seams.ActiveRun) -> dict[str, Any]:
+    return {
+        "slot": timeline.rfc3339(run.slot),
+        "startedAt": timeline.rfc3339(run.started_at),
+        "replica": run.replica,
+    }
+
+
+def _slot_key(run: Mapping[str, Any]) -> datetime:
+    return timeline.parse_rfc3339(run["slot"])
+
+
+def _recent(runs: list[dict[str, Any]], history: History) -> list[dict[str, Any]]:
+    """Newest first, one entry per slot, at most ``history`` successes and failures."""
+    seen: set[str] = set()
+    kept: list[dict[str, Any]] = []
+    room = {True: history.succeeded, False: history.failed}
+    for run in sorted(runs, key=_slot_key, reverse=True):
+        succeeded = run["result"] == seams.RunResult.SUCCEEDED
+        if run["slot"] in seen or room[succeeded] <= 0:
+            continue
+        seen.add(run["slot"])
+        room[succeeded] -= 1
+        kept.append(run)
+    return kept
+
+
+def _newest(runs: list[Mapping[str, Any] | None]) -> Mapping[str, Any] | None:
+    present = [run for run in runs if run]
+    return max(present, key=_slot_key) if present else None
+
+
+def _max_text(timestamps: list[str | None]) -> str | None:
+    present = [text for text in timestamps if text]
+    return max(present, key=timeline.parse_rfc3339) if present else None
+
+
+def _merge_conditions(
+    current: list[Mapping[str, Any]],
+    updates: "collections.abc.Iterable[Condition]",
+    *,
+    generation: int | None,
+    now: datetime,
+) -> list[dict[str, Any]]:
+    merged = {condition["type"]: dict(condition) for condition in current}
+    for update in updates:
+        text_status = "True" if update.status else "False"
+        previous = merged.get(update.type)
+        changed = previous is None or previous.get("status") != text_status
+        merged[update.type] = {
+            "type": update.type,
+            "status": text_status,
+            "reason": update.reason,
+            "message": update.message,
+            "lastTransitionTime": (
+                timeline.rfc3339(now.replace(microsecond=0))
+                if changed
+                else previous["lastTransitionTime"]  # type: ignore[index]
+            ),
+            **({"observedGeneration": generation} if generation is not None else {}),
+        }
+    return list(merged.values())

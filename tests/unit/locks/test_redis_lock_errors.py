@@ -1,0 +1,162 @@
+"""How the Redis lock answers when Redis misbehaves, with a scripted client in place of Redis.
+
+Failures a live server cannot be made to produce on cue: a reply lost after the write landed,
+a read-only replica, errors whose text carries the password.
+"""
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import redis.exceptions
+
+from punctual.locks import redis as redis_lock
+from punctual.runtime import seams
+from punctual.scheduling import slots
+
+JOB = slots.JobRef(namespace="reports", name="nightly", uid="5f0c1d2e-0000-4000-8000-00000000abcd")
+SLOT = datetime(2026, 1, 1, 2, 30, tzinfo=UTC)
+CLAIM = seams.Claim(
+    job=JOB, slot=SLOT, slot_id=slots.slot_id(JOB, SLOT), holder="replica-a:1", ttl=timedelta(1)
+)
+PASSWORD = "hunter2-password"
+
+Step = Callable[["ScriptedRedis", str, bytes], bool | None]
+
+
+def lands_then_drops_the_reply(client: "ScriptedRedis", key: str, value: bytes) -> bool | None:
+    client.keys.setdefault(key, value)
+    raise redis.exceptions.ConnectionError("Connection reset by peer")
+
+
+def set_nx(client: "ScriptedRedis", key: str, value: bytes) -> bool | None:
+    if key in client.keys:
+        return None
+    client.keys[key] = value
+    return True
+
+
+def fails_with(error: Exception) -> Step:
+    def step(client: "ScriptedRedis", key: str, value: bytes) -> bool | None:
+        raise error
+
+    return step
+
+
+class ScriptedRedis:
+    """Answers each SET with the next scripted step; GET reads what the steps stored."""
+
+    def __init__(self, *steps: Step, keys: dict[str, bytes] | None = None) -> None:
+        self.steps = list(steps)
+        self.keys = dict(keys or {})
+        self.sets: list[tuple[str, bytes, int]] = []
+
+    async def set(self, key: str, value: bytes, *, nx: bool, px: int) -> bool | None:
+        assert nx
+        self.sets.append((key, value, px))
+        return self.steps.pop(0)(self, key, value)
+
+    async def get(self, key: str) -> bytes | None:
+        return self.keys.get(key)
+
+    async def aclose(self) -> None:
+        pass
+
+
+def lock_on(client: ScriptedRedis) -> redis_lock.RedisLock:
+    return redis_lock.RedisLock(
+        client,  # type: ignore[arg-type]  # the subset of redis.asyncio.Redis the lock uses
+        description="redis://:***@redis:6379/0",
+        password=PASSWORD,
+    )
+
+
+class TestTheClaimSetsOneKeyWithTheTtl:
+    async def test_set_nx_px_on_the_slot_key(self) -> None:
+        client = ScriptedRedis(set_nx)
+
+        assert await lock_on(client).claim(CLAIM)
+
+        assert client.sets == [
+            (f"punctual:slot:{CLAIM.slot_id}", b"replica-a:1", 86_400_000),
+        ]
+
+
+class TestALostReplyIsRecoveredOnce:
+    async def test_a_slot_set_before_the_connection_dropped_is_ours(self) -> None:
+        client = ScriptedRedis(lands_then_drops_the_reply, set_nx)
+
+        assert await lock_on(client).claim(CLAIM)
+        assert len(client.sets) == 2
+
+    async def test_a_slot_another_replica_holds_stays_lost_after_a_retry(self) -> None:
+        key = redis_lock.slot_key(CLAIM.slot_id)
+        client = ScriptedRedis(
+            fails_with(redis.exceptions.ConnectionError("reset")),
+            set_nx,
+            keys={key: b"replica-b:9"},
+        )
+
+        assert not await lock_on(client).claim(CLAIM)
+
+    async def test_an_existing_key_is_a_loss_without_a_second_round_trip(self) -> None:
+        client = ScriptedRedis(set_nx, keys={redis_lock.slot_key(CLAIM.slot_id): b"replica-a:1"})
+
+        # Holders are unique per claim, so an existing key is another claim's, whoever's it is.
+        assert not await lock_on(client).claim(CLAIM)
+
+
+class TestWhatCannotBeAnsweredFailsClosed:
+    async def test_two_connection_errors_make_the_lock_unavailable(self) -> None:
+        client = ScriptedRedis(
+            fails_with(redis.exceptions.ConnectionError("refused")),
+            fails_with(redis.exceptions.TimeoutError("Timeout reading from socket")),
+        )
+
+        with pytest.raises(seams.LockUnavailableError, match="TimeoutError: Timeout reading"):
+            await lock_on(client).claim(CLAIM)
+
+    @pytest.mark.parametrize(
+        "error",
+        [
+            redis.exceptions.ReadOnlyError("You can't write against a read only replica."),
+            redis.exceptions.ResponseError("OOM command not allowed"),
+            redis.exceptions.AuthenticationError("invalid username-password pair"),
+        ],
+    )
+    async def test_a_refusal_is_not_retried(self, error: redis.exceptions.RedisError) -> None:
+        client = ScriptedRedis(fails_with(error), set_nx)
+
+        with pytest.raises(seams.LockUnavailableError, match=type(error).__name__):
+            await lock_on(client).claim(CLAIM)
+        assert len(client.sets) == 1
+
+    async def test_the_error_names_the_server_and_the_slot(self) -> None:
+        client = ScriptedRedis(*[fails_with(redis.exceptions.ConnectionError("refused"))] * 2)
+
+        with pytest.raises(seams.LockUnavailableError) as raised:
+            await lock_on(client).claim(CLAIM)
+
+        assert str(raised.value) == (
+            f"redis://:***@redis:6379/0: slot {CLAIM.slot_id} not claimed: ConnectionError: refused"
+        )
+
+    async def test_the_password_is_scrubbed_from_driver_messages(self) -> None:
+        leaky = redis.exceptions.ResponseError(f"WRONGPASS for {PASSWORD}")
+
+        with pytest.raises(seams.LockUnavailableError) as raised:
+            await lock_on(ScriptedRedis(fails_with(leaky))).claim(CLAIM)
+
+        assert PASSWORD not in str(raised.value)
+        assert raised.value.__cause__ is None
+        assert raised.value.__suppress_context__
+
+    async def test_a_slot_id_with_a_newline_is_refused_before_redis_is_asked(self) -> None:
+        client = ScriptedRedis()
+        bad = seams.Claim(
+            job=JOB, slot=SLOT, slot_id="a/b/uid/1\nDEL x", holder="replica-a:1", ttl=timedelta(1)
+        )
+
+        with pytest.raises(ValueError, match="refusing a slot id"):
+            await lock_on(client).claim(bad)
+        assert client.sets == []

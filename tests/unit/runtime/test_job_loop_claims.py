@@ -1,0 +1,245 @@
+"""Claims: a replica runs a slot only after claiming it, and fails closed when it cannot tell.
+
+An ``every: 10s`` job is armed at 00:00:05: its slots are 00:00:10, 00:00:20, ...
+"""
+
+import asyncio
+from datetime import datetime, timedelta
+
+import pytest
+from runtime_doubles import (
+    JOB,
+    LOOPTIME,
+    SECOND,
+    TOLERANCE,
+    FakeWall,
+    GrantingLock,
+    LosingLock,
+    Target,
+    UnavailableLock,
+    at,
+    ats,
+    every,
+)
+
+from punctual.locks.memory import MemoryLock
+from punctual.runtime import seams
+from punctual.runtime.supervisor import Supervisor
+from punctual.scheduling import slots
+from punctual.stores.memory import MemoryStore
+
+pytestmark = LOOPTIME
+
+PERIOD = 10 * SECOND
+
+
+@pytest.fixture
+def base() -> datetime:
+    return at(5)
+
+
+class TestAClaim:
+    @pytest.fixture
+    def lock(self, wall: FakeWall) -> GrantingLock:
+        return GrantingLock(wall)
+
+    async def test_is_asked_at_the_slot_for_that_slot(
+        self, supervisor: Supervisor, wall: FakeWall, lock: GrantingLock
+    ) -> None:
+        supervisor.arm(JOB, every(PERIOD), Target(wall), resume_after=at(5))
+        await wall.sleep_until(at(25))
+
+        assert [slot for slot, _ in lock.asked] == ats(10, 20)
+        for slot, asked in lock.asked:
+            assert abs(asked - slot) <= TOLERANCE
+
+    async def test_names_the_slot_the_replica_and_a_ttl(self, wall: FakeWall) -> None:
+        claims: list[seams.Claim] = []
+
+        class Spy:
+            async def claim(self, claim: seams.Claim) -> bool:
+                claims.append(claim)
+                return True
+
+        spying = Supervisor(wall=wall, lock=Spy(), store=MemoryStore(), replica="replica-a")
+        try:
+            spying.arm(JOB, every(PERIOD, timeout=5 * SECOND), Target(wall), resume_after=at(5))
+            await wall.sleep_until(at(25))
+        finally:
+            await spying.shutdown()
+
+        first, second = claims
+        assert (first.job, first.slot) == (JOB, at(10))
+        assert first.slot_id == slots.slot_id(JOB, at(10))
+        assert first.holder.startswith("replica-a:")
+        assert first.holder != second.holder  # one run id per claim
+        assert first.ttl == timedelta(seconds=65)  # max(2 × 10s, 5s + 60s)
+
+
+class TestALostClaim:
+    @pytest.fixture
+    def lock(self, wall: FakeWall) -> LosingLock:
+        return LosingLock(wall, lost=ats(0, 20, 30))
+
+    async def test_means_no_run_and_no_record(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        target = Target(wall)
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5))
+        await wall.sleep_until(at(45))
+
+        assert target.slots == ats(10, 40)
+        assert [record.slot for record in store.jobs[JOB].finished] == ats(10, 40)
+        assert store.jobs[JOB].missed == 0
+
+    async def test_of_the_catch_up_slot_means_no_older_slot_runs_instead(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        target = Target(wall)
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(-25))  # 3 overdue: RunOnce
+        await wall.sleep_until(at(15))
+
+        assert target.slots == ats(10)  # 00:00:00 was another replica's; 23:59:50 stays missed
+        assert store.jobs[JOB].missed == 2
+
+
+class TestAnUnavailableLock:
+    @pytest.fixture
+    def lock(self, wall: FakeWall) -> UnavailableLock:
+        return UnavailableLock(wall, down_for=ats(20))
+
+    async def test_means_no_run_for_that_slot(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        target = Target(wall)
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5))
+        await wall.sleep_until(at(25))
+
+        assert target.slots == ats(10)
+        assert [record.slot for record in store.jobs[JOB].finished] == ats(10)
+
+    async def test_leaves_the_loop_running(self, supervisor: Supervisor, wall: FakeWall) -> None:
+        target = Target(wall)
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5))
+        await wall.sleep_until(at(45))
+
+        assert target.slots == ats(10, 30, 40)
+        assert JOB in supervisor.armed
+
+
+class TestAnUnexpectedLockError:
+    """A backend error the lock did not translate into ``LockUnavailableError``."""
+
+    @pytest.fixture
+    def lock(self, wall: FakeWall) -> GrantingLock:
+        class BrokenOnce(GrantingLock):
+            def answer(self, claim: seams.Claim) -> bool:
+                if claim.slot == at(20):
+                    raise ConnectionError("redis: connection reset by peer")
+                return True
+
+        return BrokenOnce(wall)
+
+    async def test_does_not_stop_the_schedule(self, supervisor: Supervisor, wall: FakeWall) -> None:
+        target = Target(wall)
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5))
+        await wall.sleep_until(at(45))
+
+        assert target.slots == ats(10, 30, 40), "the job's loop died; the job is still armed"
+
+
+class SlowAnsweringLock(GrantingLock):
+    """Like ``SET NX`` over a network: the claim lands at once, the answer comes 200 ms later."""
+
+    def __init__(self, wall: FakeWall) -> None:
+        super().__init__(wall)
+        self.holders: dict[str, str] = {}
+
+    async def claim(self, claim: seams.Claim) -> bool:
+        won = self.holders.setdefault(claim.slot_id, claim.holder) == claim.holder
+        await asyncio.sleep(0.2)
+        return won
+
+
+class TestAClaimInFlight:
+    @pytest.fixture
+    def lock(self, wall: FakeWall) -> SlowAnsweringLock:
+        return SlowAnsweringLock(wall)
+
+    async def test_is_not_lost_when_the_job_is_re_armed(
+        self,
+        supervisor: Supervisor,
+        wall: FakeWall,
+        store: MemoryStore,
+        lock: SlowAnsweringLock,
+    ) -> None:
+        target = Target(wall)
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5))
+        await wall.sleep_until(at(20.1))  # this replica's claim of 00:00:20 has landed
+        assert slots.slot_id(JOB, at(20)) in lock.holders
+
+        # A spec change: the reconciler re-arms from now (or the high-water mark if later).
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=wall())
+        await wall.sleep_until(at(35))
+
+        accounted = target.slots + [record.slot for record in store.jobs[JOB].finished]
+        assert at(20) in accounted or store.jobs[JOB].missed, (
+            "00:00:20 is claimed by this replica, yet never ran and was never recorded"
+        )
+
+
+class TestTheMemoryLock:
+    async def test_never_lets_a_slot_run_twice_when_re_armed_from_a_stale_mark(
+        self, supervisor: Supervisor, wall: FakeWall, lock: MemoryLock
+    ) -> None:
+        target = Target(wall)
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5))
+        await wall.sleep_until(at(12))
+
+        # The high-water mark has not caught up with 00:00:10 yet: the loop sees it overdue.
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(0))
+        await wall.sleep_until(at(25))
+
+        assert target.slots == ats(10, 20)
+        assert lock.claimed == {slots.slot_id(JOB, slot) for slot in ats(10, 20)}
+
+
+class TestReplicaStagger:
+    @pytest.fixture
+    def lock(self, wall: FakeWall) -> GrantingLock:
+        return GrantingLock(wall)
+
+    @pytest.fixture
+    def stagger(self) -> timedelta:
+        return 2.5 * SECOND
+
+    async def test_delays_each_claim_by_the_stagger(
+        self, supervisor: Supervisor, wall: FakeWall, lock: GrantingLock
+    ) -> None:
+        supervisor.arm(JOB, every(PERIOD), Target(wall), resume_after=at(5))
+        await wall.sleep_until(at(35))
+
+        assert [slot for slot, _ in lock.asked] == ats(10, 20, 30)
+        for slot, asked in lock.asked:
+            assert abs(asked - (slot + 2.5 * SECOND)) <= TOLERANCE
+
+    async def test_keeps_the_slot_and_its_scheduled_time(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        target = Target(wall)
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5))
+        await wall.sleep_until(at(15))
+
+        [context] = target.contexts
+        assert (context.slot, context.scheduled_time) == (at(10), at(10))
+        assert context.slot_id == slots.slot_id(JOB, at(10))
+        [record] = store.jobs[JOB].finished
+        assert abs(record.lateness - 2.5 * SECOND) <= TOLERANCE  # type: ignore[operator]
+
+    async def test_does_not_count_the_slot_as_missed(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        supervisor.arm(JOB, every(PERIOD), Target(wall), resume_after=at(5))
+        await wall.sleep_until(at(45))
+
+        assert store.jobs[JOB].missed == 0

@@ -1,0 +1,124 @@
+"""The wall timer: waiters wake when the wall clock reads their target, never before."""
+
+import asyncio
+from datetime import datetime, timedelta
+
+from runtime_doubles import LOOPTIME, SECOND, TOLERANCE, FakeWall
+
+from punctual.runtime.timers import WallTimer
+
+pytestmark = LOOPTIME
+
+MINUTE = 60 * SECOND
+HOUR = 60 * MINUTE
+
+
+async def woken_at(timer: WallTimer, wall: FakeWall, target: datetime) -> datetime:
+    await timer.wait_until(target)
+    return wall()
+
+
+class TestOneWaiter:
+    async def test_wakes_when_the_wall_clock_reads_its_target(self, wall: FakeWall) -> None:
+        timer = WallTimer(wall=wall)
+        target = wall() + 2.5 * SECOND
+
+        await timer.wait_until(target)
+
+        assert target <= wall() <= target + TOLERANCE
+
+    async def test_wakes_at_a_target_hours_away_to_the_millisecond(self, wall: FakeWall) -> None:
+        timer = WallTimer(wall=wall)
+        target = wall() + 3 * HOUR + 0.25 * SECOND
+
+        await timer.wait_until(target)
+
+        assert target <= wall() <= target + TOLERANCE
+
+    async def test_returns_at_once_for_a_target_already_passed(self, wall: FakeWall) -> None:
+        timer = WallTimer(wall=wall)
+        now = wall()
+
+        await timer.wait_until(now - HOUR)
+        await timer.wait_until(now)
+
+        assert wall() == now
+
+
+class TestSeveralWaiters:
+    async def test_each_wake_at_their_own_target(self, wall: FakeWall) -> None:
+        timer = WallTimer(wall=wall)
+        start = wall()
+        offsets = [5 * SECOND, 2.5 * SECOND, 90 * SECOND, HOUR, 2.5 * SECOND, 61 * SECOND]
+        targets = [start + offset for offset in offsets]
+
+        woken = await asyncio.gather(*(woken_at(timer, wall, target) for target in targets))
+
+        for target, when in zip(targets, woken, strict=True):
+            assert target <= when <= target + TOLERANCE
+
+    async def test_a_later_waiter_with_an_earlier_target_is_not_held_up(
+        self, wall: FakeWall
+    ) -> None:
+        timer = WallTimer(wall=wall)
+        start = wall()
+        far = asyncio.create_task(woken_at(timer, wall, start + HOUR))
+        await asyncio.sleep(10)
+
+        near = await woken_at(timer, wall, start + 10.5 * SECOND)
+        assert start + 10.5 * SECOND <= near <= start + 10.5 * SECOND + TOLERANCE
+
+        assert start + HOUR <= await far <= start + HOUR + TOLERANCE
+
+    async def test_a_cancelled_waiter_leaves_the_others_on_time(self, wall: FakeWall) -> None:
+        timer = WallTimer(wall=wall)
+        start = wall()
+        first = asyncio.create_task(woken_at(timer, wall, start + 3 * SECOND))
+        second = asyncio.create_task(woken_at(timer, wall, start + 7 * SECOND))
+        await asyncio.sleep(1)
+
+        first.cancel()
+        await asyncio.gather(first, return_exceptions=True)
+
+        assert start + 7 * SECOND <= await second <= start + 7 * SECOND + TOLERANCE
+
+
+class TestAWallClockJump:
+    async def test_forward_wakes_a_near_waiter_within_a_second(self, wall: FakeWall) -> None:
+        timer = WallTimer(wall=wall)
+        start = wall()
+        waiter = asyncio.create_task(woken_at(timer, wall, start + 40 * SECOND))
+        await asyncio.sleep(5.5)
+
+        wall.jump(HOUR)
+        jumped_at = asyncio.get_running_loop().time()
+        await waiter
+
+        assert asyncio.get_running_loop().time() - jumped_at <= 1.0
+
+    async def test_forward_wakes_a_far_waiter_within_a_minute(self, wall: FakeWall) -> None:
+        timer = WallTimer(wall=wall)
+        start = wall()
+        waiter = asyncio.create_task(woken_at(timer, wall, start + HOUR))
+        await asyncio.sleep(10.5)
+
+        wall.jump(HOUR)
+        jumped_at = asyncio.get_running_loop().time()
+        await waiter
+
+        assert asyncio.get_running_loop().time() - jumped_at <= 60.0
+
+    async def test_backward_delays_the_wake_up_until_the_wall_clock_reads_the_target(
+        self, wall: FakeWall
+    ) -> None:
+        timer = WallTimer(wall=wall)
+        start, began = wall(), asyncio.get_running_loop().time()
+        target = start + 10 * SECOND
+        waiter = asyncio.create_task(woken_at(timer, wall, target))
+        await asyncio.sleep(5.5)
+
+        wall.jump(-HOUR)
+
+        assert target <= await waiter <= target + TOLERANCE
+        elapsed = timedelta(seconds=asyncio.get_running_loop().time() - began)
+        assert abs(elapsed - (HOUR + 10 * SECOND)) <= TOLERANCE
