@@ -62,6 +62,12 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         metavar="DURATION",
         help="a fixed offset added to this replica's lock attempts (default: none)",
     )
+    parser.add_argument(
+        "--bind-address",
+        default="0.0.0.0",
+        metavar="ADDRESS",
+        help="where /metrics and /healthz listen (default: all interfaces)",
+    )
     parser.add_argument("--metrics-port", type=int, default=8080, metavar="N", help="0: off")
     parser.add_argument("--health-port", type=int, default=8081, metavar="N", help="0: off")
     parser.add_argument(
@@ -102,7 +108,9 @@ async def _operate(
     registry = prometheus_client.CollectorRegistry()
     meters = metrics.Metrics(registry)
     if arguments.metrics_port:
-        prometheus_client.start_http_server(arguments.metrics_port, registry=registry)
+        prometheus_client.start_http_server(
+            arguments.metrics_port, addr=arguments.bind_address, registry=registry
+        )
     async with contextlib.AsyncExitStack() as stack:
         api = await client.connect()
         stack.push_async_callback(api.close)
@@ -145,7 +153,7 @@ async def _operate(
                 clusterwide=not arguments.namespace,
                 namespaces=arguments.namespace,
                 liveness_endpoint=(
-                    f"http://0.0.0.0:{arguments.health_port}/healthz"
+                    f"http://{arguments.bind_address}:{arguments.health_port}/healthz"
                     if arguments.health_port
                     else None
                 ),
