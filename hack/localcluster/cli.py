@@ -19,6 +19,7 @@ from pathlib import Path
 from localcluster import manifests, processes
 from localcluster.binaries import BinariesUnavailableError, locate_binaries
 from localcluster.cluster import LocalCluster
+from localcluster.echo import EchoServer
 from localcluster.punctual_operator import find_operator, start_operator
 from localcluster.redis import LocalRedis
 
@@ -134,24 +135,26 @@ def run(run_dir: Path, *, kwok: bool, redis_password: str | None) -> None:
             _watch(watched)
             return
 
-        operator = start_operator(operator_command, cluster, redis, run_dir)
-        say(f"started the operator (pid {operator.pid}, log {operator.log_path})")
-        examples = manifests.apply_examples(cluster)
-        say("applied examples: " + (", ".join(p.name for p in examples) or "none"))
-        connect = _how_to_connect(cluster, redis)
-        print(connect, flush=True)
+        with EchoServer() as echo:
+            say(f"the examples' HTTP endpoint listens on {echo.url} (its calls are printed below)")
+            operator = start_operator(operator_command, cluster, redis, run_dir)
+            say(f"started the operator (pid {operator.pid}, log {operator.log_path})")
+            examples = manifests.apply_examples(cluster)
+            say("applied examples: " + (", ".join(p.name for p in examples) or "none"))
+            connect = _how_to_connect(cluster, redis)
+            print(connect, flush=True)
 
-        def refresh() -> None:
-            _show_scheduled_jobs(cluster, operator)
-            if not operator.running():
-                print(connect, flush=True)
+            def refresh() -> None:
+                _show_scheduled_jobs(cluster, operator)
+                if not operator.running():
+                    print(connect, flush=True)
 
-        # The operator is not among the watched: when it dies the cluster stays up for the
-        # developer to start a fixed one against it.
-        try:
-            _watch(watched, tick=refresh)
-        finally:
-            operator.stop()
+            # The operator is not among the watched: when it dies the cluster stays up for the
+            # developer to start a fixed one against it.
+            try:
+                _watch(watched, tick=refresh)
+            finally:
+                operator.stop()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

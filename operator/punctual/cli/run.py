@@ -83,6 +83,8 @@ def run(arguments: argparse.Namespace) -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    # kopf logs every handler call at INFO: a line per watch event is noise at our scale.
+    logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     try:
         stagger = (
             durations.parse(arguments.replica_stagger, field="--replica-stagger")
