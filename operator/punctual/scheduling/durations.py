@@ -15,8 +15,9 @@ _UNITS = {
     "s": timedelta(seconds=1),
     "ms": timedelta(milliseconds=1),
 }
-_TERM = re.compile(r"(\d+)(ms|h|m|s)")
-_WHOLE = re.compile(r"(?:\d+(?:ms|h|m|s))+")
+# [0-9], not \d: Python's \d matches any Unicode digit, Go's (and the API server's) only ASCII.
+_TERM = re.compile(r"([0-9]+)(ms|h|m|s)")
+_WHOLE = re.compile(r"(?:[0-9]+(?:ms|h|m|s))+")
 _EXAMPLES = "e.g. 250ms, 10s, 5m, 1h30m"
 
 
@@ -26,7 +27,10 @@ def parse(text: str, *, field: str) -> timedelta:
         raise InvalidSpecError(field, f"empty duration ({_EXAMPLES})")
     if not _WHOLE.fullmatch(text):
         raise InvalidSpecError(field, f"{text!r} is not a duration: {_diagnose(text)}")
-    total = sum((int(n) * _UNITS[unit] for n, unit in _TERM.findall(text)), timedelta())
+    try:
+        total = sum((int(n) * _UNITS[unit] for n, unit in _TERM.findall(text)), timedelta())
+    except OverflowError:
+        raise InvalidSpecError(field, f"{text!r} is too large") from None
     if total <= timedelta():
         raise InvalidSpecError(field, f"{text!r} must be positive")
     return total

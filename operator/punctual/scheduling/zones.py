@@ -10,7 +10,8 @@ from punctual.scheduling.errors import InvalidSpecError
 def parse(name: str, *, field: str = "spec.timeZone") -> zoneinfo.ZoneInfo:
     try:
         return zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+    # OSError: a region folder such as "Europe" is found, but is not a zone file.
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
         close = difflib.get_close_matches(name, _known_names(), n=1)
         hint = (
             f"; did you mean {close[0]!r}?"
