@@ -9,6 +9,9 @@ from datetime import datetime, timedelta
 
 from punctual.scheduling import timeline
 
+LONGEST = timedelta(days=3653)
+"""Ten years: a longer interval is a mistake, and past year 9999 datetimes cannot follow."""
+
 
 @dataclass(frozen=True, slots=True)
 class IntervalSchedule:

@@ -22,6 +22,12 @@ def build(
         )
     zone = zones.parse(time_zone, field=f"{field_prefix}timeZone")
     if every is not None:
-        return interval.IntervalSchedule(every=durations.parse(every, field=f"{field_prefix}every"))
+        period = durations.parse(every, field=f"{field_prefix}every")
+        if period > interval.LONGEST:
+            raise InvalidSpecError(
+                f"{field_prefix}every",
+                f"{every!r} is longer than {durations.format(interval.LONGEST)} (ten years)",
+            )
+        return interval.IntervalSchedule(every=period)
     assert schedule is not None  # narrowed by the exactly-one check above
     return cron.parse(schedule, zone=zone, rules=rules, field=f"{field_prefix}schedule")

@@ -34,7 +34,11 @@ class Occurrence:
 
 
 class Schedule(Protocol):
-    """A source of slots. Implementations are immutable and share nothing mutable."""
+    """A source of slots.
+
+    Implementations are immutable; they may share caches that are safe on one thread (the
+    event loop's), not across threads.
+    """
 
     @property
     def shortest_period(self) -> timedelta:
@@ -90,5 +94,12 @@ def rfc3339(instant: datetime) -> str:
 
 
 def parse_rfc3339(text: str) -> datetime:
-    """An aware UTC datetime from an RFC 3339 timestamp (as the API server writes them)."""
-    return datetime.fromisoformat(text).astimezone(UTC)
+    """An aware UTC datetime from an RFC 3339 timestamp (as the API server writes them).
+
+    A timestamp without an offset is refused (ValueError): read in the host's zone, it would
+    mean different instants on replicas in different zones.
+    """
+    instant = datetime.fromisoformat(text)
+    if instant.tzinfo is None:
+        raise ValueError(f"{text!r} has no UTC offset")
+    return instant.astimezone(UTC)

@@ -6,21 +6,29 @@ import zoneinfo
 
 from punctual.scheduling.errors import InvalidSpecError
 
+# Names whose meaning depends on the host: replicas on different hosts would disagree.
+_HOST_DEPENDENT = frozenset({"localtime", "Factory", "posixrules"})
+
 
 def parse(name: str, *, field: str = "spec.timeZone") -> zoneinfo.ZoneInfo:
-    try:
-        return zoneinfo.ZoneInfo(name)
-    # OSError: a region folder such as "Europe" is found, but is not a zone file.
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
-        close = difflib.get_close_matches(name, _known_names(), n=1)
-        hint = (
-            f"; did you mean {close[0]!r}?"
-            if close
-            else " (expected an IANA name such as Europe/Copenhagen)"
-        )
-        raise InvalidSpecError(field, f"unknown time zone {name!r}{hint}") from None
+    if name not in _HOST_DEPENDENT:
+        try:
+            return zoneinfo.ZoneInfo(name)
+        # OSError: a region folder such as "Europe" is found, but is not a zone file.
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+            pass
+    raise InvalidSpecError(field, f"unknown time zone {name!r}{_suggestion(name)}")
+
+
+def _suggestion(name: str) -> str:
+    by_lower = _known_names()
+    close = difflib.get_close_matches(name.lower(), by_lower, n=1)
+    if close:
+        return f"; did you mean {by_lower[close[0]]!r}?"
+    return " (expected an IANA name such as Europe/Copenhagen)"
 
 
 @functools.cache
-def _known_names() -> list[str]:
-    return sorted(zoneinfo.available_timezones())
+def _known_names() -> dict[str, str]:
+    """Lower-cased name → name, so that near misses in any case find their zone."""
+    return {known.lower(): known for known in sorted(zoneinfo.available_timezones())}

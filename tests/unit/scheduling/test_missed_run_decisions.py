@@ -1,0 +1,206 @@
+"""``missed.decide``: what runs after downtime or a stall, and what is counted as missed.
+
+Slots are written as minutes before now: ``ago(3, 2, 1)`` are three overdue slots, oldest first.
+"""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from punctual.scheduling import missed
+
+SKIP = missed.MissedRunPolicy.SKIP
+RUN_ONCE = missed.MissedRunPolicy.RUN_ONCE
+CATCH_UP = missed.MissedRunPolicy.CATCH_UP
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+
+
+def ago(*minutes: int) -> tuple[datetime, ...]:
+    return tuple(NOW - timedelta(minutes=m) for m in minutes)
+
+
+def skip(deadline: timedelta | None = None) -> missed.MissedRuns:
+    return missed.MissedRuns(policy=SKIP, starting_deadline=deadline)
+
+
+def run_once(deadline: timedelta | None = None) -> missed.MissedRuns:
+    return missed.MissedRuns(policy=RUN_ONCE, starting_deadline=deadline)
+
+
+def catch_up(cap: int, deadline: timedelta | None = None) -> missed.MissedRuns:
+    return missed.MissedRuns(policy=CATCH_UP, max_catch_up=cap, starting_deadline=deadline)
+
+
+FIVE_MINUTES = timedelta(minutes=5)
+
+
+class TestTheDefaultsRunOnceWithoutADeadline:
+    def test_defaults(self) -> None:
+        assert missed.MissedRuns() == missed.MissedRuns(
+            policy=RUN_ONCE, max_catch_up=10, starting_deadline=None
+        )
+
+
+class TestWhatRunsAfterMissedSlots:
+    @pytest.mark.parametrize(
+        ("rules", "newest", "total", "run", "missed_count"),
+        [
+            # Skip: resume at the next future slot, count every overdue one.
+            pytest.param(skip(), ago(3, 2, 1), 3, (), 3, id="skip-runs-none-and-counts-all"),
+            pytest.param(skip(), ago(1), 1, (), 1, id="skip-a-single-late-slot"),
+            # RunOnce: one catch-up run, for the newest slot.
+            pytest.param(run_once(), ago(3, 2, 1), 3, ago(1), 2, id="run-once-runs-the-newest"),
+            pytest.param(run_once(), ago(1), 1, ago(1), 0, id="run-once-a-single-slot"),
+            pytest.param(run_once(), ago(10, 9), 500, ago(9), 499,
+                         id="run-once-counts-slots-it-was-not-shown"),
+            # CatchUp: each in order, at most maxCatchUp, the oldest beyond the cap missed.
+            pytest.param(catch_up(10), ago(3, 2, 1), 3, ago(3, 2, 1), 0,
+                         id="catch-up-runs-all-in-order"),
+            pytest.param(catch_up(2), ago(3, 2, 1), 3, ago(2, 1), 1,
+                         id="catch-up-capped-the-oldest-is-missed"),
+            pytest.param(catch_up(2), ago(3, 2, 1), 40, ago(2, 1), 38,
+                         id="catch-up-counts-slots-beyond-the-newest"),
+            pytest.param(catch_up(1), ago(3, 2, 1), 3, ago(1), 2,
+                         id="catch-up-of-one-is-like-run-once"),
+            pytest.param(catch_up(0), ago(2, 1), 2, (), 2, id="catch-up-of-zero-runs-none"),
+            # Nothing overdue: nothing to run, nothing missed.
+            pytest.param(skip(), (), 0, (), 0, id="skip-nothing-overdue"),
+            pytest.param(run_once(), (), 0, (), 0, id="run-once-nothing-overdue"),
+            pytest.param(catch_up(10), (), 0, (), 0, id="catch-up-nothing-overdue"),
+        ],
+    )  # fmt: skip
+    def test_the_decision(
+        self,
+        rules: missed.MissedRuns,
+        newest: tuple[datetime, ...],
+        total: int,
+        run: tuple[datetime, ...],
+        missed_count: int,
+    ) -> None:
+        decision = missed.decide(newest, total=total, now=NOW, rules=rules)
+        assert (decision.run, decision.missed) == (run, missed_count)
+
+
+class TestSlotsOlderThanTheStartingDeadlineAreMissed:
+    @pytest.mark.parametrize(
+        ("rules", "newest", "total", "run", "missed_count"),
+        [
+            pytest.param(run_once(FIVE_MINUTES), ago(7, 4), 2, ago(4), 1,
+                         id="run-once-the-newest-is-in-time"),
+            pytest.param(run_once(FIVE_MINUTES), ago(9, 6), 2, (), 2,
+                         id="run-once-all-too-old-runs-none"),
+            pytest.param(run_once(FIVE_MINUTES), ago(5), 1, ago(5), 0,
+                         id="run-once-exactly-at-the-deadline-still-runs"),
+            pytest.param(catch_up(10, FIVE_MINUTES), ago(7, 6, 4, 3), 4, ago(4, 3), 2,
+                         id="catch-up-only-the-slots-in-time"),
+            pytest.param(catch_up(1, FIVE_MINUTES), ago(7, 4, 3), 3, ago(3), 2,
+                         id="catch-up-in-time-and-capped"),
+            pytest.param(catch_up(10, FIVE_MINUTES), ago(30, 20, 10), 3, (), 3,
+                         id="catch-up-all-too-old-runs-none"),
+            pytest.param(skip(FIVE_MINUTES), ago(2, 1), 2, (), 2,
+                         id="skip-runs-none-even-in-time"),
+        ],
+    )  # fmt: skip
+    def test_the_decision(
+        self,
+        rules: missed.MissedRuns,
+        newest: tuple[datetime, ...],
+        total: int,
+        run: tuple[datetime, ...],
+        missed_count: int,
+    ) -> None:
+        decision = missed.decide(newest, total=total, now=NOW, rules=rules)
+        assert (decision.run, decision.missed) == (run, missed_count)
+
+    @pytest.mark.parametrize(
+        ("age", "deadline", "in_time"),
+        [
+            pytest.param(timedelta(minutes=4), FIVE_MINUTES, True, id="younger"),
+            pytest.param(timedelta(minutes=5), FIVE_MINUTES, True, id="exactly-the-deadline"),
+            pytest.param(FIVE_MINUTES + timedelta(milliseconds=1), FIVE_MINUTES, False, id="older"),
+            pytest.param(timedelta(days=365), None, True, id="no-deadline-never-too-late"),
+            pytest.param(timedelta(seconds=-1), timedelta(0), True, id="not-yet-due"),
+        ],
+    )
+    def test_within_deadline(
+        self, age: timedelta, deadline: timedelta | None, in_time: bool
+    ) -> None:
+        rules = missed.MissedRuns(starting_deadline=deadline)
+        assert missed.within_deadline(NOW - age, now=NOW, rules=rules) is in_time
+
+
+class TestTheNewestGivenUpSlotIsNamedSoThatOneReplicaCountsTheMisses:
+    @pytest.mark.parametrize(
+        ("rules", "newest", "total", "newest_missed"),
+        [
+            pytest.param(skip(), ago(3, 2, 1), 3, ago(1)[0], id="skip-the-newest-overdue"),
+            pytest.param(run_once(), ago(3, 2, 1), 3, ago(2)[0],
+                         id="run-once-the-one-before-the-run"),
+            pytest.param(catch_up(2), ago(3, 2, 1), 9, ago(3)[0],
+                         id="catch-up-the-newest-beyond-the-cap"),
+            pytest.param(run_once(), ago(1), 1, None, id="nothing-given-up"),
+            pytest.param(catch_up(10), ago(2, 1), 2, None, id="all-caught-up"),
+            pytest.param(run_once(timedelta(seconds=30)), ago(2, 1), 2, ago(1)[0],
+                         id="the-newest-is-too-late-too"),
+        ],
+    )  # fmt: skip
+    def test_newest_missed(
+        self,
+        rules: missed.MissedRuns,
+        newest: tuple[datetime, ...],
+        total: int,
+        newest_missed: datetime | None,
+    ) -> None:
+        decision = missed.decide(newest, total=total, now=NOW, rules=rules)
+        assert decision.newest_missed == newest_missed
+
+
+class TestTheCallerIsToldHowManySlotsToShow:
+    @pytest.mark.parametrize(
+        ("rules", "keep"),
+        [
+            pytest.param(catch_up(10), 11, id="catch-up-the-cap-and-one-given-up"),
+            pytest.param(catch_up(0), 2, id="at-least-one-and-one-given-up"),
+            pytest.param(run_once(), 11, id="run-once-also-follows-the-cap"),
+        ],
+    )
+    def test_keep_for(self, rules: missed.MissedRuns, keep: int) -> None:
+        assert missed.keep_for(rules) == keep
+
+
+class TestEveryDecisionKeepsTheInvariants:
+    @settings(max_examples=200, deadline=None)
+    @given(
+        st.builds(
+            missed.MissedRuns,
+            policy=st.sampled_from(list(missed.MissedRunPolicy)),
+            max_catch_up=st.integers(min_value=0, max_value=12),
+            starting_deadline=st.one_of(
+                st.none(),
+                st.integers(min_value=0, max_value=600).map(lambda s: timedelta(seconds=s)),
+            ),
+        ),
+        st.integers(min_value=0, max_value=60),
+        st.integers(min_value=1, max_value=300).map(lambda s: timedelta(seconds=s)),
+        st.integers(min_value=0, max_value=600).map(lambda s: timedelta(seconds=s)),
+    )
+    def test_for_the_slots_the_caller_is_told_to_show(
+        self, rules: missed.MissedRuns, total: int, period: timedelta, since_last: timedelta
+    ) -> None:
+        last = NOW - since_last
+        overdue = [last - index * period for index in reversed(range(total))]
+        newest = overdue[-missed.keep_for(rules) :] if total else []
+        decision = missed.decide(newest, total=total, now=NOW, rules=rules)
+
+        assert list(decision.run) == sorted(decision.run)
+        assert set(decision.run) <= set(newest)
+        assert all(missed.within_deadline(s, now=NOW, rules=rules) for s in decision.run)
+        assert decision.missed == total - len(decision.run)
+        limit = {SKIP: 0, RUN_ONCE: 1, CATCH_UP: rules.max_catch_up}[rules.policy]
+        in_time = [s for s in overdue if missed.within_deadline(s, now=NOW, rules=rules)]
+        assert len(decision.run) == min(limit, len(in_time))
+        assert (decision.newest_missed is None) == (decision.missed == 0)
+        if decision.newest_missed is not None and decision.run:
+            assert decision.newest_missed < decision.run[0]

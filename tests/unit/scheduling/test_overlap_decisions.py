@@ -1,0 +1,63 @@
+"""``overlap.decide``: what a slot does while earlier runs of its job are still going."""
+
+import pytest
+
+from punctual.scheduling import overlap
+
+FORBID = overlap.ConcurrencyPolicy.FORBID
+ALLOW = overlap.ConcurrencyPolicy.ALLOW
+REPLACE = overlap.ConcurrencyPolicy.REPLACE
+QUEUE = overlap.ConcurrencyPolicy.QUEUE
+START = overlap.Action.START
+SKIP = overlap.Action.SKIP
+ENQUEUE = overlap.Action.ENQUEUE
+
+
+class TestAnIdleJobAlwaysStarts:
+    @pytest.mark.parametrize("policy", list(overlap.ConcurrencyPolicy), ids=str)
+    @pytest.mark.parametrize("max_queued", [0, 1, 5])
+    def test_nothing_running_nothing_queued(
+        self, policy: overlap.ConcurrencyPolicy, max_queued: int
+    ) -> None:
+        assert overlap.decide(policy, active=0, queued=0, max_queued=max_queued) is START
+
+
+class TestABusyJobFollowsItsConcurrencyPolicy:
+    @pytest.mark.parametrize(
+        ("policy", "active", "queued", "max_queued", "action"),
+        [
+            pytest.param(FORBID, 1, 0, 1, SKIP, id="forbid-skips-and-counts"),
+            pytest.param(FORBID, 3, 0, 1, SKIP, id="forbid-with-several-running"),
+            pytest.param(ALLOW, 1, 0, 1, START, id="allow-runs-alongside"),
+            pytest.param(ALLOW, 5, 0, 1, START, id="allow-has-no-limit"),
+            pytest.param(
+                REPLACE, 1, 0, 1, overlap.Action.REPLACE, id="replace-cancels-the-running"
+            ),
+            pytest.param(REPLACE, 2, 0, 1, overlap.Action.REPLACE, id="replace-cancels-them-all"),
+            pytest.param(QUEUE, 1, 0, 1, ENQUEUE, id="queue-while-there-is-room"),
+            pytest.param(QUEUE, 1, 1, 1, SKIP, id="queue-full-skips"),
+            pytest.param(QUEUE, 1, 2, 3, ENQUEUE, id="queue-of-three-with-two-waiting"),
+            pytest.param(QUEUE, 1, 3, 3, SKIP, id="queue-of-three-full"),
+            pytest.param(QUEUE, 1, 0, 0, SKIP, id="queue-of-zero-is-like-forbid"),
+            pytest.param(QUEUE, 0, 1, 2, ENQUEUE, id="queue-waits-behind-the-queued-one"),
+        ],
+    )
+    def test_the_action(
+        self,
+        policy: overlap.ConcurrencyPolicy,
+        active: int,
+        queued: int,
+        max_queued: int,
+        action: overlap.Action,
+    ) -> None:
+        assert overlap.decide(policy, active=active, queued=queued, max_queued=max_queued) is action
+
+
+class TestThePolicyNamesAreTheApiNames:
+    def test_values(self) -> None:
+        assert [policy.value for policy in overlap.ConcurrencyPolicy] == [
+            "Forbid",
+            "Allow",
+            "Replace",
+            "Queue",
+        ]

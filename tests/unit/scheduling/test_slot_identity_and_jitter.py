@@ -1,0 +1,136 @@
+"""Slot ids and the per-job jitter offset: the same on every replica, derived, never drawn."""
+
+import statistics
+import uuid
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from typing import ClassVar
+from zoneinfo import ZoneInfo
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from punctual.scheduling import slots
+
+JOB = slots.JobRef(
+    namespace="reports", name="nightly-report", uid="3f6c2a9e-8d1b-4c7a-9e0f-2b5d7c1a4e88"
+)
+UID_NAMESPACE = uuid.UUID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")
+
+
+class TestASlotIdNamesOneNominalInstantOfOneObject:
+    @pytest.mark.parametrize(
+        ("at", "expected_millis"),
+        [
+            pytest.param(datetime(2026, 12, 1, 1, 30, tzinfo=UTC), 1_796_088_600_000, id="utc"),
+            pytest.param(
+                datetime(2026, 12, 1, 2, 30, tzinfo=ZoneInfo("Europe/Copenhagen")),
+                1_796_088_600_000,
+                id="the-same-instant-in-another-zone",
+            ),
+            pytest.param(
+                datetime(2026, 1, 1, 0, 0, 0, 250_000, tzinfo=UTC),
+                1_767_225_600_250,
+                id="milliseconds",
+            ),
+            pytest.param(
+                datetime(2026, 1, 1, 0, 0, 0, 999_999, tzinfo=UTC),
+                1_767_225_600_999,
+                id="sub-millisecond-truncated",
+            ),
+            pytest.param(datetime(1970, 1, 1, tzinfo=UTC), 0, id="the-epoch"),
+        ],
+    )
+    def test_it_is_namespace_name_uid_and_unix_millis(
+        self, at: datetime, expected_millis: int
+    ) -> None:
+        assert slots.slot_id(JOB, at) == (
+            f"reports/nightly-report/3f6c2a9e-8d1b-4c7a-9e0f-2b5d7c1a4e88/{expected_millis}"
+        )
+
+    def test_a_recreated_namesake_has_other_slot_ids(self) -> None:
+        at = datetime(2026, 12, 1, 1, 30, tzinfo=UTC)
+        namesake = slots.JobRef(namespace=JOB.namespace, name=JOB.name, uid="another-uid")
+        assert slots.slot_id(namesake, at) != slots.slot_id(JOB, at)
+
+    def test_two_occurrences_of_a_repeated_local_time_have_different_ids(self) -> None:
+        first = datetime(2026, 10, 25, 0, 30, tzinfo=UTC)
+        second = datetime(2026, 10, 25, 1, 30, tzinfo=UTC)
+        assert slots.slot_id(JOB, first).endswith("/1792888200000")
+        assert slots.slot_id(JOB, second).endswith("/1792891800000")
+
+
+uids = st.one_of(st.uuids().map(str), st.text(min_size=1, max_size=40))
+positive_millis = st.integers(min_value=1, max_value=7 * 24 * 3600 * 1000).map(
+    lambda ms: timedelta(milliseconds=ms)
+)
+
+
+class TestTheJitterOffsetStaysBelowTheJitterAndThePeriod:
+    @settings(max_examples=200, deadline=None)
+    @given(uids, positive_millis, positive_millis)
+    def test_it_is_a_whole_millisecond_in_zero_to_the_smaller_bound(
+        self, uid: str, jitter: timedelta, period: timedelta
+    ) -> None:
+        offset = slots.jitter_offset(uid, jitter=jitter, period=period)
+        assert timedelta(0) <= offset < min(jitter, period)
+        assert offset % timedelta(milliseconds=1) == timedelta(0)
+
+    @pytest.mark.parametrize(
+        ("jitter", "period"),
+        [
+            pytest.param(timedelta(0), timedelta(hours=1), id="no-jitter"),
+            pytest.param(timedelta(microseconds=999), timedelta(hours=1), id="under-a-millisecond"),
+            pytest.param(timedelta(seconds=30), timedelta(0), id="no-period"),
+        ],
+    )
+    def test_a_bound_under_one_millisecond_means_no_offset(
+        self, jitter: timedelta, period: timedelta
+    ) -> None:
+        assert slots.jitter_offset(JOB.uid, jitter=jitter, period=period) == timedelta(0)
+
+    @pytest.mark.parametrize(
+        ("uid", "jitter", "period", "offset"),
+        [
+            pytest.param(JOB.uid, timedelta(seconds=30), timedelta(hours=1),
+                         timedelta(milliseconds=3_088), id="one-uid-under-the-jitter"),
+            pytest.param(JOB.uid, timedelta(hours=2), timedelta(minutes=1),
+                         timedelta(milliseconds=33_088), id="one-uid-capped-by-the-period"),
+            pytest.param("b1946ac9-2492-4d6e-a3f1-8c0d7e5f9a21", timedelta(seconds=30),
+                         timedelta(hours=1), timedelta(milliseconds=24_803), id="another-uid"),
+        ],
+    )  # fmt: skip
+    def test_it_is_the_same_on_every_replica_and_every_release(
+        self, uid: str, jitter: timedelta, period: timedelta, offset: timedelta
+    ) -> None:
+        """Pinned values: a change of the derivation would move every job during an upgrade,
+        while replicas of two versions disagree about the offsets."""
+        assert slots.jitter_offset(uid, jitter=jitter, period=period) == offset
+
+
+class TestTheJitterSpreadsJobsEvenly:
+    JITTER = timedelta(seconds=30)
+    UIDS: ClassVar[list[str]] = [
+        str(uuid.uuid5(UID_NAMESPACE, f"job-{index}")) for index in range(2000)
+    ]
+
+    def _offsets(self) -> list[float]:
+        return [
+            slots.jitter_offset(uid, jitter=self.JITTER, period=timedelta(hours=1)).total_seconds()
+            for uid in self.UIDS
+        ]
+
+    def test_it_is_stable_per_uid(self) -> None:
+        assert self._offsets() == self._offsets()
+
+    def test_different_uids_get_different_offsets(self) -> None:
+        # 2000 draws from 30000 milliseconds: about 65 coincidences are expected.
+        assert len(set(self._offsets())) > 1850
+
+    def test_the_offsets_fill_the_jitter_uniformly(self) -> None:
+        offsets = self._offsets()
+        per_tenth = Counter(int(offset // 3) for offset in offsets)
+        assert sorted(per_tenth) == list(range(10))
+        assert all(140 <= count <= 260 for count in per_tenth.values()), per_tenth
+        assert statistics.fmean(offsets) == pytest.approx(15, abs=1)
