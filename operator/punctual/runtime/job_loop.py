@@ -23,12 +23,15 @@ _run_ids = itertools.count(1)
 _T = TypeVar("_T")
 
 OPERATOR_STOPPING = "operator stopping"
+ABORT_TIMEOUT = timedelta(seconds=30)
+"""How long the loop lets an executor stop what a run left at its target (delete a Job)."""
 
 
 @dataclass(frozen=True, slots=True)
 class _Armed:
     plan: plans.JobPlan
     executor: seams.Executor
+    lock: seams.SlotLock
 
 
 @dataclass(slots=True)
@@ -80,15 +83,18 @@ class JobLoop:
         *,
         resume_after: datetime,
         missed_through: datetime | None = None,
+        lock: seams.SlotLock | None = None,
     ) -> None:
         """(Re)start scheduling with ``plan`` from the first slot after ``resume_after``.
 
         Slots in ``(resume_after, missed_through]`` are counted missed and never run (a job
         resumed from suspension). A slot at or before ``resume_after`` is never run. Runs in
-        flight and slots already claimed and queued are kept.
+        flight and slots already claimed and queued are kept. ``lock``, when given, claims
+        this job's slots instead of the loop's own (the queue target claims and enqueues in
+        one step).
         """
         self.stop_scheduling()
-        armed = _Armed(plan=plan, executor=executor)
+        armed = _Armed(plan=plan, executor=executor, lock=lock or self._lock)
         self._scheduling = self._spawn(
             self._schedule(armed, resume_after=resume_after, missed_through=missed_through),
             name=f"schedule {self.job.namespace}/{self.job.name}",
@@ -142,7 +148,7 @@ class JobLoop:
         if missed_through is not None and missed_through > cursor:
             skipped = plan.schedule.due_between(after=cursor, until=missed_through, keep=1)
             if skipped.total:
-                await self._count_missed(skipped.total, skipped.newest[-1], plan)
+                await self._count_missed(skipped.total, skipped.newest[-1], armed)
             cursor = missed_through
         keep = missed.keep_for(plan.missed_runs)
         # This replica's stagger delays its claims; it is not lateness of the job.
@@ -172,7 +178,7 @@ class JobLoop:
                 newest = due.newest[-1]
                 following = plan.schedule.next_after(newest).at
             if decision.newest_missed is not None:
-                await self._count_missed(decision.missed, decision.newest_missed, plan)
+                await self._count_missed(decision.missed, decision.newest_missed, armed)
             for slot in decision.run:
                 # Shielded: once a claim is on its way, re-arming must not strand the slot
                 # claimed here and never run.
@@ -184,26 +190,29 @@ class JobLoop:
                     await asyncio.wait([started])  # catch-up runs go one after another, in order
             cursor, upcoming = newest, following
 
-    async def _count_missed(self, count: int, newest: datetime, plan: plans.JobPlan) -> None:
+    async def _count_missed(self, count: int, newest: datetime, armed: _Armed) -> None:
         """Record ``count`` missed slots, on the one replica that claims the newest of them.
 
         Every replica reaches the same decision; the claim keeps the count from multiplying.
         When the lock cannot answer, the misses go uncounted rather than counted twice.
         """
-        if await self._claim(newest, plan):
+        if await self._claim(newest, armed, run=False):
             self._store.slots_missed(self.job, count=count, newest=newest)
 
-    async def _claim(self, slot: datetime, plan: plans.JobPlan) -> bool:
+    async def _claim(self, slot: datetime, armed: _Armed, *, run: bool = True) -> bool:
         """Fail closed: no claim, no run, whatever went wrong."""
+        plan = armed.plan
         claim = seams.Claim(
             job=self.job,
             slot=slot,
             slot_id=self._slot_id(slot),
             holder=f"{self._replica}:{next(_run_ids)}",
             ttl=plan.lock_ttl,
+            scheduled_time=slot + plan.offset,
+            run=run,
         )
         try:
-            return await self._lock.claim(claim)
+            return await armed.lock.claim(claim)
         except seams.LockUnavailableError as error:
             logger.warning("slot %s not claimed, lock unavailable: %s", claim.slot_id, error)
         except Exception:
@@ -212,7 +221,7 @@ class JobLoop:
 
     async def _claim_and_start(self, slot: datetime, armed: _Armed) -> asyncio.Task[None] | None:
         plan = armed.plan
-        if not await self._claim(slot, plan):
+        if not await self._claim(slot, armed):
             return None
         if self._active or self._queued:
             self._store.slot_overlapped(self.job, slot=slot, policy=plan.concurrency)
@@ -255,6 +264,7 @@ class JobLoop:
             timeout=armed.plan.timeout,
         )
         run = self._active[slot] = _Run(context=context, started_at=self._wall())
+        executor = armed.executor
         self._store.run_started(
             self.job,
             seams.ActiveRun(
@@ -262,6 +272,9 @@ class JobLoop:
                 scheduled_time=context.scheduled_time,
                 started_at=run.started_at,
                 replica=self._replica,
+                job_name=(
+                    executor.job_name(context) if isinstance(executor, seams.NamesJobs) else None
+                ),
             ),
         )
         run.task = self._spawn(self._execute(run, armed), name=f"run {context.slot_id}")
@@ -275,20 +288,45 @@ class JobLoop:
         try:
             async with deadline:
                 outcome = await armed.executor(run.context)
-            result = seams.RunResult.SUCCEEDED if outcome.succeeded else seams.RunResult.FAILED
+            if outcome.timed_out:
+                result = seams.RunResult.TIMED_OUT
+            elif outcome.succeeded:
+                result = seams.RunResult.SUCCEEDED
+            else:
+                result = seams.RunResult.FAILED
             message = outcome.message
         except TimeoutError as error:
             if deadline.expired():
                 result = seams.RunResult.TIMED_OUT
                 message = f"cancelled at its timeout of {durations.format(timeout)}"
+                self._abort(run, armed)
             else:
                 result, message = seams.RunResult.FAILED, _describe(error)
         except asyncio.CancelledError:
+            if run.context.slot in self._replaced:
+                self._abort(run, armed)
             self._finish(run, seams.RunResult.FAILED, f"cancelled: {self._cancel_reason(run)}")
             raise
         except Exception as error:  # any failure of a run is recorded, the loop goes on
             result, message = seams.RunResult.FAILED, _describe(error)
         self._finish(run, result, message)
+
+    def _abort(self, run: _Run, armed: _Armed) -> None:
+        """Have the executor stop what the run left at the target, in a task of its own.
+
+        Only for runs the loop gave up on (Replace, timeout); never while stopping, when the
+        target's work is left alone (a Job outlives the operator).
+        """
+        executor = armed.executor
+        if self._stopping is None and isinstance(executor, seams.Abortable):
+            self._spawn(self._aborting(executor, run.context), name=f"abort {run.context.slot_id}")
+
+    async def _aborting(self, executor: seams.Abortable, context: seams.RunContext) -> None:
+        try:
+            async with asyncio.timeout(ABORT_TIMEOUT.total_seconds()):
+                await executor.abort(context)
+        except Exception:  # logged; the run is recorded already, the schedule goes on
+            logger.exception("slot %s: stopping its run at the target failed", context.slot_id)
 
     def _cancel_reason(self, run: _Run) -> str:
         if run.context.slot in self._replaced:

@@ -4,7 +4,7 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from punctual.scheduling import overlap, slots
 
@@ -30,6 +30,11 @@ class Claim:
     holder: str
     """``<replica>:<run-id>``: who holds the slot, for humans reading the lock."""
     ttl: timedelta
+    scheduled_time: datetime | None = None
+    """The slot plus the job's jitter (``None``: the slot itself), for locks that tell a target."""
+    run: bool = True
+    """False when the slot is claimed only to count it missed, once across replicas: nothing
+    runs, and a lock that acts on the target as it claims (the queue target) must not."""
 
 
 class LockUnavailableError(Exception):
@@ -62,10 +67,30 @@ class RunContext:
 class Outcome:
     succeeded: bool
     message: str = ""
+    timed_out: bool = False
+    """The target itself stopped the run at its timeout (a Job's activeDeadlineSeconds)."""
 
 
 class Executor(Protocol):
     async def __call__(self, context: RunContext) -> Outcome: ...
+
+
+@runtime_checkable
+class Abortable(Protocol):
+    """An executor whose runs go on at the target after the call is cancelled (a Job).
+
+    The loop calls ``abort`` when it gives up on a run itself (``Replace``, or the run's
+    timeout), never when the operator stops or forgets the job: a Job outlives its operator.
+    """
+
+    async def abort(self, context: RunContext) -> None: ...
+
+
+@runtime_checkable
+class NamesJobs(Protocol):
+    """An executor that creates a named object per run (a Job), shown in ``status.active``."""
+
+    def job_name(self, context: RunContext) -> str: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,6 +101,8 @@ class ActiveRun:
     scheduled_time: datetime
     started_at: datetime
     replica: str
+    job_name: str | None = None
+    """For the job target: the Job the run created."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

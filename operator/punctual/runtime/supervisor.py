@@ -43,8 +43,12 @@ class Supervisor:
         *,
         resume_after: datetime,
         missed_through: datetime | None = None,
+        lock: seams.SlotLock | None = None,
     ) -> None:
-        """Schedule ``job`` (again) with ``plan``; see ``JobLoop.arm``."""
+        """Schedule ``job`` (again) with ``plan``; see ``JobLoop.arm``.
+
+        ``lock`` claims this job's slots instead of the supervisor's own lock (default).
+        """
         loop = self._loops.get(job)
         if loop is None:
             loop = self._loops[job] = job_loop.JobLoop(
@@ -56,7 +60,9 @@ class Supervisor:
                 replica=self._replica,
                 stagger=self._stagger,
             )
-        loop.arm(plan, executor, resume_after=resume_after, missed_through=missed_through)
+        loop.arm(
+            plan, executor, resume_after=resume_after, missed_through=missed_through, lock=lock
+        )
 
     def suspend(self, job: slots.JobRef) -> None:
         """Stop new slots of ``job``; its runs in flight go on."""

@@ -31,4 +31,5 @@ def _suggestion(name: str) -> str:
 @functools.cache
 def _known_names() -> dict[str, str]:
     """Lower-cased name → name, so that near misses in any case find their zone."""
-    return {known.lower(): known for known in sorted(zoneinfo.available_timezones())}
+    names = sorted(zoneinfo.available_timezones() - _HOST_DEPENDENT)
+    return {known.lower(): known for known in names}

@@ -291,11 +291,14 @@ def _as_run(record: seams.RunRecord) -> dict[str, Any]:
 
 
 def _as_active(run: seams.ActiveRun) -> dict[str, Any]:
-    return {
+    active = {
         "slot": timeline.rfc3339(run.slot),
         "startedAt": timeline.rfc3339(run.started_at),
         "replica": run.replica,
     }
+    if run.job_name is not None:
+        active["jobName"] = run.job_name
+    return active
 
 
 def _slot_key(run: Mapping[str, Any]) -> datetime:
