@@ -60,20 +60,7 @@ class CronSchedule:
         return _shortest_period(self.expression)
 
     def next_after(self, instant: datetime) -> timeline.Occurrence:
-        # The earliest occurrence of a local time never decreases along the scan, so once a
-        # local time's earliest occurrence lies after ``instant`` no later one can beat it.
-        # Only the second occurrence of a repeated local time can lie after ``instant`` while
-        # its first does not: then the scan goes on.
-        local_times = _iterator(self.expression)
-        local_times.set_current(dst.scan_start(instant, self.zone), force=True)
-        best: timeline.Occurrence | None = None
-        while True:
-            occurrences = dst.resolve(local_times.get_next(datetime), self.zone, self.rules)
-            for occurrence in occurrences:
-                if occurrence.at > instant and (best is None or occurrence.at < best.at):
-                    best = occurrence
-            if best is not None and occurrences and occurrences[0].at > instant:
-                return best
+        return _next_after(self, instant)
 
     def due_between(self, *, after: datetime, until: datetime, keep: int) -> timeline.DueSlots:
         return timeline.scan_due(self, after=after, until=until, keep=keep)
@@ -147,6 +134,29 @@ def _is_valid(fields: list[str]) -> bool:
     except CroniterError:
         return False
     return True
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _next_after(schedule: CronSchedule, instant: datetime) -> timeline.Occurrence:
+    """``CronSchedule.next_after``, shared by every job with the same schedule, zone and rules.
+
+    Thousands of jobs on one schedule ask for the slot after the same previous slot; the
+    first asks croniter, the others read the answer.
+    """
+    # The earliest occurrence of a local time never decreases along the scan, so once a
+    # local time's earliest occurrence lies after ``instant`` no later one can beat it.
+    # Only the second occurrence of a repeated local time can lie after ``instant`` while
+    # its first does not: then the scan goes on.
+    local_times = _iterator(schedule.expression)
+    local_times.set_current(dst.scan_start(instant, schedule.zone), force=True)
+    best: timeline.Occurrence | None = None
+    while True:
+        occurrences = dst.resolve(local_times.get_next(datetime), schedule.zone, schedule.rules)
+        for occurrence in occurrences:
+            if occurrence.at > instant and (best is None or occurrence.at < best.at):
+                best = occurrence
+        if best is not None and occurrences and occurrences[0].at > instant:
+            return best
 
 
 @functools.cache
