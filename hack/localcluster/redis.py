@@ -1,18 +1,21 @@
 """``LocalRedis``: a disposable redis-server on a free loopback port.
 
 Nothing is persisted (``--save ''``, no AOF, its working directory is the run directory) and it
-answers only on 127.0.0.1; an optional password exercises the ``requirepass`` path of clients.
+answers only on 127.0.0.1; an optional password exercises the ``requirepass`` path of clients,
+and ``tls=True`` serves TLS only (``rediss://``), with a throwaway CA whose certificate the
+URL names (``?ssl_ca_certs=``, which redis-py passes to its TLS connection).
 """
 
 import shutil
 import socket
+import ssl
 import tempfile
 import types
 from pathlib import Path
 from typing import Self
 from urllib.parse import quote
 
-from localcluster import processes
+from localcluster import certs, processes
 from localcluster.ports import LOOPBACK, free_port
 
 READY_TIMEOUT = 30.0
@@ -32,8 +35,10 @@ class LocalRedis:
         password: str | None = None,
         run_dir: Path | None = None,
         executable: str | None = None,
+        tls: bool = False,
     ) -> None:
         self.password = password
+        self.tls = tls
         self._given_run_dir = run_dir
         self.run_dir = Path()
         self.executable = executable or shutil.which("redis-server") or "redis-server"
@@ -47,7 +52,16 @@ class LocalRedis:
     @property
     def url(self) -> str:
         auth = f":{quote(self.password, safe='')}@" if self.password else ""
+        if self.tls:
+            return (
+                f"rediss://{auth}{LOOPBACK}:{self.port}/0?ssl_ca_certs={quote(str(self.ca_file))}"
+            )
         return f"redis://{auth}{LOOPBACK}:{self.port}/0"
+
+    @property
+    def ca_file(self) -> Path:
+        """The CA that signed the TLS server's certificate (with ``tls=True``)."""
+        return self.run_dir / "pki" / "ca.crt"
 
     @property
     def pid(self) -> int:
@@ -57,7 +71,14 @@ class LocalRedis:
 
     def ping(self) -> bool:
         """PING over a raw socket (with AUTH first when there is a password)."""
-        with socket.create_connection((LOOPBACK, self.port), timeout=2) as connection:
+        with socket.create_connection((LOOPBACK, self.port), timeout=2) as plain:
+            connection = (
+                ssl.create_default_context(cafile=str(self.ca_file)).wrap_socket(
+                    plain, server_hostname=LOOPBACK
+                )
+                if self.tls
+                else plain
+            )
             if self.password:
                 connection.sendall(_command("AUTH", self.password))
                 if not connection.recv(64).startswith(b"+OK"):
@@ -91,6 +112,16 @@ class LocalRedis:
         ]
         if self.password:
             argv += ["--requirepass", self.password]
+        if self.tls:
+            pki = certs.generate(self.run_dir / "pki")
+            argv[argv.index("--port") + 1] = "0"  # no plain-text port at all
+            argv += [
+                "--tls-port", str(self.port),
+                "--tls-cert-file", str(pki.serving_cert),
+                "--tls-key-file", str(pki.serving_key),
+                "--tls-ca-cert-file", str(pki.ca_cert),
+                "--tls-auth-clients", "no",
+            ]  # fmt: skip
         self.process = processes.start("redis-server", argv, self.run_dir)
         processes.wait_until(self.process, self.ping, "PING answers PONG", READY_TIMEOUT)
 
