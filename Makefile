@@ -35,10 +35,17 @@ lint: ## ruff (lint and format), mypy --strict, import-linter contracts
 	$(UV_RUN) ruff format --check .
 	$(UV_RUN) mypy
 	$(UV_RUN) lint-imports
+	$(UV_RUN) hadolint Dockerfile
+
+.PHONY: chart-lint
+chart-lint: ## helm lint --strict the chart
+	@bin=$$(hack/build-control-plane.sh | tail -1); \
+	  $$bin/helm lint --strict charts/punctual --kube-version "$$(cat hack/k8s/VERSION)"
 
 .PHONY: crds
 crds: ## Regenerate crds/ from the API models (operator/punctual/api/models.py)
 	@$(UV_RUN) punctual crd > crds/scheduledjobs.punctual.dev.yaml
+	@cp crds/scheduledjobs.punctual.dev.yaml charts/punctual/crds/
 
 .PHONY: format
 format: ## Apply ruff's fixes and formatting
@@ -50,3 +57,11 @@ bench: ## Benchmarks: Punctual's slot loop against a naive sleep loop, and next-
 	@PUNCTUAL_SKIP_CONTROL_PLANE=1 hack/install.sh
 	@$(UV_RUN) python bench/loop_drift.py
 	@$(UV_RUN) python bench/next_slot.py
+
+.PHONY: chaos
+chaos: install ## Chaos: 3 replicas, 50 jobs every 1s, a random replica SIGKILLed every 15s for 5 min (ARGS=--backend kubernetes ...)
+	@$(UV_RUN) python bench/chaos.py $(ARGS)
+
+.PHONY: overload
+overload: install ## Overload: lateness of 100 valid jobs beside 1,000 invalid ones, against 100 alone (ARGS=...)
+	@$(UV_RUN) python bench/overload.py $(ARGS)

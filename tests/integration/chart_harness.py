@@ -1,0 +1,309 @@
+"""What the Helm chart tests need: helm, rendered manifests, a ServiceAccount's kubeconfig, an HTTP
+receiver and the operator as a local process.
+
+Nothing is faked: helm and kubectl are the binaries built by ``hack/build-control-plane.sh``,
+the API server is a ``LocalCluster``'s, and the operator is the ``punctual run`` console script,
+authenticated with nothing but a token of the chart's ServiceAccount, so a permission the
+chart forgot shows up as a Forbidden error in a real run.
+"""
+
+import contextlib
+import http.server
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from localcluster import LocalCluster, ports, processes
+from localcluster.binaries import REPO_ROOT, kubernetes_version
+
+T = TypeVar("T")
+
+CHART = REPO_ROOT / "charts" / "punctual"
+PUNCTUAL = Path(sys.executable).parent / "punctual"
+"""The console script of the environment the tests run in (``uv run`` installs it there)."""
+OPERATOR_READY_TIMEOUT = 60.0
+"""The operator answers /healthz in a few seconds on two cores; a loaded machine takes longer."""
+
+
+def eventually(
+    probe: Callable[[], T | None], *, timeout: float, what: str, interval: float = 0.5
+) -> T:
+    """The first truthy value of ``probe``; fails naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {what} after {timeout:.0f}s")
+        time.sleep(interval)
+
+
+class HelmError(subprocess.CalledProcessError):
+    def __str__(self) -> str:
+        return f"{super().__str__()}\n{self.stderr}".rstrip()
+
+
+class Helm:
+    """The helm built for the cluster, with its caches and config in ``home`` (not ~/.cache)."""
+
+    def __init__(self, cluster: LocalCluster, home: Path) -> None:
+        self.cluster = cluster
+        self.binary = cluster.binaries.directory / "helm"
+        self.env = {
+            **cluster.env,
+            "HELM_CACHE_HOME": str(home / "cache"),
+            "HELM_CONFIG_HOME": str(home / "config"),
+            "HELM_DATA_HOME": str(home / "data"),
+        }
+
+    def run(
+        self, *args: str, check: bool = True, timeout: float = 180
+    ) -> "subprocess.CompletedProcess[str]":
+        result = subprocess.run(
+            [str(self.binary), *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=timeout,
+            check=False,
+        )
+        if check and result.returncode != 0:
+            raise HelmError(result.returncode, result.args, result.stdout, result.stderr)
+        return result
+
+    def template(
+        self,
+        values: Mapping[str, Any],
+        *,
+        namespace: str = "punctual-system",
+        release: str = "punctual",
+        include_crds: bool = False,
+    ) -> list[dict[str, Any]]:
+        """The chart rendered with ``values``, as a list of objects."""
+        args = [
+            "template",
+            release,
+            str(CHART),
+            f"--namespace={namespace}",
+            # This helm is built from source without the linker flags that set its default
+            # Kubernetes version (1.20), below the chart's kubeVersion: name the real one.
+            f"--kube-version={kubernetes_version()}",
+            "--values=-",
+        ]
+        if include_crds:
+            args.append("--include-crds")
+        return _documents(self.run_with_input(args, json.dumps(dict(values))).stdout)
+
+    def run_with_input(self, args: Sequence[str], stdin: str) -> "subprocess.CompletedProcess[str]":
+        result = subprocess.run(
+            [str(self.binary), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=120,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise HelmError(result.returncode, result.args, result.stdout, result.stderr)
+        return result
+
+    def install(
+        self, release: str, namespace: str, values: Mapping[str, Any], *, upgrade: bool = False
+    ) -> None:
+        """``helm install`` (or ``upgrade``) and wait until every Deployment is Available."""
+        verb = "upgrade" if upgrade else "install"
+        arguments = [verb, release, str(CHART), f"--namespace={namespace}", "--values=-"]
+        try:
+            self.run_with_input([*arguments, "--wait", "--timeout=90s"], json.dumps(dict(values)))
+        except (HelmError, subprocess.TimeoutExpired) as error:
+            # What --wait was waiting for, in the failure itself: pods, their node, events.
+            state = self.cluster.kubectl(
+                "get", "deployments,replicasets,pods,events", f"--namespace={namespace}",
+                "-o", "wide", check=False,
+            )  # fmt: skip
+            raise AssertionError(f"helm {verb} {release}: {error}\n{state.stdout}") from error
+
+    def uninstall(self, release: str, namespace: str) -> None:
+        self.run("uninstall", release, f"--namespace={namespace}", "--wait", "--timeout=120s")
+
+
+def _documents(text: str) -> list[dict[str, Any]]:
+    return [document for document in yaml.safe_load_all(text) if document]
+
+
+def kind_names(objects: Sequence[Mapping[str, Any]]) -> list[str]:
+    return sorted(
+        f"{o['kind']}/{o['metadata'].get('namespace', '-')}/{o['metadata']['name']}"
+        for o in objects
+    )
+
+
+def one(objects: Sequence[Mapping[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    found = [
+        o for o in objects if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)
+    ]
+    assert len(found) == 1, f"expected one {kind} {name or ''}, got {kind_names(found)}"
+    return dict(found[0])
+
+
+# -- the ServiceAccount's own kubeconfig -------------------------------------------------------
+
+
+def service_account_kubeconfig(
+    cluster: LocalCluster, namespace: str, service_account: str, path: Path
+) -> Path:
+    """A kubeconfig with the cluster's server and CA and a fresh token of the ServiceAccount.
+
+    The same identity the pods would have: a bound token from the TokenRequest API, which is
+    what kubelet mounts, not a client certificate of the admin's.
+    """
+    token = cluster.kubectl(
+        "create", "token", service_account, f"--namespace={namespace}", "--duration=1h"
+    ).stdout.strip()
+    admin = yaml.safe_load(cluster.kubeconfig.read_text())
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": admin["clusters"],
+        "users": [{"name": service_account, "user": {"token": token}}],
+        "contexts": [
+            {
+                "name": "service-account",
+                "context": {
+                    "cluster": admin["clusters"][0]["name"],
+                    "user": service_account,
+                    "namespace": namespace,
+                },
+            }
+        ],
+        "current-context": "service-account",
+    }
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    path.chmod(0o600)
+    return path
+
+
+# -- an HTTP target ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Call:
+    path: str
+    headers: dict[str, str]
+
+
+class Receiver:
+    """An HTTP endpoint on 127.0.0.1 that answers 204 and records every call with its headers."""
+
+    def __init__(self) -> None:
+        self._calls: list[Call] = []
+        self._lock = threading.Lock()
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def handle_call(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)
+                with receiver._lock:
+                    receiver._calls.append(Call(self.path, dict(self.headers.items())))
+                self.send_response(204)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_POST = do_GET = handle_call  # noqa: N815
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer((ports.LOOPBACK, 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="chart-receiver", daemon=True
+        )
+
+    def __enter__(self) -> "Receiver":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def url(self, path: str) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}{path}"
+
+    def calls(self, path: str) -> list[Call]:
+        with self._lock:
+            return [call for call in self._calls if call.path == path]
+
+
+# -- the operator, as the chart's ServiceAccount --------------------------------------------------
+
+
+@contextlib.contextmanager
+def operator_process(
+    kubeconfig: Path, run_dir: Path, *, name: str, arguments: Sequence[str]
+) -> Iterator[processes.ManagedProcess]:
+    """``punctual run`` with the ServiceAccount's kubeconfig, until /healthz answers.
+
+    Metrics and health listen on free loopback ports (the chart's 8080/8081 may be taken on a
+    developer's machine). The process is stopped, and its group reaped, on the way out.
+    """
+    health_port = ports.free_port()
+    argv = [
+        str(PUNCTUAL),
+        "run",
+        "--bind-address",
+        ports.LOOPBACK,
+        "--metrics-port",
+        str(ports.free_port()),
+        "--health-port",
+        str(health_port),
+        "--replica-id",
+        name,
+        *arguments,
+    ]
+    # Only the ServiceAccount's kubeconfig: no admin credentials and no Redis URL leak in from
+    # the developer's environment.
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("KUBECONFIG", "PUNCTUAL_REDIS_URL")
+    }
+    env["KUBECONFIG"] = str(kubeconfig)
+    process = processes.start(name, argv, run_dir, env=env, cwd=REPO_ROOT)
+    try:
+        processes.wait_until(
+            process,
+            lambda: _answers(f"http://{ports.LOOPBACK}:{health_port}/healthz"),
+            "GET /healthz answers 200",
+            OPERATOR_READY_TIMEOUT,
+        )
+        yield process
+    finally:
+        process.stop()
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as reply:
+            return bool(reply.status == 200)
+    except OSError:
+        return False

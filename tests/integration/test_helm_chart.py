@@ -1,0 +1,927 @@
+"""The Helm chart (``charts/punctual``) against a real control plane.
+
+- Rendering: ``helm lint --strict`` and ``helm template`` over a matrix of documented option
+  combinations; every rendered object passes ``kubectl apply --dry-run=server`` (the API
+  server's own validation, admission included); the schema refuses unknown values; the chart
+  refuses contradictory settings.
+- Life cycle: ``helm install`` installs the CRD and the operator's Deployment becomes Available
+  (kwok plays kubelet: its ``pod-running`` stage makes any pod bound to the fake node Running and
+  Ready whatever its image, so the unpullable image does not matter); ``helm upgrade`` applies a
+  changed value; ``helm uninstall`` leaves nothing but the CRD.
+- RBAC: ``kubectl auth can-i`` as the chart's ServiceAccount says yes to every call the
+  operator makes and no to a list it must not make, cluster-wide and in namespaced mode; then the
+  operator itself runs as a local process with a token of that ServiceAccount, and a 2-second
+  ScheduledJob with an HTTP target (and a Secret for headersFrom, and a Warning Event) works:
+  the RBAC is sufficient, not only minimal.
+
+The module runs its own ``LocalCluster`` rather than the session's: the life-cycle test must see
+the CRD absent before ``helm install`` (other modules install it and keep it for the session),
+and a cluster-wide operator must not meet other modules' ScheduledJobs. Starting one costs a few
+seconds.
+"""
+
+import base64
+import json
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from chart_harness import (
+    CHART,
+    Helm,
+    HelmError,
+    Receiver,
+    eventually,
+    kind_names,
+    one,
+    operator_process,
+    service_account_kubeconfig,
+)
+
+from localcluster import LocalCluster, ports, processes
+from localcluster.binaries import kubernetes_version
+
+WATCHED = ("chart-team-a", "chart-team-b")
+"""The namespaces of the namespaced-mode cases (created once in this module's cluster)."""
+UNWATCHED = "chart-team-c"
+REDIS_URL = "redis://:n0t-a-real-pa55word@redis.example.internal:6379/0"
+CRD_NAME = "scheduledjobs.punctual.dev"
+INSTANCE_LABEL = "app.kubernetes.io/instance"
+RECOMMENDED_LABELS = (
+    "app.kubernetes.io/name",
+    INSTANCE_LABEL,
+    "app.kubernetes.io/version",
+    "app.kubernetes.io/managed-by",
+    "app.kubernetes.io/part-of",
+    "app.kubernetes.io/component",
+    "helm.sh/chart",
+)
+SMOKE_TIMEOUT = 60.0
+"""A 2-second job: Ready=True and a counted success come within seconds of the operator start."""
+
+# Documented option combinations (see charts/punctual/README.md), each rendered, linted and
+# validated by the API server.
+MATRIX: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    "namespaced": {"watchNamespaces": list(WATCHED)},
+    "redis-existing-secret": {
+        "lock": {
+            "backend": "redis",
+            "redis": {"existingSecret": "my-redis", "existingSecretKey": "u"},
+        }
+    },
+    "redis-url": {"lock": {"backend": "redis", "redis": {"url": REDIS_URL}}},
+    "bundled-redis": {"lock": {"backend": "redis"}, "redis": {"bundled": {"enabled": True}}},
+    "service-monitor": {"metrics": {"serviceMonitor": {"enabled": True, "labels": {"team": "a"}}}},
+    "single-replica": {"replicaCount": 1},
+    "memory-lock": {"replicaCount": 1, "lock": {"backend": "memory"}},
+    "custom-resources": {
+        "resources": {"requests": {"cpu": "100m", "memory": "200Mi"}, "limits": {"cpu": ""}},
+        "image": {"repository": "registry.example/punctual", "digest": "sha256:" + "ab" * 32},
+        "imagePullSecrets": ["registry-pull"],
+        "podAntiAffinity": "hard",
+        "topologySpreadConstraints": [],
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "tolerations": [
+            {"key": "dedicated", "operator": "Equal", "value": "ops", "effect": "NoSchedule"}
+        ],
+        "priorityClassName": "system-cluster-critical",
+        "podAnnotations": {"example.com/team": "ops"},
+        "serviceAccount": {"annotations": {"example.com/role": "punctual"}},
+        "operator": {"replicaStagger": "250ms", "statusInterval": "10s"},
+        "ports": {"metrics": 9090, "health": 9091},
+        "podDisruptionBudget": {"minAvailable": "50%"},
+        "replicaCount": 3,
+    },
+    "least-privilege": {
+        "jobTarget": {"enabled": False},
+        "rbac": {"readSecrets": False, "watchCustomResourceDefinitions": False},
+    },
+    "no-rbac-existing-service-account": {
+        "rbac": {"create": False},
+        "serviceAccount": {"create": False, "name": "default"},
+        "metrics": {"service": {"enabled": False}},
+    },
+}
+
+# The rules of punctual.namespacedRules / punctual.clusterReadRules, written out: the contract
+# with the operator's code (each rule's "why" is in charts/punctual/README.md, Permissions).
+SCHEDULED_JOBS = {
+    "apiGroups": ["punctual.dev"],
+    "resources": ["scheduledjobs"],
+    "verbs": ["get", "list", "watch"],
+}
+STATUS = {"apiGroups": ["punctual.dev"], "resources": ["scheduledjobs/status"], "verbs": ["patch"]}
+EVENTS = {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}
+SECRETS = {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}
+JOBS = {
+    "apiGroups": ["batch"],
+    "resources": ["jobs"],
+    "verbs": ["create", "get", "list", "watch", "delete"],
+}
+CRDS = {
+    "apiGroups": ["apiextensions.k8s.io"],
+    "resources": ["customresourcedefinitions"],
+    "verbs": ["list", "watch"],
+}
+NAMESPACES = {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]}
+
+# A minimal ServiceMonitor CRD, so that the server-side dry run of the chart's ServiceMonitor
+# runs instead of failing on an unknown kind. It checks the group, version, kind and that the
+# object is namespaced, not the Prometheus Operator's full schema (which is not vendored here).
+SERVICE_MONITOR_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "servicemonitors.monitoring.coreos.com"},
+    "spec": {
+        "group": "monitoring.coreos.com",
+        "scope": "Namespaced",
+        "names": {
+            "plural": "servicemonitors",
+            "singular": "servicemonitor",
+            "kind": "ServiceMonitor",
+            "listKind": "ServiceMonitorList",
+        },
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+# -- fixtures ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def chart_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    with LocalCluster(kwok=True, run_dir=tmp_path_factory.mktemp("chart-cluster")) as local:
+        for name in (*WATCHED, UNWATCHED):
+            create_namespace(local, name)
+        local.kubectl("apply", "-f", "-", input=json.dumps(SERVICE_MONITOR_CRD))
+        local.kubectl(
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "crd/servicemonitors.monitoring.coreos.com",
+        )
+        yield local
+    assert processes.alive(local.pids) == []
+    assert ports.listening(local.ports) == []
+
+
+@pytest.fixture(scope="module")
+def helm(chart_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Helm:
+    return Helm(chart_cluster, tmp_path_factory.mktemp("helm-home"))
+
+
+@pytest.fixture
+def release_namespace(chart_cluster: LocalCluster) -> Iterator[str]:
+    name = f"chart-{uuid.uuid4().hex[:8]}"
+    create_namespace(chart_cluster, name)
+    yield name
+    chart_cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+def create_namespace(cluster: LocalCluster, name: str) -> None:
+    cluster.kubectl("create", "namespace", name)
+    # Pods (and tokens) need the namespace's default ServiceAccount, made by a controller.
+    eventually(
+        lambda: cluster.api.exists(f"/api/v1/namespaces/{name}/serviceaccounts/default"),
+        timeout=60,
+        what=f"ServiceAccount {name}/default",
+        interval=0.2,
+    )
+
+
+def get_json(cluster: LocalCluster, *args: str) -> Any:
+    return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
+
+
+def containers(objects: list[dict[str, Any]], deployment: str) -> dict[str, Any]:
+    return dict(one(objects, "Deployment", deployment)["spec"]["template"]["spec"])
+
+
+def operator_container(objects: list[dict[str, Any]], name: str = "punctual") -> dict[str, Any]:
+    [container] = containers(objects, name)["containers"]
+    return dict(container)
+
+
+def rules_of(
+    objects: list[dict[str, Any]], kind: str, name: str, namespace: str | None = None
+) -> list[dict[str, Any]]:
+    matching = [
+        o
+        for o in objects
+        if o["kind"] == kind
+        and o["metadata"]["name"] == name
+        and o["metadata"].get("namespace") == namespace
+    ]
+    assert len(matching) == 1, kind_names(matching)
+    return list(matching[0]["rules"])
+
+
+# -- rendering -----------------------------------------------------------------------------------
+
+
+class TestRendering:
+    @pytest.mark.parametrize("case", MATRIX)
+    def test_helm_lint_strict_passes(self, helm: Helm, case: str) -> None:
+        helm.run_with_input(
+            [
+                "lint",
+                "--strict",
+                str(CHART),
+                f"--kube-version={kubernetes_version()}",
+                "--values=-",
+            ],
+            json.dumps(MATRIX[case]),
+        )
+
+    @pytest.mark.parametrize("case", MATRIX)
+    def test_every_rendered_object_passes_server_side_validation(
+        self, helm: Helm, chart_cluster: LocalCluster, release_namespace: str, case: str
+    ) -> None:
+        objects = helm.template(MATRIX[case], namespace=release_namespace, include_crds=True)
+
+        # The API server validates each object (schema, admission) without storing it; the CRD
+        # goes through the same path (it is applied, as an update if already installed).
+        result = chart_cluster.kubectl(
+            "apply",
+            "--dry-run=server",
+            "--validate=strict",
+            "-f",
+            "-",
+            input="\n---\n".join(json.dumps(o) for o in objects),
+            check=False,
+        )
+
+        assert result.returncode == 0, result.stderr
+        assert len(result.stdout.strip().splitlines()) == len(objects), result.stdout
+        for o in objects:
+            if o["kind"] == "CustomResourceDefinition":
+                continue  # crds/ is plain YAML, not a template: Helm does not label it
+            labels = o["metadata"].get("labels", {})
+            assert [k for k in RECOMMENDED_LABELS if k not in labels] == [], kind_names([o])
+
+    @pytest.mark.parametrize(
+        ("value", "complaint"),
+        [
+            ("nope=1", "additional properties 'nope' not allowed"),
+            ("lock.nope=1", "additional properties 'nope' not allowed"),
+            ("redis.bundled.image.tagg=7", "additional properties 'tagg' not allowed"),
+            ("lock.backend=etcd", "at '/lock/backend': value must be one of"),
+            ("replicaCount=0", "at '/replicaCount': minimum: got 0"),
+            ("operator.statusInterval=5 seconds", "at '/operator/statusInterval'"),
+        ],
+    )
+    def test_the_schema_refuses_unknown_and_invalid_values(
+        self, helm: Helm, value: str, complaint: str
+    ) -> None:
+        result = helm.run(
+            "template",
+            "punctual",
+            str(CHART),
+            f"--kube-version={kubernetes_version()}",
+            "--set",
+            value,
+            check=False,
+        )
+
+        assert result.returncode != 0
+        assert "values don't meet the specifications of the schema" in result.stderr
+        assert complaint in result.stderr
+
+    @pytest.mark.parametrize(
+        ("values", "complaint"),
+        [
+            ({"lock": {"backend": "redis"}}, "lock.backend=redis needs a Redis URL"),
+            (
+                {"lock": {"backend": "redis", "redis": {"url": REDIS_URL, "existingSecret": "s"}}},
+                "choose one Redis URL source",
+            ),
+            ({"lock": {"backend": "memory"}}, "lock.backend=memory works with one replica only"),
+            (
+                {"metrics": {"service": {"enabled": False}, "serviceMonitor": {"enabled": True}}},
+                "metrics.serviceMonitor.enabled needs metrics.service.enabled",
+            ),
+            ({"serviceAccount": {"create": False}}, "serviceAccount.name is required"),
+        ],
+    )
+    def test_contradictory_settings_fail_at_render_time(
+        self, helm: Helm, values: dict[str, Any], complaint: str
+    ) -> None:
+        with pytest.raises(HelmError) as failure:
+            helm.template(values)
+
+        assert complaint in str(failure.value)
+
+    def test_the_operator_pods_are_hardened_and_probed_on_healthz(self, helm: Helm) -> None:
+        objects = helm.template({})
+        pod = containers(objects, "punctual")
+        container = operator_container(objects)
+
+        assert pod["securityContext"] == {
+            "runAsNonRoot": True,
+            "runAsUser": 10001,
+            "runAsGroup": 10001,
+            "fsGroup": 10001,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        }
+        assert container["securityContext"] == {
+            "runAsNonRoot": True,
+            "runAsUser": 10001,
+            "runAsGroup": 10001,
+            "readOnlyRootFilesystem": True,
+            "allowPrivilegeEscalation": False,
+            "privileged": False,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        }
+        for probe in ("livenessProbe", "readinessProbe"):
+            assert container[probe]["httpGet"] == {"path": "/healthz", "port": "health"}
+        assert {p["name"]: p["containerPort"] for p in container["ports"]} == {
+            "metrics": 8080,
+            "health": 8081,
+        }
+        assert container["resources"]["requests"]
+        assert container["resources"]["limits"]
+        assert one(objects, "Deployment")["spec"]["replicas"] == 2
+        assert (
+            "preferredDuringSchedulingIgnoredDuringExecution" in pod["affinity"]["podAntiAffinity"]
+        )
+        assert {c["topologyKey"] for c in pod["topologySpreadConstraints"]} == {
+            "kubernetes.io/hostname",
+            "topology.kubernetes.io/zone",
+        }
+        # Only the operator pods carry an API token, and only because they ask for it.
+        assert pod["automountServiceAccountToken"] is True
+        assert one(objects, "ServiceAccount")["automountServiceAccountToken"] is False
+
+    def test_the_arguments_come_from_values_and_the_replica_id_from_the_pod_name(
+        self, helm: Helm
+    ) -> None:
+        objects = helm.template(MATRIX["custom-resources"] | {"watchNamespaces": list(WATCHED)})
+        container = operator_container(objects)
+
+        assert container["args"] == [
+            "run",
+            "--lock-backend=kubernetes",
+            f"--namespace={WATCHED[0]}",
+            f"--namespace={WATCHED[1]}",
+            "--replica-id=$(POD_NAME)",
+            "--replica-stagger=250ms",
+            "--status-interval=10s",
+            "--bind-address=0.0.0.0",
+            "--metrics-port=9090",
+            "--health-port=9091",
+        ]
+        pod_name = next(e for e in container["env"] if e["name"] == "POD_NAME")
+        assert pod_name["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+        assert container["image"] == "registry.example/punctual@sha256:" + "ab" * 32
+        # An empty limit is left out rather than rendered as an invalid "".
+        assert container["resources"] == {
+            "requests": {"cpu": "100m", "memory": "200Mi"},
+            "limits": {"memory": "384Mi"},
+        }
+
+    @pytest.mark.parametrize(
+        ("case", "secret", "key"),
+        [
+            ("redis-existing-secret", "my-redis", "u"),
+            ("redis-url", "punctual-redis-url", "url"),
+            ("bundled-redis", "punctual-redis", "url"),
+        ],
+    )
+    def test_the_redis_url_reaches_the_operator_only_from_a_secret(
+        self, helm: Helm, case: str, secret: str, key: str
+    ) -> None:
+        objects = helm.template(MATRIX[case])
+        container = operator_container(objects)
+
+        [url_env] = [e for e in container["env"] if e["name"] == "PUNCTUAL_REDIS_URL"]
+        assert url_env["valueFrom"] == {"secretKeyRef": {"name": secret, "key": key}}
+        assert "--lock-backend=redis" in container["args"]
+        assert not any(a.startswith("--redis-url") for a in container["args"])
+        # Nothing but a Secret, base64-encoded, holds the URL or the password: not the pod
+        # spec, not an annotation, not a ConfigMap.
+        secrets = [o for o in objects if o["kind"] == "Secret"]
+        others = json.dumps([o for o in objects if o["kind"] != "Secret"])
+        urls = [base64.b64decode(s["data"]["url"]).decode() for s in secrets if "url" in s["data"]]
+        for url in urls:
+            assert url not in others
+            assert url.split("@")[0].removeprefix("redis://:") not in others  # the password
+        if case == "redis-url":
+            assert urls == [REDIS_URL]
+            assert REDIS_URL not in json.dumps(secrets)  # only its base64 form
+        if case == "bundled-redis":
+            [url] = urls
+            assert url.endswith("@punctual-redis.punctual-system.svc:6379/0")
+
+    def test_the_bundled_redis_is_hardened_and_gets_its_password_from_a_file(
+        self, helm: Helm
+    ) -> None:
+        objects = helm.template(MATRIX["bundled-redis"])
+        pod = containers(objects, "punctual-redis")
+        [redis] = pod["containers"]
+
+        assert pod["securityContext"]["runAsUser"] == 10001
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        assert redis["securityContext"]["readOnlyRootFilesystem"] is True
+        assert redis["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+        assert redis["args"][0] == "/etc/redis/redis.conf"
+        assert not any("requirepass" in a for a in redis["args"])
+        assert pod["automountServiceAccountToken"] is False
+        assert one(objects, "Service", "punctual-redis")["spec"]["ports"][0]["port"] == 6379
+
+    def test_a_pod_disruption_budget_only_with_more_than_one_replica(self, helm: Helm) -> None:
+        assert one(helm.template({}), "PodDisruptionBudget")["spec"]["minAvailable"] == 1
+        assert [
+            o for o in helm.template({"replicaCount": 1}) if o["kind"] == "PodDisruptionBudget"
+        ] == []
+
+    def test_the_service_monitor_scrapes_the_metrics_service(self, helm: Helm) -> None:
+        objects = helm.template(MATRIX["service-monitor"])
+        monitor = one(objects, "ServiceMonitor")
+        service = one(objects, "Service", "punctual-metrics")
+
+        assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+        assert monitor["metadata"]["labels"]["team"] == "a"
+        selector = monitor["spec"]["selector"]["matchLabels"]
+        assert selector.items() <= service["metadata"]["labels"].items()
+        assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
+        assert service["spec"]["ports"] == [
+            {"name": "metrics", "port": 8080, "targetPort": "metrics", "protocol": "TCP"}
+        ]
+        assert [o for o in helm.template({}) if o["kind"] == "ServiceMonitor"] == []
+
+
+class TestRbacRules:
+    """The rendered rules are exactly the operator's calls (README, Permissions)."""
+
+    def test_cluster_wide_one_cluster_role_with_every_rule(self, helm: Helm) -> None:
+        objects = helm.template({})
+
+        assert rules_of(objects, "ClusterRole", "punctual") == [
+            SCHEDULED_JOBS,
+            STATUS,
+            EVENTS,
+            SECRETS,
+            JOBS,
+            CRDS,
+        ]
+        assert [o for o in objects if o["kind"] in ("Role", "RoleBinding")] == []
+        binding = one(objects, "ClusterRoleBinding", "punctual")
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": "punctual", "namespace": "punctual-system"}
+        ]
+
+    def test_namespaced_a_role_per_watched_namespace_and_only_reads_cluster_wide(
+        self, helm: Helm
+    ) -> None:
+        objects = helm.template(MATRIX["namespaced"])
+
+        for namespace in WATCHED:
+            assert rules_of(objects, "Role", "punctual", namespace) == [
+                SCHEDULED_JOBS,
+                STATUS,
+                EVENTS,
+                SECRETS,
+                JOBS,
+            ]
+            one(
+                [o for o in objects if o["metadata"].get("namespace") == namespace],
+                "RoleBinding",
+                "punctual",
+            )
+        assert rules_of(objects, "ClusterRole", "punctual-cluster-reads") == [CRDS, NAMESPACES]
+        assert [o["metadata"]["name"] for o in objects if o["kind"] == "ClusterRole"] == [
+            "punctual-cluster-reads"
+        ]
+
+    def test_each_grant_beyond_the_core_can_be_turned_off(self, helm: Helm) -> None:
+        objects = helm.template(
+            MATRIX["least-privilege"]
+            | {"watchNamespaces": [WATCHED[0]]}
+            | {
+                "rbac": {
+                    "readSecrets": False,
+                    "watchCustomResourceDefinitions": False,
+                    "listNamespaces": False,
+                }
+            }
+        )
+
+        assert rules_of(objects, "Role", "punctual", WATCHED[0]) == [SCHEDULED_JOBS, STATUS, EVENTS]
+        assert [o for o in objects if o["kind"].startswith("Cluster")] == []
+
+    def test_no_rbac_objects_when_rbac_create_is_off(self, helm: Helm) -> None:
+        objects = helm.template(MATRIX["no-rbac-existing-service-account"])
+
+        assert [o for o in objects if "Role" in o["kind"] or o["kind"] == "ServiceAccount"] == []
+        assert containers(objects, "punctual")["serviceAccountName"] == "default"
+
+
+# -- the life cycle ------------------------------------------------------------------------------
+
+
+def labelled_objects(cluster: LocalCluster, release: str) -> list[str]:
+    """Every object of every listable kind, in all namespaces, labelled with the release."""
+    kinds = cluster.kubectl("api-resources", "--verbs=list", "-o", "name").stdout.split()
+    # Events are not the chart's objects (and are not labelled); listing them is noise.
+    kinds = [k for k in kinds if k not in ("events", "events.events.k8s.io")]
+    listed = cluster.kubectl(
+        "get",
+        ",".join(kinds),
+        "--all-namespaces",
+        "-l",
+        f"{INSTANCE_LABEL}={release}",
+        "-o",
+        "name",
+        "--ignore-not-found",
+    )
+    return sorted(listed.stdout.split())
+
+
+def release_records(cluster: LocalCluster, release: str, namespace: str) -> list[str]:
+    """Helm's own release Secrets (``owner=helm``), which ``helm uninstall`` must remove too."""
+    listed = cluster.kubectl(
+        "get", "secrets", "-n", namespace, "-l", f"owner=helm,name={release}", "-o", "name"
+    )
+    return listed.stdout.split()
+
+
+def test_install_upgrade_uninstall_leaves_only_the_crd(
+    helm: Helm, chart_cluster: LocalCluster, release_namespace: str
+) -> None:
+    cluster = chart_cluster
+    release = "lifecycle"
+    # This module's cluster is its own: remove a CRD an earlier test's install left, so that
+    # this install demonstrably creates it.
+    cluster.kubectl("delete", "crd", CRD_NAME, "--ignore-not-found", "--wait=true")
+    assert cluster.kubectl("get", "crd", CRD_NAME, check=False).returncode != 0
+
+    helm.install(release, release_namespace, {})
+
+    crd = get_json(cluster, "crd", CRD_NAME)
+    established = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
+    assert established["Established"] == "True"
+    chart_crd = yaml.safe_load((CHART / "crds" / f"{CRD_NAME}.yaml").read_text())
+    assert crd["spec"]["versions"][0]["schema"] == chart_crd["spec"]["versions"][0]["schema"]
+    # `--wait` returned: the Deployment is Available, with both (kwok-faked) replicas Ready.
+    deployment = get_json(cluster, "deployment", f"{release}-punctual", "-n", release_namespace)
+    assert deployment["status"]["readyReplicas"] == 2
+    available = {c["type"]: c["status"] for c in deployment["status"]["conditions"]}
+    assert available["Available"] == "True"
+    installed = labelled_objects(cluster, release)
+    for expected in (
+        "deployment.apps/lifecycle-punctual",
+        "serviceaccount/lifecycle-punctual",
+        "service/lifecycle-punctual-metrics",
+        "poddisruptionbudget.policy/lifecycle-punctual",
+        "clusterrole.rbac.authorization.k8s.io/lifecycle-punctual",
+        "clusterrolebinding.rbac.authorization.k8s.io/lifecycle-punctual",
+    ):
+        assert expected in installed
+
+    helm.install(
+        release,
+        release_namespace,
+        {"replicaCount": 3, "operator": {"statusInterval": "10s"}},
+        upgrade=True,
+    )
+
+    deployment = get_json(cluster, "deployment", f"{release}-punctual", "-n", release_namespace)
+    assert deployment["status"]["readyReplicas"] == 3
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    assert "--status-interval=10s" in container["args"]
+    history = json.loads(helm.run("history", release, "-n", release_namespace, "-o", "json").stdout)
+    assert [entry["status"] for entry in history] == ["superseded", "deployed"]
+
+    helm.uninstall(release, release_namespace)
+
+    assert labelled_objects(cluster, release) == []
+    assert release_records(cluster, release, release_namespace) == []
+    # Helm never deletes CRDs from crds/: the ScheduledJobs of every namespace would go with it.
+    assert cluster.kubectl("get", "crd", CRD_NAME, check=False).returncode == 0
+
+
+def test_the_bundled_redis_keeps_its_password_across_upgrades(
+    helm: Helm, chart_cluster: LocalCluster, release_namespace: str
+) -> None:
+    release = "bundled"
+    helm.install(release, release_namespace, MATRIX["bundled-redis"])
+    secret = f"{release}-punctual-redis"
+
+    first = get_json(chart_cluster, "secret", secret, "-n", release_namespace)["data"]
+    helm.install(
+        release, release_namespace, MATRIX["bundled-redis"] | {"replicaCount": 3}, upgrade=True
+    )
+    second = get_json(chart_cluster, "secret", secret, "-n", release_namespace)["data"]
+
+    assert len(base64.b64decode(first["password"])) == 32
+    assert second == first
+    password = base64.b64decode(first["password"]).decode()
+    assert base64.b64decode(first["redis.conf"]).decode() == f"requirepass {password}\n"
+    redis = get_json(chart_cluster, "deployment", secret, "-n", release_namespace)
+    assert redis["status"]["readyReplicas"] == 1
+    helm.uninstall(release, release_namespace)
+    assert labelled_objects(chart_cluster, release) == []
+
+
+# -- RBAC, for real ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Installed:
+    mode: str
+    release: str
+    namespace: str
+    service_account: str
+    job_namespace: str
+    """Where the smoke test's ScheduledJobs go: watched by this installation."""
+
+    @property
+    def user(self) -> str:
+        return f"system:serviceaccount:{self.namespace}:{self.service_account}"
+
+
+@pytest.fixture(scope="module", params=["cluster-wide", "namespaced"])
+def installed(
+    request: pytest.FixtureRequest, helm: Helm, chart_cluster: LocalCluster
+) -> Iterator[Installed]:
+    mode = request.param
+    release = f"rbac-{mode}"
+    namespace = f"{release}-system"
+    create_namespace(chart_cluster, namespace)
+    values = {"watchNamespaces": list(WATCHED)} if mode == "namespaced" else {}
+    helm.install(release, namespace, values)
+    job_namespace = WATCHED[0] if mode == "namespaced" else f"{release}-jobs"
+    if mode == "cluster-wide":
+        create_namespace(chart_cluster, job_namespace)
+    yield Installed(mode, release, namespace, f"{release}-punctual", job_namespace)
+    helm.uninstall(release, namespace)
+    chart_cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+
+
+def can_i(
+    cluster: LocalCluster, user: str, verb: str, resource: str, namespace: str | None
+) -> bool:
+    scope = [f"--namespace={namespace}"] if namespace else ["--all-namespaces"]
+    # "kind/status" is a subresource here; kubectl reads "kind/x" as the object named x.
+    resource, _, subresource = resource.partition("/")
+    if subresource:
+        scope.append(f"--subresource={subresource}")
+    result = cluster.kubectl("auth", "can-i", verb, resource, f"--as={user}", *scope, check=False)
+    assert result.stdout.strip() in ("yes", "no"), result.stderr
+    return result.stdout.strip() == "yes"
+
+
+def test_the_service_account_may_make_every_call_of_the_operator_and_nothing_else(
+    installed: Installed, chart_cluster: LocalCluster
+) -> None:
+    watched = installed.job_namespace
+    # In cluster-wide mode every namespace is watched: "elsewhere" is any other one.
+    elsewhere = UNWATCHED
+    everywhere = None if installed.mode == "cluster-wide" else watched
+    allowed = [
+        ("get", "scheduledjobs.punctual.dev", watched),
+        ("list", "scheduledjobs.punctual.dev", watched),
+        ("watch", "scheduledjobs.punctual.dev", watched),
+        ("list", "scheduledjobs.punctual.dev", everywhere),
+        ("watch", "scheduledjobs.punctual.dev", everywhere),
+        ("patch", "scheduledjobs.punctual.dev/status", watched),
+        ("create", "events", watched),
+        ("get", "secrets", watched),
+        ("create", "jobs.batch", watched),
+        ("get", "jobs.batch", watched),
+        ("list", "jobs.batch", everywhere),
+        ("watch", "jobs.batch", everywhere),
+        ("delete", "jobs.batch", watched),
+        ("list", "customresourcedefinitions.apiextensions.k8s.io", None),
+        ("watch", "customresourcedefinitions.apiextensions.k8s.io", None),
+    ]
+    refused = [
+        ("create", "scheduledjobs.punctual.dev", watched),
+        ("delete", "scheduledjobs.punctual.dev", watched),
+        ("update", "scheduledjobs.punctual.dev", watched),
+        ("patch", "scheduledjobs.punctual.dev", watched),
+        ("update", "scheduledjobs.punctual.dev/status", watched),
+        ("list", "secrets", watched),
+        ("watch", "secrets", watched),
+        ("update", "secrets", watched),
+        ("create", "pods", watched),
+        ("get", "pods", watched),
+        ("get", "configmaps", watched),
+        ("delete", "events", watched),
+        ("update", "jobs.batch", watched),
+        ("create", "cronjobs.batch", watched),
+        ("update", "nodes", None),
+        ("get", "customresourcedefinitions.apiextensions.k8s.io", None),
+        ("create", "customresourcedefinitions.apiextensions.k8s.io", None),
+        ("create", "clusterroles.rbac.authorization.k8s.io", None),
+        ("create", "rolebindings.rbac.authorization.k8s.io", watched),
+        ("create", "leases.coordination.k8s.io", watched),
+        ("*", "*", None),
+        ("*", "*", watched),
+    ]
+    if installed.mode == "namespaced":
+        allowed += [
+            ("list", "namespaces", None),
+            ("watch", "namespaces", None),
+            ("get", "scheduledjobs.punctual.dev", WATCHED[1]),
+            ("patch", "scheduledjobs.punctual.dev/status", WATCHED[1]),
+        ]
+        refused += [
+            ("get", "secrets", elsewhere),
+            ("get", "scheduledjobs.punctual.dev", elsewhere),
+            ("list", "scheduledjobs.punctual.dev", elsewhere),
+            ("patch", "scheduledjobs.punctual.dev/status", elsewhere),
+            ("create", "events", elsewhere),
+            ("create", "jobs.batch", elsewhere),
+            ("list", "scheduledjobs.punctual.dev", None),
+            ("list", "jobs.batch", None),
+            ("get", "secrets", None),
+        ]
+    else:
+        refused += [("list", "namespaces", None), ("get", "namespaces", None)]
+
+    def answer(verb: str, resource: str, namespace: str | None) -> bool:
+        return can_i(chart_cluster, installed.user, verb, resource, namespace)
+
+    # Collected, so that one run names every wrong answer at once.
+    assert [(v, r, n) for v, r, n in allowed if not answer(v, r, n)] == []
+    assert [(v, r, n) for v, r, n in refused if answer(v, r, n)] == []
+
+
+def chart_arguments(cluster: LocalCluster, installed: Installed) -> list[str]:
+    """The arguments the chart's Deployment gives the operator (lock backend, namespaces, status
+    interval), less the ones a local process sets itself: its replica id and loopback ports."""
+    deployment = get_json(
+        cluster, "deployment", f"{installed.release}-punctual", "-n", installed.namespace
+    )
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["args"][0] == "run"
+    local = ("--replica-id", "--bind-address", "--metrics-port", "--health-port")
+    return [a for a in container["args"][1:] if a.split("=")[0] not in local]
+
+
+@pytest.fixture
+def scheduled_jobs(chart_cluster: LocalCluster) -> Iterator[Callable[..., None]]:
+    """Applies ScheduledJobs, and deletes them afterwards: the next test's cluster-wide operator
+    must not run this test's jobs against a receiver that is gone."""
+    applied: list[tuple[str, str]] = []
+
+    def apply(namespace: str, name: str, spec: Mapping[str, Any]) -> None:
+        body = {
+            "apiVersion": "punctual.dev/v1alpha1",
+            "kind": "ScheduledJob",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": spec,
+        }
+        chart_cluster.kubectl("apply", "-f", "-", input=json.dumps(body))
+        applied.append((namespace, name))
+
+    yield apply
+    for namespace, name in applied:
+        chart_cluster.kubectl("delete", "sj", name, "-n", namespace, "--wait=false", check=False)
+
+
+def condition(body: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
+    return next((c for c in body.get("status", {}).get("conditions", []) if c["type"] == kind), {})
+
+
+def counted_success(cluster: LocalCluster, namespace: str, name: str) -> dict[str, Any] | None:
+    """The ScheduledJob once it is Ready and has counted a successful run, else None."""
+    body: dict[str, Any] = get_json(cluster, "sj", name, "-n", namespace)
+    ready = condition(body, "Ready").get("status") == "True"
+    succeeded = body.get("status", {}).get("counts", {}).get("succeeded", 0)
+    return body if ready and succeeded > 0 else None
+
+
+def events_about(cluster: LocalCluster, namespace: str, name: str, reason: str) -> list[Any]:
+    items = get_json(cluster, "events", "-n", namespace)["items"]
+    return [e for e in items if e["involvedObject"]["name"] == name and e["reason"] == reason]
+
+
+def test_the_operator_runs_with_nothing_but_the_service_account(
+    installed: Installed,
+    chart_cluster: LocalCluster,
+    scheduled_jobs: Callable[..., None],
+    tmp_path: Path,
+) -> None:
+    cluster = chart_cluster
+    namespace = installed.job_namespace
+    suffix = uuid.uuid4().hex[:6]
+    kubeconfig = service_account_kubeconfig(
+        cluster, installed.namespace, installed.service_account, tmp_path / "kubeconfig"
+    )
+    token = f"token-{suffix}"
+    cluster.kubectl(
+        "create",
+        "secret",
+        "generic",
+        token,
+        f"--namespace={namespace}",
+        "--from-literal=Authorization=Bearer chart-smoke",
+    )
+
+    with Receiver() as receiver:
+        path = f"/smoke-{suffix}"
+        # headersFrom makes the operator read the Secret (secrets: get).
+        http = {"url": receiver.url(path), "headersFrom": [{"secretRef": {"name": token}}]}
+        scheduled_jobs(namespace, f"smoke-{suffix}", {"every": "2s", "target": {"http": http}})
+        # An unknown time zone: the operator says so with a Warning Event (events: create).
+        never = {"http": {"url": receiver.url("/never")}}
+        bad = {"schedule": "* * * * *", "timeZone": "Mars/Olympus", "target": never}
+        scheduled_jobs(namespace, f"bad-{suffix}", bad)
+        if installed.mode == "namespaced":
+            # Outside the watched namespaces: the operator must not see it at all.
+            outside = {"http": {"url": receiver.url("/unwatched")}}
+            scheduled_jobs(UNWATCHED, f"out-{suffix}", {"every": "2s", "target": outside})
+
+        with operator_process(
+            kubeconfig,
+            tmp_path,
+            name=f"operator-{installed.mode}",
+            arguments=chart_arguments(cluster, installed),
+        ) as operator:
+            body = eventually(
+                lambda: counted_success(cluster, namespace, f"smoke-{suffix}"),
+                timeout=SMOKE_TIMEOUT,
+                what="Ready=True and a counted success",
+            )
+            [warning, *_] = eventually(
+                lambda: events_about(cluster, namespace, f"bad-{suffix}", "InvalidSpec"),
+                timeout=SMOKE_TIMEOUT,
+                what="a Warning Event InvalidSpec",
+            )
+            invalid = get_json(cluster, "sj", f"bad-{suffix}", "-n", namespace)
+            log = operator.log_path.read_text()
+
+    assert body["status"]["lastRun"]["result"] == "Succeeded"
+    assert body["status"]["lastRun"]["replica"] == f"operator-{installed.mode}"
+    calls = receiver.calls(path)
+    assert calls
+    assert {call.headers.get("Authorization") for call in calls} == {"Bearer chart-smoke"}
+    assert warning["type"] == "Warning"
+    assert condition(invalid, "Ready")["reason"] == "InvalidSpec"
+    if installed.mode == "namespaced":
+        assert receiver.calls("/unwatched") == []
+        assert "status" not in get_json(cluster, "sj", f"out-{suffix}", "-n", UNWATCHED)
+    # Not one refused call, kopf's included (its CRD and namespace observers retry and log).
+    assert "Forbidden" not in log
+    assert " 403" not in log
+
+
+@pytest.mark.skipif(
+    find_spec("punctual.executors.job") is None, reason="the job target is not implemented yet"
+)
+def test_a_job_target_runs_with_the_service_account(
+    installed: Installed,
+    chart_cluster: LocalCluster,
+    scheduled_jobs: Callable[..., None],
+    tmp_path: Path,
+) -> None:
+    """jobTarget.enabled: creating, watching and cleaning up batch Jobs as the ServiceAccount."""
+    cluster = chart_cluster
+    namespace = installed.job_namespace
+    name = f"job-{uuid.uuid4().hex[:6]}"
+    kubeconfig = service_account_kubeconfig(
+        cluster, installed.namespace, installed.service_account, tmp_path / "kubeconfig"
+    )
+    # kwok completes a Job's pod as soon as it runs (kwok-stages.yaml), whatever the image.
+    pod = {"restartPolicy": "Never", "containers": [{"name": "noop", "image": "noop:never"}]}
+    job = {"template": {"spec": {"backoffLimit": 0, "template": {"spec": pod}}}}
+    spec = {"every": "5s", "history": {"succeeded": 1, "failed": 1}, "target": {"job": job}}
+    scheduled_jobs(namespace, name, spec)
+
+    with operator_process(
+        kubeconfig,
+        tmp_path,
+        name=f"job-operator-{installed.mode}",
+        arguments=chart_arguments(cluster, installed),
+    ) as operator:
+        body = eventually(
+            lambda: counted_success(cluster, namespace, name),
+            timeout=90,
+            what="a Job run counted as succeeded",
+        )
+        log = operator.log_path.read_text()
+
+    assert body["status"]["lastRun"]["result"] == "Succeeded"
+    assert "Forbidden" not in log

