@@ -58,6 +58,10 @@ bench: ## Benchmarks: Punctual's slot loop against a naive sleep loop, and next-
 	@$(UV_RUN) python bench/loop_drift.py
 	@$(UV_RUN) python bench/next_slot.py
 
+.PHONY: bench-scale
+bench-scale: install ## At scale on the local control plane + Redis: lateness, costs, restarts, bursts (ARGS=--help)
+	@$(UV_RUN) --with matplotlib python bench/scale.py $(ARGS)
+
 .PHONY: chaos
 chaos: install ## Chaos: 3 replicas, 50 jobs every 1s, a random replica SIGKILLed every 15s for 5 min (ARGS=--backend kubernetes ...)
 	@$(UV_RUN) python bench/chaos.py $(ARGS)

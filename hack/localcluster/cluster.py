@@ -9,6 +9,7 @@ scheduler answer ``/healthz``, namespace ``default`` has its ``default`` Service
 fake node (if any) is Ready. It stops everything it started on the way out, however that happens.
 """
 
+import contextlib
 import os
 import shutil
 import ssl
@@ -17,7 +18,7 @@ import tempfile
 import time
 import types
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
@@ -101,6 +102,7 @@ class LocalCluster:
         self.kubeconfig = Path()
         self.apiserver_port = 0
         self._etcd: Etcd | None = None
+        self._certs: pki.ClusterCerts | None = None
         self._api: ApiClient | None = None
         self._extra_ports: list[int] = []
         # Stopped in waves, clients before the API server before etcd, so nobody spends its
@@ -193,7 +195,7 @@ class LocalCluster:
         else:
             self.run_dir = self._given_run_dir
             self.run_dir.mkdir(parents=True, exist_ok=True)
-        certs = pki.generate(self.run_dir / "pki")
+        certs = self._certs = pki.generate(self.run_dir / "pki")
         self.apiserver_port = free_port()
         self.kubeconfig = write_kubeconfig(self.run_dir / "kubeconfig", self.server, certs)
 
@@ -203,12 +205,7 @@ class LocalCluster:
 
         self._apiserver = self._start_apiserver(binaries, certs, self._etcd.url)
         api = self._api = ApiClient(self.server, certs)
-        processes.wait_until(
-            self._apiserver,
-            lambda: api.request_text("GET", "/readyz") == "ok",
-            f"GET {self.server}/readyz answers ok",
-            self.timeout,
-        )
+        self._wait_for_apiserver()
         step(f"kube-apiserver is ready on {self.server}")
 
         # Started together, awaited one after the other: their start-ups overlap.
@@ -235,6 +232,46 @@ class LocalCluster:
             self.timeout,
         )
         step("the cluster is ready")
+
+    def _wait_for_apiserver(self) -> None:
+        assert self._apiserver is not None
+        api = self.api
+        processes.wait_until(
+            self._apiserver,
+            lambda: api.request_text("GET", "/readyz") == "ok",
+            f"GET {self.server}/readyz answers ok",
+            self.timeout,
+        )
+
+    # -- restarting the API server alone (failure tests) ---------------------------------------
+
+    def stop_apiserver(self, grace: float = processes.DEFAULT_GRACE_SECONDS) -> None:
+        """Stop kube-apiserver alone (SIGTERM, then SIGKILL after ``grace``): etcd, the
+        controllers and every client stay up and see connections refused on its port."""
+        if self._apiserver is None or self._stopped:
+            raise RuntimeError("the cluster is not started")
+        self._apiserver.stop(grace)
+
+    def start_apiserver(self) -> None:
+        """Start kube-apiserver again after ``stop_apiserver``: the same port, flags, PKI and
+        etcd (so every object is still there); returns once ``/readyz`` answers ok."""
+        if self._apiserver is None or self._etcd is None or self._certs is None or self._stopped:
+            raise RuntimeError("the cluster is not started")
+        if not self._apiserver.stopped:
+            raise RuntimeError("kube-apiserver is running: stop_apiserver() first")
+        # Its log goes on in the same file: one story per component.
+        self._apiserver = self._start_apiserver(self.binaries, self._certs, self._etcd.url)
+        self._wait_for_apiserver()
+
+    @contextlib.contextmanager
+    def apiserver_down(self) -> Iterator[None]:
+        """``with cluster.apiserver_down(): ...``: the block runs while kube-apiserver is stopped;
+        it is started again (and ready) on the way out, however the block ends."""
+        self.stop_apiserver()
+        try:
+            yield
+        finally:
+            self.start_apiserver()
 
     def _start_apiserver(
         self, binaries: Binaries, certs: pki.ClusterCerts, etcd_url: str

@@ -4,13 +4,19 @@ Nothing is persisted (``--save ''``, no AOF, its working directory is the run di
 answers only on 127.0.0.1; an optional password exercises the ``requirepass`` path of clients,
 and ``tls=True`` serves TLS only (``rediss://``), with a throwaway CA whose certificate the
 URL names (``?ssl_ca_certs=``, which redis-py passes to its TLS connection).
+
+``stop_server()`` and ``start_server()`` (or ``with redis.down():``) take the server away and
+bring it back on the same port, URL and certificates, for outage tests; the data is gone, as
+after a restart of a Redis that persists nothing.
 """
 
+import contextlib
 import shutil
 import socket
 import ssl
 import tempfile
 import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Self
 from urllib.parse import quote
@@ -93,6 +99,37 @@ class LocalRedis:
         else:
             self.run_dir = self._given_run_dir
             self.run_dir.mkdir(parents=True, exist_ok=True)
+        if self.tls:
+            certs.generate(self.run_dir / "pki")
+        self._launch()
+
+    def stop_server(self, grace: float = processes.DEFAULT_GRACE_SECONDS) -> None:
+        """Stop redis-server alone, keeping its port, run directory and certificates: clients
+        see connections refused until ``start_server()``."""
+        if self.process is None:
+            raise RuntimeError("redis-server is not started")
+        self.process.stop(grace)
+
+    def start_server(self) -> None:
+        """Start redis-server again after ``stop_server()``, on the same port with the same
+        URL (password, TLS certificates); returns once it answers PING. It starts empty."""
+        if self.process is None:
+            raise RuntimeError("redis-server was never started")
+        if not self.process.stopped:
+            raise RuntimeError("redis-server is running: stop_server() first")
+        self._launch()
+
+    @contextlib.contextmanager
+    def down(self) -> Iterator[None]:
+        """``with redis.down(): ...``: the block runs while redis-server is stopped; it is
+        started again (answering PING) on the way out, however the block ends."""
+        self.stop_server()
+        try:
+            yield
+        finally:
+            self.start_server()
+
+    def _launch(self) -> None:
         argv = [
             self.executable,
             "--port",
@@ -113,7 +150,7 @@ class LocalRedis:
         if self.password:
             argv += ["--requirepass", self.password]
         if self.tls:
-            pki = certs.generate(self.run_dir / "pki")
+            pki = certs.ClusterCerts(self.run_dir / "pki")
             argv[argv.index("--port") + 1] = "0"  # no plain-text port at all
             argv += [
                 "--tls-port", str(self.port),

@@ -21,6 +21,20 @@ from punctual.scheduling.errors import InvalidSpecError
 
 SPEC = "spec"
 
+JOB_TIMEOUT_MARGIN = timedelta(seconds=30)
+"""For the job target, the loop's own timeout is ``spec.timeout`` plus this margin.
+
+``spec.timeout`` becomes the Job's ``activeDeadlineSeconds``, which the Job controller counts
+from the Job's ``status.startTime`` (its first sync, a little after creation): the Job is
+failed with ``DeadlineExceeded`` there, that reaches the run through the Job watch, and the run
+is recorded ``TimedOut`` with the controller's own words. The margin covers the controller's
+start-up lag and the watch; only when the verdict does not come within it (the Job controller
+is down, the watch is broken) does the loop give up, record ``TimedOut`` itself and delete the
+Job.
+"""
+JOB_MINIMUM_PERIOD = timedelta(seconds=1)
+"""Jobs are named after the second of their slot: the job target needs slots this far apart."""
+
 
 def parse_spec(raw: Mapping[str, object]) -> models.ScheduledJobSpec:
     """Read an object's ``spec`` by its wire (camelCase) names.
@@ -48,13 +62,23 @@ def plan_for(spec: models.ScheduledJobSpec, *, uid: str) -> plans.JobPlan:
         rules=dst.DstRules(nonexistent=spec.dst.nonexistent, ambiguous=spec.dst.ambiguous),
         field_prefix=f"{SPEC}.",
     )
+    timeout = durations.parse(spec.timeout, field=f"{SPEC}.timeout")
+    if spec.target.job is not None:
+        if schedule.shortest_period < JOB_MINIMUM_PERIOD:
+            field = "every" if spec.every is not None else "schedule"
+            raise InvalidSpecError(
+                f"{SPEC}.{field}",
+                "the job target needs slots at least 1s apart (its Jobs are named after the "
+                "second of their slot)",
+            )
+        timeout += JOB_TIMEOUT_MARGIN
     return plans.JobPlan(
         schedule=schedule,
         offset=_jitter_offset(spec.jitter, schedule=schedule, uid=uid),
         missed_runs=_missed_runs(spec.missed_runs),
         concurrency=spec.concurrency_policy,
         max_queued=spec.max_queued,
-        timeout=durations.parse(spec.timeout, field=f"{SPEC}.timeout"),
+        timeout=timeout,
     )
 
 

@@ -3,6 +3,7 @@
 import argparse
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import socket
@@ -15,8 +16,8 @@ import prometheus_client
 
 from punctual import metrics
 from punctual.controller import handlers, reconciler, targets
-from punctual.kube import client, objects, secrets, status
-from punctual.locks import kubernetes, memory, metered, redis
+from punctual.kube import client, jobs, objects, secrets, status
+from punctual.locks import kubernetes, memory, metered, redis, redis_stream
 from punctual.runtime import clocks, seams, supervisor
 from punctual.scheduling import durations
 from punctual.scheduling.errors import InvalidSpecError
@@ -97,6 +98,12 @@ def run(arguments: argparse.Namespace) -> int:
     except InvalidSpecError as error:
         print(f"punctual run: {error}")
         return 2
+    # What is loaded by now (kopf, the generated Kubernetes client: ~100k objects) lives as long
+    # as the process: take it out of the garbage collector's sight. A full collection would
+    # otherwise walk all of it (300-700 ms on two busy cores), stalling the event loop, and
+    # every slot due meanwhile, whenever the allocations of a burst of runs trigger one.
+    gc.collect()
+    gc.freeze()
     asyncio.run(_operate(arguments, stagger=stagger, status_interval=interval))
     return 0
 
@@ -135,11 +142,25 @@ async def _operate(
         )
         meters.scheduled_jobs.set_function(lambda: len(scheduler.armed))
         session = await stack.enter_async_context(aiohttp.ClientSession())
+        jobs_api = jobs.JobsApi(api)
+        # One watch of our Jobs for the whole operator, started by the first job-target run.
+        job_watcher = jobs.JobWatcher(jobs_api, namespaces=arguments.namespace)
+        stack.push_async_callback(job_watcher.close)
+        streams = await stack.enter_async_context(_streams(arguments))
         scheduled_jobs = reconciler.Reconciler(
             scheduler=scheduler,
             store=statuses,
             cache=cache,
-            targets=targets.Targets(session=session, secrets=secrets.SecretReader(api)),
+            targets=targets.Targets(
+                session=session,
+                secrets=secrets.SecretReader(api),
+                jobs=jobs_api,
+                job_watcher=job_watcher,
+                streams=streams,
+                meter_lock=lambda lock: metered.MeteredLock(
+                    lock, meters=meters, backend="redis-stream"
+                ),
+            ),
             wall=clocks.system_wall,
         )
         kopf_registry = kopf.OperatorRegistry()
@@ -182,3 +203,18 @@ async def _lock(
             yield kubernetes.KubernetesLock(api=api, cache=cache)
         case _:
             yield memory.MemoryLock()
+
+
+@contextlib.asynccontextmanager
+async def _streams(
+    arguments: argparse.Namespace,
+) -> AsyncIterator[redis_stream.StreamClaims | None]:
+    """The Redis of queue targets: the operator's --redis-url, whatever the lock backend."""
+    if not arguments.redis_url:
+        yield None
+        return
+    streams = redis_stream.StreamClaims.from_url(arguments.redis_url)
+    try:
+        yield streams
+    finally:
+        await streams.close()

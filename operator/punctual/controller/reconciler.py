@@ -57,20 +57,19 @@ class Reconciler:
         try:
             spec = plans.parse_spec(body.get("spec") or {})
             plan = plans.plan_for(spec, uid=job.uid)
-            executor = self._targets.executor_for(job, spec.target)
-        except InvalidSpecError as error:
+            wiring = self._targets.wire(job, spec)
+        except (InvalidSpecError, targets.TargetUnavailableError) as error:
+            reason = (
+                error.reason if isinstance(error, targets.TargetUnavailableError) else "InvalidSpec"
+            )
             await self._scheduler.disarm(job)
             self._seen[job] = _Seen(generation=generation, suspended=False)
             self._condition(
-                job,
-                READY,
-                ok=False,
-                reason="InvalidSpec",
-                message=str(error),
-                generation=generation,
+                job, READY, ok=False, reason=reason, message=str(error), generation=generation
             )
-            events.warn(body, reason="InvalidSpec", message=str(error))
+            events.warn(body, reason=reason, message=str(error))
             return
+        executor, lock = wiring.executor, wiring.lock
         self._store.configure(
             job,
             history=status.History(succeeded=spec.history.succeeded, failed=spec.history.failed),
@@ -100,16 +99,18 @@ class Reconciler:
         if seen is None:
             # First sight on this replica (creation, or an operator restart): slots since the
             # high-water mark follow the missed-run policy; a new object starts from now.
-            self._scheduler.arm(job, plan, executor, resume_after=high_water or now)
+            self._scheduler.arm(job, plan, executor, resume_after=high_water or now, lock=lock)
         elif seen.suspended:
             # Resumed: slots while suspended are counted missed, never replayed.
             since = _suspended_since(body) or high_water or now
             start = max(since, high_water) if high_water else since
-            self._scheduler.arm(job, plan, executor, resume_after=start, missed_through=now)
+            self._scheduler.arm(
+                job, plan, executor, resume_after=start, missed_through=now, lock=lock
+            )
         else:
             # A spec change takes effect from the first slot after it; never a past slot.
             start = max(now, high_water) if high_water else now
-            self._scheduler.arm(job, plan, executor, resume_after=start)
+            self._scheduler.arm(job, plan, executor, resume_after=start, lock=lock)
         self._condition(
             job, SUSPENDED, ok=False, reason="Active", message="scheduling", generation=generation
         )

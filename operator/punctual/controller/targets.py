@@ -1,29 +1,110 @@
-"""From ``spec.target`` to an executor."""
+"""From ``spec.target`` to an executor, and to the lock that claims the job's slots."""
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
 
 import aiohttp
 
 from punctual.api import models
-from punctual.executors import http
-from punctual.kube import secrets
+from punctual.executors import http, job, queue
+from punctual.kube import jobs, secrets
+from punctual.locks import redis_stream
 from punctual.runtime import seams
-from punctual.scheduling import slots
+from punctual.scheduling import durations, slots
 from punctual.scheduling.errors import InvalidSpecError
+
+QUEUE_UNAVAILABLE = "QueueUnavailable"
+
+
+class TargetUnavailableError(Exception):
+    """The spec is valid, but this operator lacks what its target needs (``reason`` says what).
+
+    Reported like an invalid spec (Ready False, a Warning Event), with its own reason.
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Wiring:
+    executor: seams.Executor
+    lock: seams.SlotLock | None = None
+    """The job's own slot lock; ``None``: the operator's."""
 
 
 class Targets:
-    def __init__(self, *, session: aiohttp.ClientSession, secrets: secrets.SecretReader) -> None:
+    def __init__(
+        self,
+        *,
+        session: aiohttp.ClientSession,
+        secrets: secrets.SecretReader,
+        jobs: jobs.JobsApi | None = None,
+        job_watcher: jobs.JobWatcher | None = None,
+        streams: redis_stream.StreamClaims | None = None,
+        meter_lock: Callable[[seams.SlotLock], seams.SlotLock] = lambda lock: lock,
+    ) -> None:
         self._session = session
         self._secrets = secrets
+        self._jobs = jobs
+        self._job_watcher = job_watcher
+        self._streams = streams
+        self._meter_lock = meter_lock
 
-    def executor_for(self, job: slots.JobRef, target: models.Target) -> seams.Executor:
-        """An executor for ``target``; raises ``InvalidSpecError`` for what cannot run."""
+    def wire(self, job: slots.JobRef, spec: models.ScheduledJobSpec) -> Wiring:
+        """An executor (and lock) for ``spec.target``.
+
+        Raises ``InvalidSpecError`` for what cannot run, ``TargetUnavailableError`` for what
+        this operator cannot run.
+        """
+        target = spec.target
         if target.http is not None:
-            return self._http(job, target.http)
-        kind = "queue" if target.queue is not None else "job"
-        raise InvalidSpecError(
-            f"spec.target.{kind}", f"the {kind} target is not supported by this operator yet"
+            return Wiring(self._http(job, target.http))
+        if target.queue is not None:
+            return self._queue(target.queue)
+        assert target.job is not None  # the model allows exactly one target
+        return Wiring(self._job(job, target.job, spec))
+
+    def _queue(self, target: models.QueueTarget) -> Wiring:
+        if self._streams is None:
+            raise TargetUnavailableError(
+                QUEUE_UNAVAILABLE,
+                "spec.target.queue: the queue target needs the operator's Redis, and this "
+                "operator has none: run it with --redis-url (or $PUNCTUAL_REDIS_URL)",
+            )
+        lock = self._streams.lock_for(
+            stream=target.stream, payload=target.payload, max_len=target.max_len
+        )
+        return Wiring(queue.QueueExecutor(lock, stream=target.stream), self._meter_lock(lock))
+
+    def _job(
+        self, owner: slots.JobRef, target: models.JobTarget, spec: models.ScheduledJobSpec
+    ) -> seams.Executor:
+        if self._jobs is None or self._job_watcher is None:
+            raise TargetUnavailableError(
+                "JobsUnavailable", "spec.target.job: this operator does not create Jobs"
+            )
+        template: Mapping[str, object] = target.template
+        if not isinstance(template.get("spec"), Mapping):
+            raise InvalidSpecError(
+                "spec.target.job.template.spec", "required: a batch/v1 JobSpec (as in a CronJob)"
+            )
+        metadata = template.get("metadata")
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise InvalidSpecError("spec.target.job.template.metadata", "must be an object")
+        timeout: timedelta = durations.parse(spec.timeout, field="spec.timeout")
+        # The watch of Jobs starts with the first job target: the concurrency policy of the
+        # first slot already counts the Jobs an earlier operator process or replica left.
+        self._job_watcher.start()
+        return job.JobExecutor(
+            api=self._jobs,
+            watcher=self._job_watcher,
+            owner=owner,
+            template=template,
+            active_deadline=timeout,
+            history=job.JobHistory(succeeded=spec.history.succeeded, failed=spec.history.failed),
         )
 
     def _http(self, job: slots.JobRef, target: models.HttpTarget) -> seams.Executor:

@@ -37,6 +37,8 @@ the connection is closed instead."""
 REASON_LIMIT = 200
 """Characters of the server's reason phrase kept in the message (it lands in the status)."""
 REDACTED = "***"
+MESSAGE_CACHE = 32
+"""Distinct (status, reason) answers whose message one executor remembers."""
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _BAD_HEADER_VALUE = re.compile(r"[\r\n\x00]")
@@ -124,6 +126,10 @@ class HttpExecutor:
         self._body = None if request.body is None else request.body.encode()
         self._headers = _merge(request.headers, secret_headers)
         self._secrets = _secret_texts(secret_headers.values(), request.url)
+        # Per-run work kept off the firing path: one ClientTimeout per run timeout, and the
+        # (redacted) message of each status line the target answers, computed once.
+        self._timeouts: dict[timedelta, aiohttp.ClientTimeout] = {}
+        self._messages: dict[tuple[int, str], str] = {}
 
     def __repr__(self) -> str:
         return f"HttpExecutor({self._request.method} {self._display_url})"
@@ -134,7 +140,11 @@ class HttpExecutor:
             IDEMPOTENCY_KEY: context.slot_id,
             SCHEDULED_TIME: rfc3339_utc(context.scheduled_time),
         }
-        timeout = aiohttp.ClientTimeout(total=(context.timeout + TIMEOUT_MARGIN).total_seconds())
+        timeout = self._timeouts.get(context.timeout)
+        if timeout is None:
+            timeout = self._timeouts[context.timeout] = aiohttp.ClientTimeout(
+                total=(context.timeout + TIMEOUT_MARGIN).total_seconds()
+            )
         try:
             async with self._session.request(
                 self._request.method,
@@ -147,7 +157,8 @@ class HttpExecutor:
                 allow_redirects=False,
                 raise_for_status=False,
             ) as response:
-                await _drain(response)
+                if not response.content.is_eof():  # an empty answer (204) has nothing to read
+                    await _drain(response)
                 status, reason = response.status, response.reason
         except (aiohttp.ClientError, OSError, ValueError) as error:
             # TimeoutError is an OSError: aiohttp's own timeout lands here. The loop's timeout
@@ -155,7 +166,7 @@ class HttpExecutor:
             message = f"{self._request.method} {self._display_url}: {self._describe(error)}"
             logger.debug("slot %s: %s", context.slot_id, message)
             raise HttpTargetError(message) from None
-        message = _status_line(status, self._redact(reason or ""))
+        message = self._message(status, reason or "")
         logger.debug(
             "slot %s: %s %s answered %s",
             context.slot_id,
@@ -164,6 +175,15 @@ class HttpExecutor:
             message,
         )
         return seams.Outcome(succeeded=self._request.is_success(status), message=message)
+
+    def _message(self, status: int, reason: str) -> str:
+        key = (status, reason)
+        message = self._messages.get(key)
+        if message is None:
+            message = _status_line(status, self._redact(reason))
+            if len(self._messages) < MESSAGE_CACHE:  # a target could vary its reason phrase
+                self._messages[key] = message
+        return message
 
     def _describe(self, error: BaseException) -> str:
         text = self._redact(str(error))
@@ -183,7 +203,7 @@ def redact_url(url: str) -> str:
 
 def rfc3339_utc(instant: datetime) -> str:
     """``2026-11-30T01:30:00Z``, with milliseconds when the instant has any (slots are in ms)."""
-    utc = instant.astimezone(UTC)
+    utc = instant if instant.tzinfo is UTC else instant.astimezone(UTC)
     text = utc.isoformat(timespec="milliseconds" if utc.microsecond else "seconds")
     return text.replace("+00:00", "Z")
 

@@ -13,6 +13,7 @@ same instant, thousands of claims queue for a connection instead of failing with
 import logging
 import re
 import urllib.parse
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Self
 
@@ -60,6 +61,53 @@ def redact_url(url: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{hostport}"))
 
 
+@dataclass(frozen=True, slots=True)
+class Connection:
+    client: "redis.asyncio.Redis"
+    description: str
+    """The redacted URL: safe in errors and logs."""
+    password: str | None
+    """To scrub from error messages, as a last line of defence."""
+
+
+def connect(
+    url: str,
+    *,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    pool_timeout: float = DEFAULT_POOL_TIMEOUT,
+    socket_timeout: float = DEFAULT_SOCKET_TIMEOUT,
+    connect_timeout: float = DEFAULT_SOCKET_TIMEOUT,
+) -> Connection:
+    """A client for ``url`` (connecting lazily) with the pool and timeouts described above.
+
+    Raises ``ValueError`` for another scheme or a malformed URL (the message carries the
+    redacted URL only).
+    """
+    description = redact_url(url)
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in SCHEMES:
+        raise ValueError(
+            f"the Redis URL must start with redis:// or rediss://, got {description!r}"
+        )
+    if max_connections < 1:
+        raise ValueError(f"max_connections must be at least 1, got {max_connections}")
+    try:
+        pool = redis.asyncio.BlockingConnectionPool.from_url(
+            url,
+            max_connections=max_connections,
+            timeout=pool_timeout,
+            socket_timeout=socket_timeout,
+            socket_connect_timeout=connect_timeout,
+            # Retries are the callers' (see RedisLock.claim): a blind retry of SET NX could
+            # report a slot we won as lost, and then nobody would run it.
+            retry=redis.asyncio.retry.Retry(redis.backoff.NoBackoff(), 0),
+        )
+    except ValueError:
+        raise ValueError(f"not a usable Redis URL: {description!r}") from None
+    password = urllib.parse.unquote(parts.password) if parts.password else None
+    return Connection(redis.asyncio.Redis.from_pool(pool), description, password)
+
+
 class RedisLock:
     """``seams.SlotLock`` on one Redis (standalone or behind a primary endpoint)."""
 
@@ -97,29 +145,16 @@ class RedisLock:
         seconds for a connection. Raises ``ValueError`` for another scheme or a malformed URL
         (the message carries the redacted URL only).
         """
-        description = redact_url(url)
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in SCHEMES:
-            raise ValueError(
-                f"the Redis URL must start with redis:// or rediss://, got {description!r}"
-            )
-        if max_connections < 1:
-            raise ValueError(f"max_connections must be at least 1, got {max_connections}")
-        try:
-            pool = redis.asyncio.BlockingConnectionPool.from_url(
-                url,
-                max_connections=max_connections,
-                timeout=pool_timeout,
-                socket_timeout=socket_timeout,
-                socket_connect_timeout=connect_timeout,
-                # Retries are ours (see claim): a blind retry of SET NX could report a slot we
-                # won as lost, and then nobody would run it.
-                retry=redis.asyncio.retry.Retry(redis.backoff.NoBackoff(), 0),
-            )
-        except ValueError:
-            raise ValueError(f"not a usable Redis URL: {description!r}") from None
-        password = urllib.parse.unquote(parts.password) if parts.password else None
-        return cls(redis.asyncio.Redis.from_pool(pool), description=description, password=password)
+        connection = connect(
+            url,
+            max_connections=max_connections,
+            pool_timeout=pool_timeout,
+            socket_timeout=socket_timeout,
+            connect_timeout=connect_timeout,
+        )
+        return cls(
+            connection.client, description=connection.description, password=connection.password
+        )
 
     def __repr__(self) -> str:
         return f"RedisLock({self._description})"

@@ -23,6 +23,8 @@ _run_ids = itertools.count(1)
 _T = TypeVar("_T")
 
 OPERATOR_STOPPING = "operator stopping"
+ELSEWHERE_POLL = timedelta(seconds=1)
+"""How often a slot queued behind runs elsewhere (not this loop's) looks whether they are over."""
 ABORT_TIMEOUT = timedelta(seconds=30)
 """How long the loop lets an executor stop what a run left at its target (delete a Job)."""
 
@@ -71,6 +73,7 @@ class JobLoop:
         self._queued: collections.deque[tuple[datetime, _Armed]] = collections.deque()
         self._replaced: set[datetime] = set()
         self._stopping: str | None = None
+        self._draining: asyncio.Task[None] | None = None
 
     @property
     def active_slots(self) -> list[datetime]:
@@ -223,46 +226,82 @@ class JobLoop:
         plan = armed.plan
         if not await self._claim(slot, armed):
             return None
-        if self._active or self._queued:
+        # Runs this loop does not track (another replica's, an earlier process's) count too.
+        elsewhere = self._running_elsewhere(armed.executor, besides=slot)
+        active = len(self._active) + len(elsewhere)
+        if active or self._queued:
             self._store.slot_overlapped(self.job, slot=slot, policy=plan.concurrency)
         action = overlap.decide(
             plan.concurrency,
-            active=len(self._active),
+            active=active,
             queued=len(self._queued),
             max_queued=plan.max_queued,
         )
         match action:
             case overlap.Action.SKIP:
-                self._skip_overlapping(slot, plan)
+                self._skip_overlapping(slot, plan, active=active)
                 return None
             case overlap.Action.ENQUEUE:
                 self._queued.append((slot, armed))
+                if not self._active:  # only runs elsewhere: no finish here will start it
+                    self._drain_when_idle_elsewhere(armed.executor)
                 return None
             case overlap.Action.REPLACE:
                 for running_slot, run in self._active.items():
                     self._replaced.add(running_slot)
                     if run.task is not None:
                         run.task.cancel()
+                for running_slot in elsewhere:
+                    self._abort_context(self._context(running_slot, armed), armed)
         return self._start(slot, armed)
 
-    def _skip_overlapping(self, slot: datetime, plan: plans.JobPlan) -> None:
+    def _running_elsewhere(self, executor: seams.Executor, *, besides: datetime) -> list[datetime]:
+        if not isinstance(executor, seams.SeesRuns):
+            return []
+        try:
+            running = executor.running_slots()
+        except Exception:  # best effort: a view that fails is no view
+            logger.exception("%r could not tell its runs", executor)
+            return []
+        return sorted(slot for slot in running if slot not in self._active and slot != besides)
+
+    def _drain_when_idle_elsewhere(self, executor: seams.Executor) -> None:
+        """Start the queued slots once the runs elsewhere are over (checked every second)."""
+        if self._draining is None or self._draining.done():
+            self._draining = self._spawn(
+                self._drain(executor), name=f"queue of {self.job.namespace}/{self.job.name}"
+            )
+
+    async def _drain(self, executor: seams.Executor) -> None:
+        while self._queued and not self._active and self._stopping is None:
+            queued_slot = self._queued[0][0]
+            if not self._running_elsewhere(executor, besides=queued_slot):
+                queued_slot, armed = self._queued.popleft()
+                self._start(queued_slot, armed)
+                return
+            await asyncio.sleep(ELSEWHERE_POLL.total_seconds())
+
+    def _skip_overlapping(self, slot: datetime, plan: plans.JobPlan, *, active: int) -> None:
         record = seams.RunRecord(
             slot=slot,
             scheduled_time=slot + plan.offset,
             result=seams.RunResult.SKIPPED_OVERLAP,
-            message=f"{len(self._active)} run(s) active, concurrencyPolicy {plan.concurrency}",
+            message=f"{active} run(s) active, concurrencyPolicy {plan.concurrency}",
             replica=self._replica,
         )
         self._store.run_finished(self.job, record)
 
-    def _start(self, slot: datetime, armed: _Armed) -> asyncio.Task[None]:
-        context = seams.RunContext(
+    def _context(self, slot: datetime, armed: _Armed) -> seams.RunContext:
+        return seams.RunContext(
             job=self.job,
             slot=slot,
             slot_id=self._slot_id(slot),
             scheduled_time=slot + armed.plan.offset,
             timeout=armed.plan.timeout,
         )
+
+    def _start(self, slot: datetime, armed: _Armed) -> asyncio.Task[None]:
+        context = self._context(slot, armed)
         run = self._active[slot] = _Run(context=context, started_at=self._wall())
         executor = armed.executor
         self._store.run_started(
@@ -312,6 +351,9 @@ class JobLoop:
         self._finish(run, result, message)
 
     def _abort(self, run: _Run, armed: _Armed) -> None:
+        self._abort_context(run.context, armed)
+
+    def _abort_context(self, context: seams.RunContext, armed: _Armed) -> None:
         """Have the executor stop what the run left at the target, in a task of its own.
 
         Only for runs the loop gave up on (Replace, timeout); never while stopping, when the
@@ -319,7 +361,7 @@ class JobLoop:
         """
         executor = armed.executor
         if self._stopping is None and isinstance(executor, seams.Abortable):
-            self._spawn(self._aborting(executor, run.context), name=f"abort {run.context.slot_id}")
+            self._spawn(self._aborting(executor, context), name=f"abort {context.slot_id}")
 
     async def _aborting(self, executor: seams.Abortable, context: seams.RunContext) -> None:
         try:
@@ -352,8 +394,12 @@ class JobLoop:
         )
         self._store.run_finished(self.job, record)
         if self._queued and not self._active and self._stopping is None:
-            queued_slot, armed = self._queued.popleft()
-            self._start(queued_slot, armed)
+            queued_slot, armed = self._queued[0]
+            if self._running_elsewhere(armed.executor, besides=queued_slot):
+                self._drain_when_idle_elsewhere(armed.executor)
+            else:
+                self._queued.popleft()
+                self._start(queued_slot, armed)
 
     def _slot_id(self, slot: datetime) -> str:
         return slots.slot_id(self.job, slot)

@@ -1,7 +1,7 @@
 """The small protocols the scheduler is wired through, and the records that cross them."""
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
@@ -84,6 +84,15 @@ class Abortable(Protocol):
     """
 
     async def abort(self, context: RunContext) -> None: ...
+
+
+@runtime_checkable
+class SeesRuns(Protocol):
+    """An executor that can tell which runs of its job are still going at the target, whoever
+    started them (another replica, an earlier operator process): the concurrency policy counts
+    them as well as the runs of this loop. Best effort: what the executor has seen so far."""
+
+    def running_slots(self) -> Collection[datetime]: ...
 
 
 @runtime_checkable

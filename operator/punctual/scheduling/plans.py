@@ -1,6 +1,6 @@
 """A job's timing and policies, resolved from its spec: everything the slot loop obeys."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from punctual.scheduling import missed, overlap, timeline
@@ -15,8 +15,14 @@ class JobPlan:
     concurrency: overlap.ConcurrencyPolicy = overlap.ConcurrencyPolicy.FORBID
     max_queued: int = 1
     timeout: timedelta = timedelta(minutes=10)
+    _lock_ttl: timedelta = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Once per plan, not once per claim: read on every slot's claim.
+        ttl = max(2 * self.schedule.shortest_period, self.timeout + timedelta(seconds=60))
+        object.__setattr__(self, "_lock_ttl", ttl)
 
     @property
     def lock_ttl(self) -> timedelta:
         """How long a slot claim outlives its holder: ``max(2 × period, timeout + 60s)``."""
-        return max(2 * self.schedule.shortest_period, self.timeout + timedelta(seconds=60))
+        return self._lock_ttl

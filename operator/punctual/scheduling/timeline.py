@@ -80,11 +80,12 @@ def scan_due(schedule: Schedule, *, after: datetime, until: datetime, keep: int)
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MILLISECOND = timedelta(milliseconds=1)
 
 
 def unix_millis(instant: datetime) -> int:
     """Whole milliseconds since the Unix epoch; slot ids and the API use these."""
-    return (instant - EPOCH) // timedelta(milliseconds=1)
+    return (instant - EPOCH) // _MILLISECOND
 
 
 def rfc3339(instant: datetime) -> str:

@@ -15,6 +15,7 @@ import asyncio
 import collections
 import contextlib
 import logging
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -34,6 +35,8 @@ _COUNT_KEYS = {
     seams.RunResult.MISSED: "missed",
 }
 _RUNS = {seams.RunResult.SUCCEEDED, seams.RunResult.FAILED, seams.RunResult.TIMED_OUT}
+MIN_BATCH = 4
+"""Writes a tick may start whatever the spread (a few writes at once cost nothing)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,6 +99,8 @@ class StatusStore:
         self._writers = asyncio.Semaphore(concurrency)
         self._clock = clock or (lambda: asyncio.get_running_loop().time())
         self._pending: dict[slots.JobRef, _Pending] = {}
+        """In insertion order, which is the order of ``since``."""
+        self._urgent: set[slots.JobRef] = set()
         self._active: collections.defaultdict[slots.JobRef, dict[datetime, seams.ActiveRun]] = (
             collections.defaultdict(dict)
         )
@@ -151,14 +156,27 @@ class StatusStore:
         self._history[job] = history
 
     def set_condition(self, job: slots.JobRef, condition: Condition, *, generation: int) -> None:
+        """Write ``condition`` at the next tick, unless the object already says exactly that.
+
+        An operator restart re-observes every object and sets the conditions it had: writing
+        them again would cost one API write per object (and one watch event per object on
+        every replica) to say nothing new.
+        """
+        pending = self._pending.get(job)
+        if (pending is None or condition.type not in pending.conditions) and self._says_already(
+            job, condition, generation=generation
+        ):
+            return
         pending = self._note(job)
         pending.conditions[condition.type] = condition
         pending.observed_generation = generation
         pending.urgent = True
+        self._urgent.add(job)
 
     def forget(self, job: slots.JobRef) -> None:
         for table in (self._pending, self._active, self._upcoming, self._history):
             table.pop(job, None)
+        self._urgent.discard(job)
 
     async def run(self) -> None:
         """Write what is due, every tick, until cancelled; then write everything left."""
@@ -171,16 +189,33 @@ class StatusStore:
                 await asyncio.shield(self._flush(due_only=False))
 
     async def _flush(self, *, due_only: bool) -> None:
-        now = self._clock()
-        due = [
-            job
-            for job, pending in self._pending.items()
-            if not due_only or pending.urgent or now - pending.since >= self._interval
-        ]
+        due = self._due(self._clock()) if due_only else list(self._pending)
         await asyncio.gather(*(self._write(job) for job in due))
+
+    def _due(self, now: float) -> list[slots.JobRef]:
+        """The urgent jobs, then the others whose interval is over, oldest first: at most a
+        tick's share of all that is pending (and at least ``MIN_BATCH``).
+
+        Jobs that became pending together (armed together, runs on the same second) would
+        otherwise be written together every interval, for ever: a bunch of writes, and as many
+        watch events on every replica, all ready on the event loop at once while timers wait.
+        Spread evenly, the writes keep the same average rate. ``_pending`` keeps insertion
+        order, which is the order of ``since`` (a write that failed goes back at the end and
+        waits at most one more interval).
+        """
+        urgent = [job for job in self._urgent if job in self._pending]
+        budget = max(MIN_BATCH, math.ceil(len(self._pending) * self._tick / self._interval))
+        regular: list[slots.JobRef] = []
+        for job, pending in self._pending.items():
+            if len(regular) >= budget or now - pending.since < self._interval:
+                break
+            if not pending.urgent:
+                regular.append(job)
+        return urgent + regular
 
     async def _write(self, job: slots.JobRef) -> None:
         pending = self._pending.pop(job, None)
+        self._urgent.discard(job)
         if pending is None:
             return
         async with self._writers:
@@ -203,10 +238,12 @@ class StatusStore:
             except status.UnavailableError as error:
                 logger.warning("status of %s/%s not written: %s", job.namespace, job.name, error)
         # Not delivered: keep it for the next tick, merged with anything newer.
-        newer = self._pending.get(job)
+        newer = self._pending.pop(job, None)
         if newer is not None:
             pending.absorb(newer)
         self._pending[job] = pending
+        if pending.urgent:
+            self._urgent.add(job)
 
     def _compose(
         self, job: slots.JobRef, current: Mapping[str, Any], pending: _Pending
@@ -253,6 +290,22 @@ class StatusStore:
         if pending.observed_generation is not None:
             composed["observedGeneration"] = pending.observed_generation
         return composed
+
+    def _says_already(self, job: slots.JobRef, condition: Condition, *, generation: int) -> bool:
+        """Whether the newest known body has ``condition`` as it is, for ``generation``."""
+        body = self._cache.get(job)
+        current = (body or {}).get("status") or {}
+        if current.get("observedGeneration") != generation:
+            return False
+        for known in current.get("conditions") or []:
+            if known.get("type") == condition.type:
+                return bool(
+                    known.get("status") == ("True" if condition.status else "False")
+                    and known.get("reason") == condition.reason
+                    and known.get("message") == condition.message
+                    and known.get("observedGeneration") == generation
+                )
+        return False
 
     def _note(self, job: slots.JobRef) -> _Pending:
         pending = self._pending.get(job)

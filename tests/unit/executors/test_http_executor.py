@@ -450,3 +450,38 @@ class TestOnlyValidRequestsAreAccepted:
         headers["X-Env"] = "changed"
 
         assert request.headers == {"X-Env": "prod"}
+
+
+class TestPerRunWorkIsRememberedNotStale:
+    """The executor keeps the message of each answer and each run timeout's ClientTimeout: a new
+    answer or a new timeout is never served from what it kept."""
+
+    async def test_each_answer_gets_its_own_redacted_message(
+        self, target: Target, session: aiohttp.ClientSession
+    ) -> None:
+        executor = http.HttpExecutor(
+            http.HttpRequest(url=target.url()),
+            session=session,
+            secret_headers={"X-Api-Key": SECRET},
+        )
+        messages = []
+        for status, reason in ((204, "No Content"), (204, "No Content"), (503, f"down {SECRET}")):
+            target.status, target.reason = status, reason
+            messages.append((await executor(context())).message)
+
+        assert messages == ["HTTP 204 No Content", "HTTP 204 No Content", "HTTP 503 down ***"]
+
+    async def test_a_plan_with_another_timeout_gets_aiohttps_timeout_from_it(
+        self, target: Target, session: aiohttp.ClientSession
+    ) -> None:
+        target.hold = True
+        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), session=session)
+        loop = asyncio.get_running_loop()
+        elapsed = []
+        for timeout in (0.1, 0.3):
+            started = loop.time()
+            with pytest.raises(http.HttpTargetError, match="Timeout"):
+                await executor(context(timeout=timedelta(seconds=timeout)))
+            elapsed.append(loop.time() - started - http.TIMEOUT_MARGIN.total_seconds())
+
+        assert 0.1 <= elapsed[0] < 0.3 <= elapsed[1] < 1.3

@@ -1,0 +1,1103 @@
+"""Punctual at scale: N ScheduledJobs on the local control plane and Redis, measured end to end.
+
+For each N (default 100, 1,000 and 10,000) the benchmark starts from an empty namespace of a
+control plane of its own (``LocalCluster``) and a ``LocalRedis``, and goes through these phases:
+
+1. ``create``: N ScheduledJobs (``every``, jitter just under the period, an HTTP target on the
+   receiver) through concurrent API calls (``--concurrency`` in flight); no operator yet.
+2. ``start``: one replica starts (cold): seconds until ``punctual_scheduled_jobs`` reaches N,
+   and until every object has a ``status.nextRunTime``.
+3. ``steady``: ``--minutes`` of one replica running the jobs. Lateness from the receiver's clock
+   (arrival − ``X-Punctual-Scheduled-Time``) and from the operator's histogram
+   (``punctual_run_lateness_seconds``: start − slot − jitter, interpolated inside buckets like
+   ``histogram_quantile``); runs per second; missed slots (expected slot ids never received, and
+   ``punctual_slots_missed_total``); errors; operator RSS and CPU seconds per 1,000 runs
+   (``/proc``); API-server requests and writes per run (``apiserver_request_total``); Redis
+   commands per run (``INFO commandstats``).
+4. ``profile`` (with ``--profile-seconds``): py-spy on the operator while it goes on running the
+   same jobs (after the steady window, so the sampling does not distort its figures).
+5. ``restart``: SIGTERM, start again; seconds until ``punctual_scheduled_jobs`` reaches N and
+   until every object has a nextRunTime other than the one it had when the operator stopped.
+6. ``replicas``: ``--replicas`` replicas for ``--minutes``: claims per second, lost claims, claim
+   errors, duplicates (slot ids received twice: must be 0), misses, lateness.
+7. ``burst`` / ``burst-jitter``: every job patched to ``* * * * *`` (no jitter), one top of the
+   minute observed with every replica running; then ``jitter: 30s``, one more minute. Zero
+   errors, zero duplicates, zero misses expected.
+
+Results go to ``results/scale/<UTC timestamp>/`` (ignored by git): ``scale.csv`` (one row per N
+and phase), ``lateness.png`` (lateness against job count), the receiver's raw calls, operator
+logs and profiles. The table is printed at the end, with the load average at the time.
+
+The machine is shared and small: figures depend on what else runs. Each row carries the
+1-minute load average sampled at its end.
+
+Usage:
+    uv run --frozen --with matplotlib python bench/scale.py [--jobs 100,1000,10000]
+        [--every 1s,1s,10s] [--jitter auto] [--minutes 2] [--replicas 3]
+        [--phases create,start,steady,restart,replicas,burst] [--profile-seconds 0]
+"""
+
+import argparse
+import asyncio
+import collections
+import contextlib
+import csv
+import json
+import math
+import os
+import shutil
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import redis
+from prometheus_client.parser import text_string_to_metric_families
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "hack"), str(REPO / "tests"), str(REPO / "tests" / "integration")]
+
+from operator_harness import Operators, Replica  # noqa: E402
+
+from localcluster import LocalCluster, LocalRedis, ports, processes  # noqa: E402
+from localcluster.api import ApiClient  # noqa: E402
+from localcluster.certs import ClusterCerts  # noqa: E402
+from punctual.scheduling import durations, slots  # noqa: E402
+
+API = "/apis/punctual.dev/v1alpha1"
+CRD = REPO / "crds" / "scheduledjobs.punctual.dev.yaml"
+PHASES = ("create", "start", "steady", "restart", "replicas", "burst")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def log(message: str) -> None:
+    stamp = datetime.now(UTC).strftime("%H:%M:%S")
+    print(f"[{stamp} load {os.getloadavg()[0]:.2f}] {message}", flush=True)
+
+
+# -- sampling the processes and servers ------------------------------------------------------------
+
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def parse_metrics(text: str) -> Samples:
+    samples: Samples = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return samples
+
+
+def total(samples: Samples, name: str, **labels: str) -> float:
+    wanted = set(labels.items())
+    return sum(
+        value
+        for (sample, sample_labels), value in samples.items()
+        if sample == name and wanted <= set(sample_labels)
+    )
+
+
+def buckets(samples: Samples, name: str) -> dict[float, float]:
+    found: dict[float, float] = {}
+    for (sample, labels), value in samples.items():
+        if sample == f"{name}_bucket":
+            found[float(dict(labels)["le"])] = value
+    return found
+
+
+def histogram_quantile(quantile: float, cumulative: Mapping[float, float]) -> float:
+    """Like PromQL's ``histogram_quantile``: linear inside the bucket, in the bounds' unit."""
+    bounds = sorted(cumulative)
+    if not bounds or cumulative[bounds[-1]] <= 0:
+        return math.nan
+    rank = quantile * cumulative[bounds[-1]]
+    lower, below = 0.0, 0.0
+    for bound in bounds:
+        count = cumulative[bound]
+        if count >= rank:
+            if math.isinf(bound):
+                return lower
+            inside = count - below
+            return lower + (bound - lower) * ((rank - below) / inside if inside else 0.0)
+        lower, below = bound, count
+    return lower
+
+
+def highest_bucket(cumulative: Mapping[float, float]) -> float:
+    """The upper bound of the highest bucket with observations (the histogram's "max")."""
+    previous = 0.0
+    highest = math.nan
+    for bound in sorted(cumulative):
+        if cumulative[bound] > previous:
+            highest = bound
+        previous = cumulative[bound]
+    return highest
+
+
+def proc_cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
+
+
+def proc_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return math.nan
+
+
+def apiserver_requests(api: ApiClient) -> collections.Counter[tuple[str, str, str]]:
+    """``apiserver_request_total`` by (verb, resource, subresource), summed over codes."""
+    counts: collections.Counter[tuple[str, str, str]] = collections.Counter()
+    for (name, labels), value in parse_metrics(api.request_text("GET", "/metrics")).items():
+        if name == "apiserver_request_total":
+            label = dict(labels)
+            key = (label.get("verb", ""), label.get("resource", ""), label.get("subresource", ""))
+            counts[key] += value
+    return counts
+
+
+def redis_commands(url: str) -> collections.Counter[str]:
+    client = redis.Redis.from_url(url)
+    try:
+        stats: dict[str, Any] = client.info("commandstats")
+    finally:
+        client.close()
+    return collections.Counter(
+        {name.removeprefix("cmdstat_"): int(value["calls"]) for name, value in stats.items()}
+    )
+
+
+@dataclass
+class Snapshot:
+    wall: float
+    metrics: dict[str, Samples]
+    cpu: dict[str, float]
+    rss: dict[str, float]
+    api: collections.Counter[tuple[str, str, str]]
+    redis: collections.Counter[str]
+
+
+def fetch_metrics(replica: Replica, *, timeout: float = 10) -> Samples:
+    url = f"http://{ports.LOOPBACK}:{replica.metrics_port}/metrics"
+    with urllib.request.urlopen(url, timeout=timeout) as reply:
+        return parse_metrics(reply.read().decode())
+
+
+# -- the receiver ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    arrived_ns: int
+    scheduled_ns: int
+    key: str
+
+    @property
+    def lateness_ms(self) -> float:
+        return (self.arrived_ns - self.scheduled_ns) / 1e6
+
+
+def _rfc3339_ns(text: str) -> int:
+    instant = datetime.fromisoformat(text)
+    return (instant - EPOCH) // timedelta(microseconds=1) * 1000
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class ReceiverProcess:
+    """``bench/scale_receiver.py`` in a process of its own; every call it ever got, by key."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.port = ports.free_port()
+        self.seen: collections.Counter[str] = collections.Counter()
+        self._dumps = 0
+        ready = run_dir / "receiver.ready"
+        self.process = processes.start(
+            "receiver",
+            [
+                sys.executable,
+                str(REPO / "bench" / "scale_receiver.py"),
+                "--port",
+                str(self.port),
+                "--ready-file",
+                str(ready),
+            ],
+            run_dir,
+        )
+        processes.wait_until(self.process, ready.exists, "the receiver listens", 30)
+
+    def url(self, path: str) -> str:
+        return f"http://{ports.LOOPBACK}:{self.port}{path}"
+
+    def dump(self, label: str) -> list[Call]:
+        """The calls since the previous dump (also kept under ``run_dir``)."""
+        self._dumps += 1
+        path = self.run_dir / f"calls-{self._dumps:02d}-{label}.csv"
+        with urllib.request.urlopen(self.url(f"/__dump?path={path}"), timeout=120) as reply:
+            reply.read()
+        calls = []
+        with path.open() as rows:
+            for row in rows:
+                arrived, scheduled, key = row.rstrip("\n").split(",", 2)
+                calls.append(Call(int(arrived), _rfc3339_ns(scheduled), key))
+        self.seen.update(call.key for call in calls)
+        return calls
+
+    def stop(self) -> None:
+        self.process.stop(grace=5)
+
+
+# -- the API: bulk requests, listings --------------------------------------------------------------
+
+
+def admin_tls(cluster: LocalCluster) -> ssl.SSLContext:
+    certs = ClusterCerts(cluster.run_dir / "pki")
+    context = ssl.create_default_context(cafile=str(certs.ca_cert))
+    context.load_cert_chain(str(certs.admin_cert), str(certs.admin_key))
+    return context
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    method: str
+    path: str
+    body: Mapping[str, Any]
+    content_type: str = "application/json"
+
+
+async def _bulk(
+    cluster: LocalCluster, requests: Sequence[Request], *, concurrency: int, what: str
+) -> list[dict[str, Any]]:
+    """Send ``requests`` with ``concurrency`` in flight (retrying 429/5xx); their answers."""
+    results: list[dict[str, Any]] = [{} for _ in requests]
+    gate = asyncio.Semaphore(concurrency)
+    done = 0
+    step = max(1, len(requests) // 10)
+    started = time.monotonic()
+    connector = aiohttp.TCPConnector(ssl=admin_tls(cluster), limit=concurrency)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def send(index: int, request: Request) -> None:
+            nonlocal done
+            async with gate:
+                for attempt in range(8):
+                    async with session.request(
+                        request.method,
+                        cluster.server + request.path,
+                        data=json.dumps(request.body),
+                        headers={"Content-Type": request.content_type},
+                        timeout=aiohttp.ClientTimeout(total=60),
+                    ) as reply:
+                        if reply.status == 429 or reply.status >= 500:
+                            await asyncio.sleep(0.2 * 2**attempt)
+                            continue
+                        text = await reply.text()
+                        if reply.status >= 300:
+                            raise RuntimeError(f"{request.method} {request.path}: {text[:300]}")
+                        results[index] = json.loads(text)
+                        break
+                else:
+                    raise RuntimeError(f"{request.method} {request.path}: gave up")
+            done += 1
+            if done % step == 0 or done == len(requests):
+                rate = done / max(time.monotonic() - started, 1e-9)
+                log(f"  {what}: {done}/{len(requests)} ({rate:.0f}/s)")
+
+        await asyncio.gather(*(send(i, request) for i, request in enumerate(requests)))
+    return results
+
+
+def list_jobs(cluster: LocalCluster, namespace: str) -> list[dict[str, Any]]:
+    api = ApiClient(cluster.server, ClusterCerts(cluster.run_dir / "pki"), timeout=180)
+    items: list[dict[str, Any]] = api.get(f"{API}/namespaces/{namespace}/scheduledjobs")["items"]
+    return items
+
+
+# -- the run ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Job:
+    name: str
+    uid: str
+    offset: timedelta
+
+
+@dataclass
+class Scale:
+    """One N: its namespace, jobs and replicas, and the rows of figures measured."""
+
+    jobs_count: int
+    every: timedelta
+    jitter: timedelta
+    namespace: str
+    jobs: list[Job] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Bench:
+    def __init__(self, arguments: argparse.Namespace, results: Path) -> None:
+        self.arguments = arguments
+        self.results = results
+        self.cluster: LocalCluster
+        self.redis: LocalRedis
+        self.receiver: ReceiverProcess
+        self.api: ApiClient
+        self._pending_profile: Callable[[], None] = lambda: None
+
+    # figures ----------------------------------------------------------------------------------
+
+    def snapshot(self, operators: Operators, running: Iterable[str]) -> Snapshot:
+        metrics, cpu, rss = {}, {}, {}
+        for replica_id in running:
+            replica = operators[replica_id]
+            metrics[replica_id] = fetch_metrics(replica)
+            cpu[replica_id] = proc_cpu_seconds(replica.process.pid)
+            rss[replica_id] = proc_rss_mb(replica.process.pid)
+        return Snapshot(
+            wall=time.time(),
+            metrics=metrics,
+            cpu=cpu,
+            rss=rss,
+            api=apiserver_requests(self.api),
+            redis=redis_commands(self.redis.url),
+        )
+
+    def figures(
+        self,
+        scale: Scale,
+        phase: str,
+        before: Snapshot,
+        after: Snapshot,
+        *,
+        calls: Sequence[Call],
+        expected: set[str],
+        extra: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        seconds = after.wall - before.wall
+        replicas = sorted(after.metrics)
+
+        def delta(name: str, **labels: str) -> float:
+            return sum(
+                total(after.metrics[r], name, **labels)
+                - total(before.metrics.get(r, {}), name, **labels)
+                for r in replicas
+            )
+
+        runs = delta("punctual_runs_total")
+        succeeded = delta("punctual_runs_total", result="Succeeded")
+        cumulative: dict[float, float] = collections.Counter()
+        for r in replicas:
+            now_buckets = buckets(after.metrics[r], "punctual_run_lateness_seconds")
+            then_buckets = buckets(before.metrics.get(r, {}), "punctual_run_lateness_seconds")
+            for bound, count in now_buckets.items():
+                cumulative[bound] += count - then_buckets.get(bound, 0.0)
+        lateness = sorted(call.lateness_ms for call in calls)
+        api_delta = after.api - before.api
+        api_total = sum(api_delta.values())
+        sj = {k: v for k, v in api_delta.items() if k[1] == "scheduledjobs"}
+        writes = sum(
+            v for (verb, _, _), v in api_delta.items() if verb in {"POST", "PUT", "PATCH", "DELETE"}
+        )
+        redis_delta = after.redis - before.redis
+        redis_delta.pop("info", None)  # ours
+        keys = [call.key for call in calls]
+        window_counts = collections.Counter(keys)
+        duplicates = sum(1 for key in expected if self.receiver.seen[key] > 1)
+        duplicates_in_window = sum(1 for count in window_counts.values() if count > 1)
+        missing = sum(1 for key in expected if not self.receiver.seen[key])
+        cpu = sum(after.cpu[r] - before.cpu.get(r, after.cpu[r]) for r in replicas)
+        row: dict[str, Any] = {
+            "jobs": scale.jobs_count,
+            "every": durations.format(scale.every),
+            "jitter": durations.format(scale.jitter) if scale.jitter else "0",
+            "phase": phase,
+            "replicas": len(replicas),
+            "seconds": round(seconds, 1),
+            "calls": len(calls),
+            "calls_per_s": round(len(calls) / seconds, 1) if seconds else math.nan,
+            "runs_per_s": round(runs / seconds, 1) if seconds else math.nan,
+            "recv_p50_ms": _pct(lateness, 0.50),
+            "recv_p99_ms": _pct(lateness, 0.99),
+            "recv_max_ms": round(lateness[-1], 2) if lateness else math.nan,
+            "hist_p50_ms": round(histogram_quantile(0.50, cumulative) * 1e3, 2),
+            "hist_p99_ms": round(histogram_quantile(0.99, cumulative) * 1e3, 2),
+            "hist_max_le_ms": round(highest_bucket(cumulative) * 1e3, 1),
+            "expected_slots": len(expected),
+            "missing_slots": missing,
+            "missed_metric": int(delta("punctual_slots_missed_total")),
+            "duplicates": duplicates + duplicates_in_window,
+            "errors": int(runs - succeeded + delta("punctual_lock_claims_total", outcome="error")),
+            "claims_won": int(delta("punctual_lock_claims_total", outcome="won")),
+            "claims_lost": int(delta("punctual_lock_claims_total", outcome="lost")),
+            "claims_per_s": round(delta("punctual_lock_claims_total") / seconds, 1),
+            "rss_mb": round(max(after.rss.values()), 1),
+            "cpu_s_per_1k_runs": round(cpu / runs * 1000, 2) if runs else math.nan,
+            "cpu_util_pct": round(cpu / seconds * 100 / len(replicas), 1),
+            "api_req_per_run": round(api_total / runs, 3) if runs else math.nan,
+            "api_writes_per_run": round(writes / runs, 3) if runs else math.nan,
+            "sj_requests": " ".join(
+                f"{verb}{'/' + sub if sub else ''}:{int(v)}"
+                for (verb, _, sub), v in sorted(sj.items())
+                if v
+            ),
+            "redis_cmds_per_run": round(sum(redis_delta.values()) / runs, 3) if runs else math.nan,
+            "redis_commands": " ".join(f"{k}:{v}" for k, v in sorted(redis_delta.items()) if v),
+            "load1": round(os.getloadavg()[0], 2),
+        }
+        row.update(extra or {})
+        scale.rows.append(row)
+        log(
+            f"  {phase}: {len(calls)} calls, receiver p50/p99/max {row['recv_p50_ms']}/"
+            f"{row['recv_p99_ms']}/{row['recv_max_ms']} ms, histogram p50/p99 "
+            f"{row['hist_p50_ms']}/{row['hist_p99_ms']} ms, missing {missing}, duplicates "
+            f"{row['duplicates']}, errors {row['errors']}, rss {row['rss_mb']} MB, cpu "
+            f"{row['cpu_s_per_1k_runs']} s/1k runs, api {row['api_req_per_run']} req/run "
+            f"({row['api_writes_per_run']} writes), redis {row['redis_cmds_per_run']} cmd/run"
+        )
+        return row
+
+    # helpers ----------------------------------------------------------------------------------
+
+    def expected_every(self, scale: Scale, start: float, end: float) -> set[str]:
+        """Slot ids whose slot + jitter falls in [start, end] (unix seconds)."""
+        period_ms = scale.every // timedelta(milliseconds=1)
+        expected = set()
+        for job in scale.jobs:
+            offset_ms = job.offset // timedelta(milliseconds=1)
+            first = math.ceil((start * 1000 - offset_ms) / period_ms)
+            last = math.floor((end * 1000 - offset_ms) / period_ms)
+            for index in range(first, last + 1):
+                expected.add(f"{scale.namespace}/{job.name}/{job.uid}/{index * period_ms}")
+        return expected
+
+    def wait_armed(self, operators: Operators, replica_id: str, count: int) -> float:
+        """Seconds from the replica's start until ``punctual_scheduled_jobs`` reads ``count``."""
+        replica = operators[replica_id]
+        started = replica.process.started_at
+        deadline = time.monotonic() + max(300.0, count / 20)
+        last = -1.0
+        while time.monotonic() < deadline:
+            if not replica.running():
+                raise RuntimeError(f"replica {replica_id} exited; see {replica.log_path}")
+            with contextlib.suppress(OSError, urllib.error.URLError):
+                armed = total(fetch_metrics(replica, timeout=5), "punctual_scheduled_jobs")
+                if armed != last:
+                    last = armed
+                if armed >= count:
+                    return time.monotonic() - started
+            time.sleep(0.1)
+        raise RuntimeError(f"replica {replica_id} armed {last} of {count} jobs")
+
+    def wait_next_run_times(
+        self, scale: Scale, since: float, before: Mapping[str, str | None]
+    ) -> float:
+        """Seconds from ``since`` until every job's nextRunTime differs from ``before``."""
+        deadline = time.monotonic() + max(180.0, scale.jobs_count / 20)
+        while time.monotonic() < deadline:
+            items = list_jobs(self.cluster, scale.namespace)
+            stale = [
+                item["metadata"]["name"]
+                for item in items
+                if (item.get("status") or {}).get("nextRunTime")
+                in (None, before.get(item["metadata"]["name"]))
+            ]
+            if not stale:
+                return time.monotonic() - since
+            log(f"  {len(stale)} of {len(items)} jobs without a fresh nextRunTime")
+            time.sleep(2)
+        raise RuntimeError("nextRunTime not fresh everywhere")
+
+    def next_run_times(self, scale: Scale) -> dict[str, str | None]:
+        return {
+            item["metadata"]["name"]: (item.get("status") or {}).get("nextRunTime")
+            for item in list_jobs(self.cluster, scale.namespace)
+        }
+
+    def wait_observed(self, scale: Scale) -> None:
+        """Until every object's status.observedGeneration matches its generation."""
+        deadline = time.monotonic() + max(180.0, scale.jobs_count / 20)
+        while time.monotonic() < deadline:
+            items = list_jobs(self.cluster, scale.namespace)
+            behind = [
+                item
+                for item in items
+                if (item.get("status") or {}).get("observedGeneration")
+                != item["metadata"]["generation"]
+            ]
+            if not behind:
+                return
+            log(f"  {len(behind)} of {len(items)} jobs not observed yet")
+            time.sleep(2)
+        raise RuntimeError("the spec change was not observed everywhere")
+
+    # phases -----------------------------------------------------------------------------------
+
+    def create(self, scale: Scale) -> None:
+        self.api.post(
+            "/api/v1/namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": scale.namespace}},
+        )
+        jitter = durations.format(scale.jitter) if scale.jitter else None
+        requests = []
+        for index in range(scale.jobs_count):
+            name = f"job-{index:05d}"
+            spec: dict[str, Any] = {
+                "every": durations.format(scale.every),
+                # A run takes a millisecond; 5 s keeps Redis's slot keys to max(2×period, 65 s).
+                "timeout": "5s",
+                "target": {"http": {"url": self.receiver.url(f"/{scale.namespace}/{name}")}},
+            }
+            if jitter:
+                spec["jitter"] = jitter
+            body = {
+                "apiVersion": "punctual.dev/v1alpha1",
+                "kind": "ScheduledJob",
+                "metadata": {"name": name, "namespace": scale.namespace},
+                "spec": spec,
+            }
+            requests.append(
+                Request("POST", f"{API}/namespaces/{scale.namespace}/scheduledjobs", body)
+            )
+        log(f"creating {scale.jobs_count} ScheduledJobs ({self.arguments.concurrency} in flight)")
+        started = time.monotonic()
+        created = asyncio.run(
+            _bulk(self.cluster, requests, concurrency=self.arguments.concurrency, what="created")
+        )
+        seconds = time.monotonic() - started
+        for body in created:
+            uid = body["metadata"]["uid"]
+            scale.jobs.append(
+                Job(
+                    name=body["metadata"]["name"],
+                    uid=uid,
+                    offset=slots.jitter_offset(uid, jitter=scale.jitter, period=scale.every),
+                )
+            )
+        log(f"  created {scale.jobs_count} in {seconds:.1f}s")
+        scale.rows.append(
+            {
+                "jobs": scale.jobs_count,
+                "every": durations.format(scale.every),
+                "phase": "create",
+                "seconds": round(seconds, 1),
+                "creates_per_s": round(scale.jobs_count / seconds, 1),
+                "load1": round(os.getloadavg()[0], 2),
+            }
+        )
+
+    def start(self, scale: Scale, operators: Operators, phase: str) -> None:
+        before = {} if phase == "start" else self.next_run_times(scale)
+        log(f"{phase}: starting replica r1 on {scale.jobs_count} jobs")
+        operators.start("r1", wait=False)
+        started = operators["r1"].process.started_at
+        if phase == "start":
+            self.profile(scale, operators, "start")
+        armed = self.wait_armed(operators, "r1", scale.jobs_count)
+        log(f"  all {scale.jobs_count} armed {armed:.1f}s after the process started")
+        fresh = self.wait_next_run_times(scale, started, before)
+        log(f"  every nextRunTime fresh {fresh:.1f}s after the process started")
+        scale.rows.append(
+            {
+                "jobs": scale.jobs_count,
+                "every": durations.format(scale.every),
+                "phase": phase,
+                "replicas": 1,
+                "armed_s": round(armed, 1),
+                "next_run_time_s": round(fresh, 1),
+                "rss_mb": round(proc_rss_mb(operators["r1"].process.pid), 1),
+                "load1": round(os.getloadavg()[0], 2),
+            }
+        )
+
+    def measure(
+        self, scale: Scale, operators: Operators, running: Sequence[str], phase: str
+    ) -> None:
+        settle = self.arguments.settle
+        log(f"{phase}: {len(running)} replica(s), settling {settle:.0f}s")
+        time.sleep(settle)
+        self.receiver.dump(f"{scale.jobs_count}-{phase}-before")
+        before = self.snapshot(operators, running)
+        window = self.arguments.minutes * 60
+        log(f"  measuring {window:.0f}s")
+        time.sleep(window)
+        after = self.snapshot(operators, running)
+        time.sleep(1.0)  # the calls due just before the window's end are on their way
+        calls = [
+            call
+            for call in self.receiver.dump(f"{scale.jobs_count}-{phase}")
+            if call.scheduled_ns <= after.wall * 1e9
+        ]
+        expected = self.expected_every(scale, before.wall + 0.5, after.wall - 1.0)
+        self.figures(scale, phase, before, after, calls=calls, expected=expected)
+
+    def profile(self, scale: Scale, operators: Operators, when: str) -> None:
+        """py-spy on r1 for ``--profile-seconds`` when ``--profile-at`` is ``when``.
+
+        At ``start`` it samples in the background from the process's start (arming the jobs,
+        then running them); at ``steady`` it samples after the steady window, in the foreground.
+        """
+        seconds = self.arguments.profile_seconds
+        if not seconds or self.arguments.profile_at != when:
+            return
+        spy = shutil.which("py-spy")
+        if spy is None:
+            log("profile: py-spy not found (run with `uv run --with py-spy ...`)")
+            return
+        out = self.results / f"profile-{scale.jobs_count}-{when}.txt"
+        log(f"profile: py-spy on r1 for {seconds}s -> {out}")
+        spying = subprocess.Popen(
+            [
+                spy, "record", "--pid", str(operators["r1"].process.pid),
+                "--duration", str(seconds), "--rate", "250", "--format", "raw",
+                "--nolineno", "--output", str(out),
+            ],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+
+        def summarize() -> None:
+            spying.wait()
+            if out.exists():
+                summary = summarize_profile(out)
+                (self.results / f"profile-{scale.jobs_count}-{when}-top.txt").write_text(summary)
+                print(summary, flush=True)
+
+        if when == "start":
+            self._pending_profile = summarize
+        else:
+            summarize()
+
+    def restart(self, scale: Scale, operators: Operators) -> None:
+        log("restart: SIGTERM to r1")
+        operators["r1"].terminate()
+        self.start(scale, operators, "restart")
+
+    def replicas(self, scale: Scale, operators: Operators) -> list[str]:
+        running = ["r1"]
+        for replica_id in operators.replica_ids[1:]:
+            operators.start(replica_id, wait=False)
+            running.append(replica_id)
+        for replica_id in running[1:]:
+            armed = self.wait_armed(operators, replica_id, scale.jobs_count)
+            log(f"  {replica_id}: all {scale.jobs_count} armed {armed:.1f}s after its start")
+        self.measure(scale, operators, running, "replicas")
+        return running
+
+    def burst(self, scale: Scale, operators: Operators, running: Sequence[str]) -> None:
+        for phase, spec in (
+            ("burst", {"every": None, "jitter": None, "schedule": "* * * * *"}),
+            ("burst-jitter30s", {"jitter": "30s"}),
+        ):
+            jitter = timedelta(seconds=30) if spec.get("jitter") else timedelta()
+            log(f"{phase}: patching {scale.jobs_count} jobs to {spec}")
+            requests = [
+                Request(
+                    "PATCH",
+                    f"{API}/namespaces/{scale.namespace}/scheduledjobs/{job.name}",
+                    {"spec": spec},
+                    "application/merge-patch+json",
+                )
+                for job in scale.jobs
+            ]
+            asyncio.run(
+                _bulk(
+                    self.cluster, requests, concurrency=self.arguments.concurrency, what="patched"
+                )
+            )
+            self.wait_observed(scale)
+            # The first top of the minute at least 5 s away: every replica has re-armed by then.
+            top = (int(time.time() + 5) // 60 + 1) * 60
+            log(f"  waiting for {datetime.fromtimestamp(top, UTC):%H:%M:%S}")
+            time.sleep(max(0.0, top - time.time() - 3))
+            self.receiver.dump(f"{scale.jobs_count}-{phase}-before")
+            before = self.snapshot(operators, running)
+            horizon = top + (30 if jitter else 0) + self.arguments.burst_grace
+            time.sleep(max(0.0, horizon - time.time()))
+            after = self.snapshot(operators, running)
+            slot_ms = top * 1000
+            keys = {f"{scale.namespace}/{job.name}/{job.uid}/{slot_ms}" for job in scale.jobs}
+            calls = [c for c in self.receiver.dump(f"{scale.jobs_count}-{phase}") if c.key in keys]
+            arrivals = sorted(call.arrived_ns for call in calls)
+            spread = (arrivals[-1] - top * 1_000_000_000) / 1e9 if arrivals else math.nan
+            self.figures(
+                scale,
+                phase,
+                before,
+                after,
+                calls=calls,
+                expected=keys,
+                extra={"last_arrival_s": round(spread, 2)},
+            )
+
+    # the whole run ----------------------------------------------------------------------------
+
+    def run(self) -> list[dict[str, Any]]:
+        arguments = self.arguments
+        rows: list[dict[str, Any]] = []
+        run_dir = self.results / "run"
+        log(f"starting the control plane and Redis (run dir {run_dir})")
+        with (
+            LocalCluster(kwok=False, run_dir=run_dir / "cluster", progress=log) as cluster,
+            LocalRedis(run_dir=run_dir / "redis") as local_redis,
+        ):
+            self.cluster, self.redis = cluster, local_redis
+            self.api = ApiClient(cluster.server, ClusterCerts(cluster.run_dir / "pki"), timeout=60)
+            cluster.kubectl("apply", "--server-side", "-f", str(CRD))
+            cluster.kubectl("wait", "--for=condition=established", "crd/scheduledjobs.punctual.dev")
+            self.receiver = ReceiverProcess(run_dir)
+            try:
+                for count, every, jitter in zip(
+                    arguments.jobs, arguments.every, arguments.jitter, strict=True
+                ):
+                    scale = Scale(
+                        jobs_count=count,
+                        every=every,
+                        jitter=jitter,
+                        namespace=f"bench-{count}-{int(time.time())}",
+                    )
+                    try:
+                        self.scale(scale, run_dir)
+                    finally:
+                        rows.extend(scale.rows)
+                        write_csv(self.results / "scale.csv", rows)
+            finally:
+                self.receiver.stop()
+        return rows
+
+    def scale(self, scale: Scale, run_dir: Path) -> None:
+        phases = set(self.arguments.phases)
+        log(
+            f"=== {scale.jobs_count} jobs, every {durations.format(scale.every)}, jitter "
+            f"{durations.format(scale.jitter) if scale.jitter else 0} ==="
+        )
+        self.create(scale)
+        operators_dir = run_dir / f"operators-{scale.jobs_count}"
+        operators_dir.mkdir(parents=True, exist_ok=True)
+        operators = Operators(
+            self.cluster,
+            operators_dir,
+            namespace=scale.namespace,
+            replicas=self.arguments.replicas,
+            lock_backend="redis",
+            redis_url=self.redis.url,
+            status_interval=self.arguments.status_interval,
+        )
+        running = ["r1"]
+
+        def phase(name: str, step: Callable[[], object]) -> bool:
+            """Run one phase; a failure is a row of the table, and the next N still runs."""
+            if name not in phases:
+                return True
+            try:
+                step()
+            except Exception as error:
+                log(f"{name} FAILED: {type(error).__name__}: {error}")
+                scale.rows.append(
+                    {"jobs": scale.jobs_count, "phase": f"{name} FAILED",
+                     "failure": f"{type(error).__name__}: {error}"[:300],
+                     "load1": round(os.getloadavg()[0], 2)}
+                )  # fmt: skip
+                return False
+            return True
+
+        def more_replicas() -> None:
+            running[:] = self.replicas(scale, operators)
+
+        try:
+            if not phase("start", lambda: self.start(scale, operators, "start")):
+                return
+            phase("steady", lambda: self.measure(scale, operators, running, "steady"))
+            self.profile(scale, operators, "steady")
+            self._pending_profile()
+            phase("restart", lambda: self.restart(scale, operators))
+            if self.arguments.replicas > 1:
+                phase("replicas", more_replicas)
+            phase("burst", lambda: self.burst(scale, operators, running))
+        finally:
+            operators.stop()
+            for replica_id, lines in operators.problems().items():
+                log(f"  {replica_id}: {len(lines)} error line(s), first: {lines[0][:300]}")
+                scale.rows.append(
+                    {"jobs": scale.jobs_count, "phase": f"log-errors-{replica_id}",
+                     "errors": len(lines)}
+                )  # fmt: skip
+            with contextlib.suppress(Exception):
+                self.api.request_text("DELETE", f"/api/v1/namespaces/{scale.namespace}")
+
+
+def _pct(ordered: Sequence[float], quantile: float) -> float:
+    if not ordered:
+        return math.nan
+    return round(ordered[max(0, math.ceil(quantile * len(ordered)) - 1)], 2)
+
+
+# -- profiles --------------------------------------------------------------------------------------
+
+
+def summarize_profile(path: Path, top: int = 30, rate: int = 250) -> str:
+    """Top functions of the event-loop thread, from py-spy's raw (collapsed) stacks.
+
+    Only stacks through ``BaseEventLoop._run_once`` count (other threads are idle waits: the
+    metrics server, the default executor), and samples in the selector's ``select`` are idle
+    time: the rest is the loop's busy time, split by own and inclusive samples.
+    """
+    own: collections.Counter[str] = collections.Counter()
+    inclusive: collections.Counter[str] = collections.Counter()
+    stacks: collections.Counter[str] = collections.Counter()
+    busy = idle = other = 0
+    for line in path.read_text().splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack:
+            continue
+        count = int(count_text)
+        frames = [_short(frame) for frame in stack.split(";")]
+        if not any(frame.startswith("BaseEventLoop._run_once ") for frame in frames):
+            other += count
+            continue
+        if frames[-1].startswith("_PollLikeSelector.select ") or frames[-1].startswith(
+            "EpollSelector.select "
+        ):
+            idle += count
+            continue
+        busy += count
+        stacks[";".join(frames)] += count
+        own[frames[-1]] += count
+        for frame in set(frames):
+            inclusive[frame] += count
+    lines = [
+        f"event loop: {busy} busy samples ({busy / rate:.1f}s), {idle} idle in select "
+        f"({idle / rate:.1f}s); {other} samples in other threads or outside the loop",
+        "",
+        "own time (share of the loop's busy time):",
+    ]
+    lines += [f"  {100 * c / busy:5.1f}%  {f}" for f, c in own.most_common(top)]
+    lines += ["", "by part (inclusive, overlapping):"]
+    for part, markers in PROFILE_PARTS:
+        share = sum(c for f, c in stacks.items() if any(m in f for m in markers))
+        lines.append(f"  {100 * share / busy:5.1f}%  {part}")
+    lines += ["", "inclusive time:"]
+    lines += [f"  {100 * c / busy:5.1f}%  {f}" for f, c in inclusive.most_common(top)]
+    return "\n".join(lines) + "\n"
+
+
+PROFILE_PARTS = (
+    ("slot claims (JobLoop._claim: lock, Redis client)", ("JobLoop._claim ",)),
+    ("HTTP executor (HttpExecutor.__call__, aiohttp)", ("HttpExecutor.__call__ ",)),
+    ("status writes (StatusStore._write: compose, PATCH)", ("StatusStore._write ",)),
+    ("kopf: watch streams and per-event processing", ("(kopf/",)),
+    ("  of which our handler (Reconciler.observe/forget)", ("Reconciler.",)),
+    ("wall timer (WallTimer)", ("WallTimer.",)),
+    ("Prometheus scrape and metrics", ("prometheus_client/",)),
+)
+
+
+def _short(frame: str) -> str:
+    # "function (path/to/module.py)" -> "function (module.py)" with the package kept.
+    name, _, where = frame.partition(" (")
+    where = where.rstrip(")")
+    for marker in ("site-packages/", "operator/", "lib/python3.11/"):
+        if marker in where:
+            where = where.split(marker, 1)[1]
+            break
+    return f"{name} ({where})" if where else name
+
+
+# -- output ----------------------------------------------------------------------------------------
+
+COLUMNS = (
+    "jobs", "every", "jitter", "phase", "replicas", "seconds", "creates_per_s", "armed_s",
+    "next_run_time_s", "calls", "calls_per_s", "runs_per_s", "recv_p50_ms", "recv_p99_ms",
+    "recv_max_ms", "hist_p50_ms", "hist_p99_ms", "hist_max_le_ms", "last_arrival_s",
+    "expected_slots", "missing_slots", "missed_metric", "duplicates", "errors", "claims_won",
+    "claims_lost", "claims_per_s", "rss_mb", "cpu_s_per_1k_runs", "cpu_util_pct",
+    "api_req_per_run", "api_writes_per_run", "redis_cmds_per_run", "sj_requests",
+    "redis_commands", "load1",
+)  # fmt: skip
+TABLE = (
+    ("jobs", "N"), ("phase", "phase"), ("replicas", "rep"), ("seconds", "s"),
+    ("armed_s", "armed s"), ("next_run_time_s", "nextRun s"), ("runs_per_s", "runs/s"),
+    ("recv_p50_ms", "p50"), ("recv_p99_ms", "p99"), ("recv_max_ms", "max"),
+    ("hist_p50_ms", "h.p50"), ("hist_p99_ms", "h.p99"), ("hist_max_le_ms", "h.max≤"),
+    ("missing_slots", "miss"), ("duplicates", "dup"), ("errors", "err"),
+    ("claims_per_s", "claims/s"), ("claims_lost", "lost"), ("rss_mb", "RSS MB"),
+    ("cpu_s_per_1k_runs", "cpu s/1k"), ("api_req_per_run", "api/run"),
+    ("api_writes_per_run", "wr/run"), ("redis_cmds_per_run", "redis/run"), ("load1", "load"),
+)  # fmt: skip
+
+
+def write_csv(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    extra = sorted({key for row in rows for key in row} - set(COLUMNS))
+    with path.open("w", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=[*COLUMNS, *extra])
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def table(rows: Sequence[Mapping[str, Any]]) -> str:
+    cells = [[title for _, title in TABLE]]
+    for row in rows:
+        cells.append([_cell(row.get(key)) for key, _ in TABLE])
+    widths = [max(len(line[i]) for line in cells) for i in range(len(TABLE))]
+    return "\n".join(
+        "  ".join(text.rjust(width) for text, width in zip(line, widths, strict=True))
+        for line in cells
+    )
+
+
+def _cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return str(value)
+
+
+def plot(rows: Sequence[Mapping[str, Any]], path: Path) -> bool:
+    try:
+        import matplotlib  # noqa: PLC0415
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt  # noqa: PLC0415
+    except ImportError:
+        log("no matplotlib: no plot (run with `uv run --with matplotlib ...`)")
+        return False
+    figure, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for axis, phases in zip(
+        axes, (("steady", "replicas"), ("burst", "burst-jitter30s")), strict=True
+    ):
+        for phase in phases:
+            chosen = sorted((r for r in rows if r.get("phase") == phase), key=lambda r: r["jobs"])
+            if not chosen:
+                continue
+            jobs = [r["jobs"] for r in chosen]
+            for key, style in (("recv_p50_ms", "o-"), ("recv_p99_ms", "s--"), ("recv_max_ms", ":")):
+                axis.plot(jobs, [r[key] for r in chosen], style, label=f"{phase} {key[5:-3]}")
+            axis.plot(
+                jobs, [r["hist_p99_ms"] for r in chosen], "x-.", label=f"{phase} histogram p99"
+            )
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.set_xlabel("ScheduledJobs")
+        axis.set_ylabel("lateness (ms)")
+        axis.grid(True, which="both", alpha=0.3)
+        if axis.get_legend_handles_labels()[0]:
+            axis.legend(fontsize=7)
+    axes[0].set_title("steady (jittered every), 1 and 3 replicas")
+    axes[1].set_title("top of the minute: no jitter, jitter 30s")
+    load = ", ".join(f"{r['jobs']}:{r['load1']}" for r in rows if r.get("phase") == "steady")
+    figure.suptitle(f"Punctual lateness against job count (load1 per N: {load})", fontsize=9)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    return True
+
+
+# -- command line ----------------------------------------------------------------------------------
+
+
+def _durations(text: str, *, field: str) -> list[timedelta]:
+    return [durations.parse(part, field=field) for part in text.split(",")]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", default="100,1000,10000", help="job counts, comma-separated")
+    parser.add_argument(
+        "--every", default="auto", help="per job count (comma-separated); auto: 1s up to 1,000"
+    )
+    parser.add_argument(
+        "--jitter",
+        default="auto",
+        help="per job count; auto: the period minus 1ms (spreads the load), 0: none",
+    )
+    parser.add_argument("--minutes", type=float, default=2.0, help="each measured window")
+    parser.add_argument("--settle", type=float, default=10.0, help="seconds before a window")
+    parser.add_argument("--replicas", type=int, default=3)
+    parser.add_argument("--phases", default=",".join(PHASES), help="start is always run")
+    parser.add_argument("--concurrency", type=int, default=50, help="API calls in flight")
+    parser.add_argument("--status-interval", default="5s")
+    parser.add_argument("--burst-grace", type=float, default=20.0, help="seconds after a burst")
+    parser.add_argument(
+        "--profile-seconds", type=int, default=0, help="py-spy r1 for this long (0: no)"
+    )
+    parser.add_argument(
+        "--profile-at",
+        choices=["start", "steady"],
+        default="steady",
+        help="from r1's start (arming, then running), or after the steady window",
+    )
+    parser.add_argument("--results", type=Path, default=REPO / "results" / "scale")
+    arguments = parser.parse_args(argv)
+    arguments.jobs = [int(part.replace("_", "")) for part in arguments.jobs.split(",")]
+    if arguments.every == "auto":
+        arguments.every = [timedelta(seconds=1 if n <= 1000 else 10) for n in arguments.jobs]
+    else:
+        arguments.every = _durations(arguments.every, field="--every")
+        if len(arguments.every) == 1:
+            arguments.every *= len(arguments.jobs)
+    if arguments.jitter == "auto":
+        arguments.jitter = [every - timedelta(milliseconds=1) for every in arguments.every]
+    elif arguments.jitter in ("0", "none"):
+        arguments.jitter = [timedelta()] * len(arguments.jobs)
+    else:
+        arguments.jitter = _durations(arguments.jitter, field="--jitter")
+        if len(arguments.jitter) == 1:
+            arguments.jitter *= len(arguments.jobs)
+    arguments.phases = ["start", *(phase.strip() for phase in arguments.phases.split(","))]
+    results = arguments.results / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    results.mkdir(parents=True)
+    log(f"results in {results}; {os.cpu_count()} cores; {_uptime()}")
+    (results / "arguments.json").write_text(
+        json.dumps({k: str(v) for k, v in vars(arguments).items()}, indent=2)
+    )
+    # The operators' processes may cache their bytecode (this environment turns that off):
+    # a production image ships it, and compiling kopf and kubernetes-asyncio at every start
+    # would be counted as start-up time.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    bench = Bench(arguments, results)
+    rows: list[dict[str, Any]] = []
+    try:
+        rows = bench.run()
+    finally:
+        rows = rows or _read_rows(results / "scale.csv")
+        if rows:
+            print("\n" + table(rows), flush=True)
+            if plot(rows, results / "lateness.png"):
+                log(f"plot: {results / 'lateness.png'}")
+        log(f"CSV: {results / 'scale.csv'}; {_uptime()}")
+    return 0
+
+
+def _read_rows(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    with path.open() as rows:
+        return [
+            {k: _number(v) for k, v in row.items() if v not in ("", None)}
+            for row in csv.DictReader(rows)
+        ]
+
+
+def _number(text: str) -> Any:
+    for kind in (int, float):
+        with contextlib.suppress(ValueError):
+            return kind(text)
+    return text
+
+
+def _uptime() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""The job executor: one batch/v1 Job per slot, followed to its end, like a CronJob's.
+
+A run creates the slot's Job (``kube.jobs`` names it after the slot, so a second creation by
+another replica or after a restart is ``AlreadyExists``: the existing Job of the same slot is
+followed instead), then waits for the Job's Complete or Failed condition through the
+operator's one shared watch of Jobs. A Job that fails with ``DeadlineExceeded`` (its
+``activeDeadlineSeconds``, from ``spec.timeout``) is a timed-out run.
+
+When the loop gives up on a run (``Replace``, or the loop's own timeout), ``abort`` deletes the
+Job with background propagation. When the operator stops, runs are cancelled but their Jobs
+are left alone: they go on, and the ScheduledJob's owner reference cleans them up eventually.
+
+After each run, finished Jobs beyond ``spec.history`` are deleted: the newest ``succeeded``
+complete Jobs and the newest ``failed`` failed Jobs of the ScheduledJob are kept, as CronJob's
+``successfulJobsHistoryLimit`` and ``failedJobsHistoryLimit`` do.
+"""
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from punctual.kube import jobs
+from punctual.runtime import seams
+from punctual.scheduling import slots, timeline
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class JobHistory:
+    succeeded: int = 3
+    failed: int = 3
+
+
+class JobExecutor:
+    """``seams.Executor`` for one ScheduledJob; also ``Abortable``, ``NamesJobs`` and
+    ``SeesRuns``: the concurrency policy counts every unfinished Job of the ScheduledJob (from
+    the shared watch), not only the runs of this replica, as CronJob counts its active Jobs."""
+
+    def __init__(
+        self,
+        *,
+        api: jobs.JobsApi,
+        watcher: jobs.JobWatcher,
+        owner: slots.JobRef,
+        template: Mapping[str, Any],
+        active_deadline: timedelta,
+        history: JobHistory = JobHistory(),
+    ) -> None:
+        self._api = api
+        self._watcher = watcher
+        self._owner = owner
+        self._template = template
+        self._active_deadline = active_deadline
+        self._history = history
+
+    def __repr__(self) -> str:
+        return f"JobExecutor({self._owner.namespace}/{self._owner.name})"
+
+    def job_name(self, context: seams.RunContext) -> str:
+        return jobs.job_name(self._owner.name, context.slot)
+
+    async def __call__(self, context: seams.RunContext) -> seams.Outcome:
+        manifest = jobs.job_manifest(
+            self._template,
+            owner=self._owner,
+            slot=context.slot,
+            slot_id=context.slot_id,
+            scheduled_time=context.scheduled_time,
+            active_deadline=self._active_deadline,
+        )
+        name = manifest["metadata"]["name"]
+        state, created = await self._api.create(manifest)
+        if not created and not self._is_ours(state, context):
+            return seams.Outcome(
+                False, f"Job {name} exists and was not created for this slot: not touched"
+            )
+        end = await self._watcher.ended(state)
+        await self._clean_up()
+        if end.succeeded:
+            return seams.Outcome(True, f"Job {name} complete")
+        detail = f"{end.reason}: {end.message}" if end.message else end.reason
+        return seams.Outcome(False, f"Job {name} failed: {detail}", timed_out=end.deadline_exceeded)
+
+    async def abort(self, context: seams.RunContext) -> None:
+        """Delete the slot's Job (and, in the background, its pods), if it is ours."""
+        name = self.job_name(context)
+        namespace = self._owner.namespace
+        state = self._watcher.known(namespace, name) or await self._api.read(namespace, name)
+        if state is None or not self._is_ours(state, context):
+            return
+        if await self._api.delete(namespace, name, uid=state.uid):
+            logger.info("slot %s: deleted Job %s/%s", context.slot_id, namespace, name)
+
+    def running_slots(self) -> list[datetime]:
+        """The slots of this ScheduledJob's Jobs that have not ended, whoever created them."""
+        prefix = f"{self._owner.namespace}/{self._owner.name}/{self._owner.uid}/"
+        running = []
+        for state in self._watcher.jobs_of(self._owner.uid):
+            slot_id = state.slot_id or ""
+            if state.end is None and not state.deleting and slot_id.startswith(prefix):
+                millis = slot_id.removeprefix(prefix)
+                if millis.isdigit():
+                    running.append(timeline.EPOCH + timedelta(milliseconds=int(millis)))
+        return running
+
+    def _is_ours(self, state: jobs.JobState, context: seams.RunContext) -> bool:
+        return state.owner_uid == self._owner.uid and state.slot_id == context.slot_id
+
+    async def _clean_up(self) -> None:
+        """Delete the finished Jobs beyond the history limits (best effort, logged)."""
+        finished = [state for state in self._watcher.jobs_of(self._owner.uid) if state.end]
+        succeeded = jobs.sorted_by_slot(s for s in finished if s.end and s.end.succeeded)
+        failed = jobs.sorted_by_slot(s for s in finished if s.end and not s.end.succeeded)
+        doomed = [*succeeded[self._history.succeeded :], *failed[self._history.failed :]]
+        if not doomed:
+            return
+        results = await asyncio.gather(
+            *(self._api.delete(s.namespace, s.name, uid=s.uid) for s in doomed),
+            return_exceptions=True,
+        )
+        for state, result in zip(doomed, results, strict=True):
+            if isinstance(result, Exception):
+                logger.warning("old Job %s/%s not deleted: %s", state.namespace, state.name, result)

@@ -1,0 +1,195 @@
+"""What the failure tests (Redis outage, API-server restart, secrets) share on top of
+``operator_harness``: reading the operator's own metrics, watching conditions while something is
+down, and judging the receiver's record of calls slot by slot."""
+
+import http.server
+import re
+import socket
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from operator_harness import Call, Operators, condition, now, read_all
+
+from localcluster import LocalCluster, ports
+
+_SAMPLE = re.compile(r"^(?P<name>[a-z_]+)\{(?P<labels>[^}]*)\} (?P<value>\S+)$", re.MULTILINE)
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+def metric(text: str, name: str, **labels: str) -> float:
+    """The sum of the samples of ``name`` whose labels include ``labels`` (0 when none)."""
+    total = 0.0
+    for sample in _SAMPLE.finditer(text):
+        if sample["name"] != name:
+            continue
+        found = dict(_LABEL.findall(sample["labels"]))
+        if all(found.get(key) == value for key, value in labels.items()):
+            total += float(sample["value"])
+    return total
+
+
+def lock_claims(operators: Operators, *, outcome: str, backend: str = "redis") -> float:
+    """``punctual_lock_claims_total{backend, outcome}`` summed over the running replicas."""
+    return sum(
+        metric(replica.metrics(), "punctual_lock_claims_total", backend=backend, outcome=outcome)
+        for replica in operators.replicas.values()
+        if replica.running()
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    at: datetime
+    job: str
+    status: str
+    reason: str
+
+
+@dataclass
+class ConditionLog:
+    """Every job's Ready condition, read every ``interval`` seconds by a thread of its own (so
+    the test can sleep through an outage and look at what status said meanwhile)."""
+
+    cluster: LocalCluster
+    namespace: str
+    interval: float = 0.5
+    seen: list[Seen] = field(default_factory=list)
+    read_errors: int = 0
+    _halt: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def __enter__(self) -> "ConditionLog":
+        self._thread = threading.Thread(target=self._follow, name="Ready log", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._halt.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def _follow(self) -> None:
+        while not self._halt.is_set():
+            try:
+                bodies = read_all(self.cluster, self.namespace)
+            except Exception:  # the API server may be the thing that is down
+                self.read_errors += 1
+            else:
+                at = now()
+                for name, body in bodies.items():
+                    ready = condition(body, "Ready") or {}
+                    self.seen.append(
+                        Seen(at, name, str(ready.get("status")), str(ready.get("reason")))
+                    )
+            self._halt.wait(self.interval)
+
+    def between(self, start: datetime, end: datetime, job: str) -> list[Seen]:
+        return [seen for seen in self.seen if start <= seen.at <= end and seen.job == job]
+
+
+def duplicates(calls: Iterable[Call]) -> dict[str, int]:
+    """Idempotency-Keys that arrived more than once, with how often."""
+    arrived = Counter(call.idempotency_key for call in calls)
+    return {key: count for key, count in arrived.items() if count > 1}
+
+
+def slots_of(calls: Iterable[Call]) -> list[datetime]:
+    return sorted({call.slot for call in calls})
+
+
+def first_slot_after(instant: datetime, every: timedelta) -> datetime:
+    epoch = datetime(1970, 1, 1, tzinfo=instant.tzinfo)
+    periods = (instant - epoch) // every + 1
+    return epoch + periods * every
+
+
+def gaps(
+    slots: Iterable[datetime], *, start: datetime, end: datetime, every: timedelta
+) -> list[datetime]:
+    """The slots of an ``every`` schedule in ``[start, end]`` missing from ``slots``."""
+    have = set(slots)
+    missing = []
+    slot = first_slot_after(start - every, every)
+    while slot <= end:
+        if slot not in have:
+            missing.append(slot)
+        slot += every
+    return missing
+
+
+class HeaderRecorder:
+    """An HTTP target on 127.0.0.1 that keeps every request's headers (as it arrives) and
+    answers a status chosen per path (default 204), after a delay chosen per path (default
+    none): the proof that a secret header really went out, or a run that stays in flight."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, dict[str, str]]] = []
+        self.answers: dict[str, int] = {}
+        self.delays: dict[str, float] = {}
+        recorder = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def handle_call(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)
+                recorder.requests.append((self.path, dict(self.headers.items())))
+                time.sleep(recorder.delays.get(self.path, 0.0))
+                self.send_response(recorder.answers.get(self.path, 204))
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_POST = do_GET = handle_call  # noqa: N815
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer((ports.LOOPBACK, 0), Handler)
+        self._server.daemon_threads = True
+        self._server.handle_error = lambda *_: None  # type: ignore[method-assign]
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> "HeaderRecorder":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def url(self, path: str) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}{path}"
+
+    def keys(self, path: str) -> list[str]:
+        """The Idempotency-Keys of the requests on ``path``, in arrival order."""
+        return [headers.get("Idempotency-Key", "") for at, headers in self.requests if at == path]
+
+
+class SilentListener:
+    """A port that accepts connections (the kernel's backlog does) and never answers: a
+    request to it can only time out."""
+
+    def __init__(self) -> None:
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.bind((ports.LOOPBACK, 0))
+        self._socket.listen(64)
+        self.port: int = self._socket.getsockname()[1]
+
+    def __enter__(self) -> "SilentListener":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._socket.close()
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (connections are refused)."""
+    return ports.free_port()

@@ -1,0 +1,49 @@
+"""Fixtures of the operator acceptance tests; test modules load them with
+``pytest_plugins = ["operator_fixtures"]`` (a plugin, so the CRD fixture runs once per session
+whichever modules use it).
+"""
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from operator_harness import API, Receiver, new_namespace
+
+from localcluster import LocalCluster, manifests
+from localcluster.api import ApiError
+
+CRD_SERVED_TIMEOUT = 60.0
+
+
+@pytest.fixture(scope="session")
+def scheduled_job_crd(cluster: LocalCluster) -> list[Path]:
+    """The CRD from ``crds/``, applied once per session, Established and served.
+
+    Established is not quite enough: for a moment after it, the API server answers LIST and
+    WATCH with 429 "storage is (re)initializing", which an operator started then logs as an
+    error (and retries). Waiting for a LIST to succeed keeps that out of the operators' logs.
+    """
+    files = manifests.install_crds(cluster)
+    deadline = time.monotonic() + CRD_SERVED_TIMEOUT
+    while True:
+        try:
+            cluster.api.get(f"{API}/scheduledjobs")  # as kopf lists: no limit
+        except ApiError:
+            assert time.monotonic() < deadline, "scheduledjobs are not served"
+            time.sleep(0.2)
+            continue
+        return files
+
+
+@pytest.fixture(scope="module")
+def module_namespace(cluster: LocalCluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A namespace shared by the tests of one module (they share its operator replicas)."""
+    with new_namespace(cluster, request.module.__name__.removeprefix("test_")) as name:
+        yield name
+
+
+@pytest.fixture(scope="module")
+def receiver() -> Iterator[Receiver]:
+    with Receiver() as started:
+        yield started

@@ -1,0 +1,619 @@
+"""What the operator acceptance tests share: the CRD, operator replicas as real processes, an HTTP
+receiver that records every call, and the figures (lateness, API-server writes, Redis calls).
+
+Nothing is mocked: each replica is the ``punctual run`` console script in a process of its own,
+against the session's kube-apiserver, etcd and redis-server (``tests/integration/conftest.py``).
+Each replica watches only its test's namespace (``--namespace``), so tests never see each
+other's objects, and serves /healthz and /metrics on free loopback ports.
+
+The fixtures built on these (the CRD, a namespace and a receiver per module) are in
+``operator_fixtures``, which test modules load with ``pytest_plugins``.
+"""
+
+import contextlib
+import functools
+import http.server
+import json
+import math
+import os
+import re
+import signal
+import ssl
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+import redis
+
+from localcluster import LocalCluster, ports, processes
+from localcluster.api import ApiClient
+from localcluster.certs import ClusterCerts
+
+T = TypeVar("T")
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PUNCTUAL = Path(sys.executable).parent / "punctual"
+"""The console script of the environment the tests run in (``uv run`` installs it there)."""
+API = "/apis/punctual.dev/v1alpha1"
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+REPLICA_READY_TIMEOUT = 60.0
+"""A replica answers /healthz in about 5 s on two cores; a loaded machine can take much longer."""
+READ_TIMEOUT = 30.0
+STOP_GRACE = 20.0
+"""SIGTERM to exit: the operator cancels runs (10 s grace at most) and writes its last status."""
+
+
+# -- waiting -----------------------------------------------------------------------------------
+
+
+def eventually(
+    probe: Callable[[], T | None], *, timeout: float, what: str, interval: float = 0.2
+) -> T:
+    """The first truthy value ``probe`` returns; fails naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {what} after {timeout:.0f}s")
+        time.sleep(interval)
+
+
+def sleep_until(instant: datetime) -> None:
+    time.sleep(max(0.0, (instant - now()).total_seconds()))
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+# -- time and slots ------------------------------------------------------------------------------
+
+
+def parse_time(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def millis(instant: datetime) -> int:
+    return (instant - EPOCH) // timedelta(milliseconds=1)
+
+
+def from_millis(value: int) -> datetime:
+    # Exact, unlike datetime.fromtimestamp(value / 1000), which goes through a float.
+    return EPOCH + timedelta(milliseconds=value)
+
+
+def every_slots(after: datetime, until: datetime, every: timedelta) -> list[datetime]:
+    """The slots of an ``every`` schedule in ``(after, until]``: multiples of it since the epoch."""
+    period = every // timedelta(milliseconds=1)
+    first = (millis(after) // period + 1) * period
+    return [from_millis(slot) for slot in range(first, millis(until) + 1, period)]
+
+
+def fmt(instant: datetime | None) -> str:
+    return "-" if instant is None else instant.strftime("%H:%M:%S.%f")[:-3]
+
+
+# -- the receiver --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One request the operator made to a job's HTTP target."""
+
+    path: str
+    idempotency_key: str
+    scheduled_header: str
+    arrived: datetime
+    answered: int
+
+    @property
+    def job(self) -> str:
+        """``<namespace>/<name>`` from the slot id ``<namespace>/<name>/<uid>/<unix-ms>``."""
+        namespace, name, _uid, _ms = self.idempotency_key.split("/")
+        return f"{namespace}/{name}"
+
+    @property
+    def uid(self) -> str:
+        return self.idempotency_key.split("/")[2]
+
+    @property
+    def slot(self) -> datetime:
+        return from_millis(int(self.idempotency_key.rsplit("/", 1)[1]))
+
+    @property
+    def scheduled_time(self) -> datetime:
+        return parse_time(self.scheduled_header)
+
+    @property
+    def lateness_ms(self) -> float:
+        """Arrival minus X-Punctual-Scheduled-Time: what the target sees of the operator's delay."""
+        return (self.arrived - self.scheduled_time) / timedelta(milliseconds=1)
+
+
+class Receiver:
+    """An HTTP endpoint on 127.0.0.1 that records every call and answers a chosen status.
+
+    Served by a thread per connection; HTTP/1.1 keep-alive, so the operator's connection pool
+    reuses sockets as it would with a real target.
+    """
+
+    def __init__(self) -> None:
+        self._calls: list[Call] = []
+        self._lock = threading.Lock()
+        self._answers: dict[str, int] = {}
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def handle_call(self) -> None:
+                arrived = now()  # first thing: the arrival time is the figure we measure
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)
+                answer = receiver.answer_for(self.path)
+                receiver.record(
+                    Call(
+                        path=self.path,
+                        idempotency_key=self.headers.get("Idempotency-Key", ""),
+                        scheduled_header=self.headers.get("X-Punctual-Scheduled-Time", ""),
+                        arrived=arrived,
+                        answered=answer,
+                    )
+                )
+                self.send_response(answer)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_POST = do_GET = do_PUT = do_PATCH = do_DELETE = handle_call  # noqa: N815
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer((ports.LOOPBACK, 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="receiver", daemon=True
+        )
+
+    def __enter__(self) -> "Receiver":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def url(self, path: str) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}{path}"
+
+    def answer(self, path: str, status: int) -> None:
+        """Answer ``status`` to calls on ``path`` from now on (default 204)."""
+        with self._lock:
+            self._answers[path] = status
+
+    def answer_for(self, path: str) -> int:
+        with self._lock:
+            return self._answers.get(path, 204)
+
+    def record(self, call: Call) -> None:
+        with self._lock:
+            self._calls.append(call)
+
+    def calls(self, job: str | None = None) -> list[Call]:
+        """Calls in arrival order; only those for ``<namespace>/<name>`` when given."""
+        with self._lock:
+            calls = list(self._calls)
+        return [call for call in calls if job is None or call.job == job]
+
+
+# -- operator replicas ---------------------------------------------------------------------------
+
+
+@dataclass
+class Replica:
+    """One ``punctual run`` process; its log is ``<run_dir>/punctual-<id>.log``."""
+
+    replica_id: str
+    argv: list[str]
+    process: processes.ManagedProcess
+    health_port: int
+    metrics_port: int
+
+    @property
+    def log_path(self) -> Path:
+        return self.process.log_path
+
+    def running(self) -> bool:
+        return self.process.running() and not self.process.stopped
+
+    def healthy(self) -> bool:
+        url = f"http://{ports.LOOPBACK}:{self.health_port}/healthz"
+        with urllib.request.urlopen(url, timeout=2) as reply:
+            return bool(reply.status == 200)
+
+    def metrics(self) -> str:
+        url = f"http://{ports.LOOPBACK}:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as reply:
+            text: str = reply.read().decode()
+            return text
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def terminate(self) -> None:
+        """SIGTERM, as Kubernetes stops a pod: the operator cancels runs and writes its status."""
+        processes.stop_processes([self.process], grace=STOP_GRACE)
+
+    def send_sigterm(self) -> None:
+        """SIGTERM without waiting (see ``wait_exit``)."""
+        os.killpg(self.process.pid, signal.SIGTERM)
+
+    def wait_exit(self, timeout: float = STOP_GRACE) -> int:
+        code = self.process.popen.wait(timeout=timeout)
+        self.process.stopped = True
+        return code
+
+    def pause(self) -> None:
+        """SIGSTOP: the process stalls, as in a long GC pause or a VM that is not scheduled."""
+        os.killpg(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        os.killpg(self.process.pid, signal.SIGCONT)
+
+    def kill(self) -> None:
+        """SIGKILL, as a node dies: no shutdown, no last status write."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)  # its own group: start_new_session
+        self.process.popen.wait(timeout=10)
+        self.process.stopped = True  # so that no later stop signals a recycled pid
+
+
+_PROBLEM = re.compile(r" (ERROR|CRITICAL) |^Traceback ", re.MULTILINE)
+
+
+def problems(log: str) -> list[str]:
+    """The lines of an operator log that report an error (level ERROR/CRITICAL, tracebacks)."""
+    return [line for line in log.splitlines() if _PROBLEM.search(line)]
+
+
+class Operators:
+    """``replicas`` replicas of the operator, each its own process, stopped (SIGTERM) on exit.
+
+    ``with Operators(...) as operators`` returns once every replica answers /healthz.
+    """
+
+    def __init__(
+        self,
+        cluster: LocalCluster,
+        run_dir: Path,
+        *,
+        namespace: str,
+        replicas: int = 1,
+        lock_backend: str = "kubernetes",
+        redis_url: str | None = None,
+        status_interval: str = "1s",
+    ) -> None:
+        self.cluster = cluster
+        self.run_dir = run_dir
+        self.namespace = namespace
+        self.lock_backend = lock_backend
+        self.redis_url = redis_url
+        # 1 s rather than the default 5 s: status is what several tests wait for.
+        self.status_interval = status_interval
+        self.replica_ids = [f"r{index}" for index in range(1, replicas + 1)]
+        self.replicas: dict[str, Replica] = {}
+
+    def __enter__(self) -> "Operators":
+        try:
+            for replica_id in self.replica_ids:
+                self.start(replica_id, wait=False)
+            for replica_id in self.replica_ids:
+                self.wait_ready(replica_id)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def start(self, replica_id: str, *, wait: bool = True) -> Replica:
+        """Start (or restart) replica ``replica_id``; its log continues in the same file."""
+        health_port, metrics_port = ports.free_port(), ports.free_port()
+        argv = [
+            str(PUNCTUAL),
+            "run",
+            "--namespace",
+            self.namespace,
+            "--lock-backend",
+            self.lock_backend,
+            "--replica-id",
+            replica_id,
+            "--bind-address",
+            ports.LOOPBACK,
+            "--metrics-port",
+            str(metrics_port),
+            "--health-port",
+            str(health_port),
+            "--status-interval",
+            self.status_interval,
+        ]
+        if self.redis_url is not None:
+            argv += ["--redis-url", self.redis_url]
+        process = processes.start(
+            f"punctual-{replica_id}", argv, self.run_dir, env=self.cluster.env, cwd=REPO_ROOT
+        )
+        replica = self.replicas[replica_id] = Replica(
+            replica_id=replica_id,
+            argv=argv,
+            process=process,
+            health_port=health_port,
+            metrics_port=metrics_port,
+        )
+        if wait:
+            self.wait_ready(replica_id)
+        return replica
+
+    def wait_ready(self, replica_id: str) -> None:
+        replica = self.replicas[replica_id]
+        processes.wait_until(
+            replica.process,
+            replica.healthy,
+            f"GET http://{ports.LOOPBACK}:{replica.health_port}/healthz answers 200",
+            REPLICA_READY_TIMEOUT,
+        )
+
+    def stop(self) -> None:
+        """SIGTERM to every running replica at once (as a rollout would), then wait."""
+        processes.stop_processes(
+            [replica.process for replica in self.replicas.values()], grace=STOP_GRACE
+        )
+
+    def __getitem__(self, replica_id: str) -> Replica:
+        return self.replicas[replica_id]
+
+    def problems(self) -> dict[str, list[str]]:
+        """Error lines per replica log, only for the replicas that have any."""
+        found = {rid: problems(replica.log()) for rid, replica in self.replicas.items()}
+        return {rid: lines for rid, lines in found.items() if lines}
+
+    def logs(self) -> str:
+        """Where the logs are, for assertion messages."""
+        return ", ".join(str(replica.log_path) for replica in self.replicas.values())
+
+
+# -- ScheduledJobs through kubectl and the API ---------------------------------------------------
+
+
+def scheduled_job(namespace: str, name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "punctual.dev/v1alpha1",
+        "kind": "ScheduledJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": dict(spec),
+    }
+
+
+def http_target(receiver: Receiver, namespace: str, name: str) -> dict[str, Any]:
+    """A target on the receiver, one path per job so a test can tell the jobs' calls apart."""
+    return {"http": {"url": receiver.url(f"/{namespace}/{name}")}}
+
+
+def apply(cluster: LocalCluster, *objects: Mapping[str, Any], timeout: float = 180) -> None:
+    """``kubectl apply -f -``, the way users create and change ScheduledJobs.
+
+    A generous timeout: a busy API server (some tests make it busy) can take long to answer.
+    """
+    document = json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objects)})
+    cluster.kubectl("apply", "-f", "-", input=document, timeout=timeout)
+
+
+def patch_spec(cluster: LocalCluster, namespace: str, name: str, spec: Mapping[str, Any]) -> None:
+    cluster.kubectl(
+        "patch", "scheduledjob", name, "-n", namespace, "--type=merge",
+        "-p", json.dumps({"spec": dict(spec)}),
+    )  # fmt: skip
+
+
+def merge_patch_spec(
+    cluster: LocalCluster, namespace: str, name: str, spec: Mapping[str, Any]
+) -> None:
+    """The same change as ``patch_spec``, sent straight to the API server.
+
+    For changes that must land at a chosen instant: kubectl takes 100-200 ms to start, with
+    tens of milliseconds of jitter; this request takes a few milliseconds.
+    """
+    request = urllib.request.Request(
+        f"{cluster.server}{API}/namespaces/{namespace}/scheduledjobs/{name}",
+        data=json.dumps({"spec": dict(spec)}).encode(),
+        method="PATCH",
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+    with urllib.request.urlopen(request, timeout=10, context=_admin_tls(cluster.run_dir)) as reply:
+        reply.read()
+
+
+@functools.cache
+def _admin_tls(run_dir: Path) -> ssl.SSLContext:
+    certs = ClusterCerts(run_dir / "pki")  # where LocalCluster keeps its PKI
+    context = ssl.create_default_context(cafile=str(certs.ca_cert))
+    context.load_cert_chain(str(certs.admin_cert), str(certs.admin_key))
+    return context
+
+
+def delete(cluster: LocalCluster, namespace: str, name: str) -> None:
+    """``kubectl delete``, which returns once the object is gone (no finalizers)."""
+    cluster.kubectl("delete", "scheduledjob", name, "-n", namespace, "--wait=true")
+
+
+@functools.cache
+def _patient_api(server: str, run_dir: Path) -> ApiClient:
+    return ApiClient(server, ClusterCerts(run_dir / "pki"), timeout=READ_TIMEOUT)
+
+
+def api(cluster: LocalCluster) -> ApiClient:
+    """The admin client with a longer timeout than ``cluster.api``'s 5 s: under the load some
+    tests create, the API server can take longer than that to answer, and a test that reads
+    what happened must not fail for it."""
+    return _patient_api(cluster.server, cluster.run_dir)
+
+
+def read(cluster: LocalCluster, namespace: str, name: str) -> dict[str, Any]:
+    body: dict[str, Any] = api(cluster).get(f"{API}/namespaces/{namespace}/scheduledjobs/{name}")
+    return body
+
+
+def read_all(cluster: LocalCluster, namespace: str) -> dict[str, dict[str, Any]]:
+    listing = api(cluster).get(f"{API}/namespaces/{namespace}/scheduledjobs")
+    return {item["metadata"]["name"]: item for item in listing["items"]}
+
+
+def status(body: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(body.get("status") or {})
+
+
+def condition(body: Mapping[str, Any], kind: str) -> dict[str, Any] | None:
+    for found in status(body).get("conditions") or []:
+        if found.get("type") == kind:
+            return dict(found)
+    return None
+
+
+def counts(body: Mapping[str, Any]) -> Counter[str]:
+    return Counter(status(body).get("counts") or {})
+
+
+def last_schedule_time(body: Mapping[str, Any]) -> datetime | None:
+    text = status(body).get("lastScheduleTime")
+    return parse_time(text) if text else None
+
+
+def recent_runs(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return list(status(body).get("recentRuns") or [])
+
+
+def events(
+    cluster: LocalCluster, namespace: str, *, name: str, reason: str
+) -> list[dict[str, Any]]:
+    """The core/v1 Events about ScheduledJob ``name`` with ``reason``."""
+    listing = api(cluster).get(f"/api/v1/namespaces/{namespace}/events")
+    return [
+        event
+        for event in listing["items"]
+        if event["involvedObject"].get("kind") == "ScheduledJob"
+        and event["involvedObject"].get("name") == name
+        and event.get("reason") == reason
+    ]
+
+
+@contextlib.contextmanager
+def new_namespace(cluster: LocalCluster, label: str) -> Iterator[str]:
+    """A fresh namespace named after ``label``, deleted (without waiting) on exit."""
+    slug = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
+    name = f"t-{slug[:40].strip('-')}-{uuid.uuid4().hex[:6]}"
+    cluster.api.post(
+        "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    )
+    try:
+        yield name
+    finally:
+        cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+# -- figures -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """p50, p99 and max of a sample of milliseconds (nearest-rank percentiles)."""
+
+    count: int
+    p50: float
+    p99: float
+    max: float
+
+    @classmethod
+    def of(cls, values: Iterable[float]) -> "Spread":
+        ordered = sorted(values)
+        if not ordered:
+            return cls(0, math.nan, math.nan, math.nan)
+
+        def rank(quantile: float) -> float:
+            return ordered[max(0, math.ceil(quantile * len(ordered)) - 1)]
+
+        return cls(len(ordered), rank(0.50), rank(0.99), ordered[-1])
+
+    def __str__(self) -> str:
+        return (
+            f"p50 {self.p50:.0f} ms, p99 {self.p99:.0f} ms, max {self.max:.0f} ms (n={self.count})"
+        )
+
+
+_REQUESTS = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+WRITE_VERBS = frozenset({"POST", "PUT", "PATCH"})
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    verb: str
+    subresource: str
+    code: str
+
+    def __str__(self) -> str:
+        target = f"scheduledjobs/{self.subresource}" if self.subresource else "scheduledjobs"
+        return f"{self.verb} {target} {self.code}"
+
+
+def scheduled_job_writes(cluster: LocalCluster) -> Counter[Write]:
+    """Write requests on scheduledjobs the API server has served so far, by verb and code.
+
+    From its own /metrics (``apiserver_request_total``), which the admin certificate may read.
+    The counter has no namespace label: take differences over a window in which only the test's
+    own operators write ScheduledJobs (tests run one at a time).
+    """
+    text = api(cluster).request_text("GET", "/metrics")
+    writes: Counter[Write] = Counter()
+    for line in text.splitlines():
+        sample = _REQUESTS.match(line)
+        if sample is None:
+            continue
+        labels = dict(_LABEL.findall(sample["labels"]))
+        if labels.get("resource") == "scheduledjobs" and labels.get("verb") in WRITE_VERBS:
+            key = Write(labels["verb"], labels.get("subresource", ""), labels.get("code", ""))
+            writes[key] += int(float(sample["value"]))
+    return writes
+
+
+def redis_command_calls(url: str, command: str) -> int:
+    """How many times redis-server has run ``command`` (INFO commandstats)."""
+    client = redis.Redis.from_url(url)
+    try:
+        stats: dict[str, Any] = client.info("commandstats")
+    finally:
+        client.close()
+    return int((stats.get(f"cmdstat_{command}") or {}).get("calls", 0))
+
+
+def status_lateness(runs: Iterable[Mapping[str, Any]]) -> list[float]:
+    return [float(run["latenessMillis"]) for run in runs if "latenessMillis" in run]
+
+
+def report(title: str, lines: Sequence[str]) -> None:
+    """Print a block of figures: visible with ``pytest -s`` or in the ``-rP`` summary."""
+    print(f"\n=== {title} ===")
+    for line in lines:
+        print(f"  {line}")

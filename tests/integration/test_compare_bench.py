@@ -1,0 +1,52 @@
+"""``bench/compare.py`` (``make compare``) in its smallest useful form: N=2, M=2.
+
+It starts a control plane, Redis and the operator of its own, so this test needs none of the
+session's fixtures; it takes three to four minutes (it waits for whole minutes).
+"""
+
+import csv
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+COMPARE = REPO_ROOT / "bench" / "compare.py"
+SYSTEMS = {"CronJob", "Punctual Job", "Punctual queue"}
+
+
+@pytest.mark.timeout(900)
+def test_a_small_comparison_prints_its_table_and_writes_csv_and_png(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, str(COMPARE), "-n", "2", "-m", "2", "--results-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=840,
+        cwd=REPO_ROOT,
+        check=False,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+
+    assert "minute 1/2" in output
+    assert "minute 2/2" in output
+    assert "system" in output
+    assert "p99" in output
+    [results] = tmp_path.iterdir()
+    assert (results / "table.txt").read_text().startswith("lateness in ms")
+    with (results / "summary.csv").open() as handle:
+        summary = list(csv.DictReader(handle))
+    assert {row["system"] for row in summary} == SYSTEMS
+    for row in summary:
+        if row["measure"] in ("Job created (watch)", "entry id time"):
+            assert int(row["n"]) == 4, row  # 2 objects x 2 slots
+            assert int(row["duplicates"]) == 0, row
+            assert int(row["misses"]) == 0, row
+    with (results / "samples.csv").open() as handle:
+        samples = list(csv.DictReader(handle))
+    assert {sample["system"] for sample in samples} == SYSTEMS
+    if importlib.util.find_spec("matplotlib") is None:
+        pytest.skip("matplotlib is not installed yet: no lateness.png to check")
+    assert (results / "lateness.png").stat().st_size > 0

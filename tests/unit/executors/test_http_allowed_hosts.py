@@ -1,0 +1,118 @@
+"""The operator's allowlist of HTTP target hosts (``--http-allowed-hosts``): which URLs each
+pattern admits, which patterns are refused, and (once wired) that a job whose URL is outside
+the list is reported, never called."""
+
+import argparse
+
+import pytest
+
+from punctual.api import plans
+from punctual.cli import run as run_command
+from punctual.controller import targets
+from punctual.executors.allowlist import HostAllowlist
+from punctual.scheduling import slots
+
+JOB = slots.JobRef(namespace="ns", name="job", uid="uid-1")
+
+NEEDS_WIRING = pytest.mark.xfail(
+    strict=True,
+    reason="needs: --http-allowed-hosts in cli/run.py and Targets(allowed_hosts=...) in "
+    "controller/targets.py (patch in the issue 7 report)",
+)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "url"),
+    [
+        ("report-svc.reports.svc", "http://report-svc.reports.svc:8080/run"),
+        ("REPORT-svc.reports.svc", "http://report-svc.Reports.svc./run"),
+        ("*.svc.cluster.local", "https://a.b.svc.cluster.local/x"),
+        ("*.svc.cluster.local:8443", "https://a.svc.cluster.local:8443/x"),
+        ("api.example.com:443", "https://api.example.com/"),
+        ("10.0.0.0/8", "http://10.1.2.3:9000/"),
+        ("127.0.0.1", "http://127.0.0.1:18080/hello"),
+        ("[::1]:8080", "http://[::1]:8080/"),
+        ("fd00::/8", "http://[fd12::1]/"),
+        ("*", "http://anything.at.all:1/"),
+    ],
+)
+def test_a_pattern_admits_the_urls_it_names(pattern: str, url: str) -> None:
+    assert HostAllowlist.parse([pattern]).admits(url)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "url"),
+    [
+        ("report-svc.reports.svc", "http://report-svc.reports.svc.evil.com/run"),
+        ("report-svc.reports.svc", "http://evil.com/?report-svc.reports.svc"),
+        ("report-svc.reports.svc", "http://report-svc.reports.svc@evil.com/"),
+        ("*.svc.cluster.local", "http://svc.cluster.local/"),
+        ("*.svc.cluster.local", "http://evilsvc.cluster.local/"),
+        ("*.svc.cluster.local:8443", "https://a.svc.cluster.local/"),
+        ("10.0.0.0/8", "http://169.254.169.254/latest/meta-data/"),
+        ("10.0.0.0/8", "http://ten.example.com/"),
+        ("127.0.0.1", "http://[::ffff:127.0.0.2]/"),
+        ("api.example.com:443", "http://api.example.com/"),
+        ("api.example.com", "http://api.example.com:99999/"),
+    ],
+)
+def test_a_pattern_refuses_what_it_does_not_name(pattern: str, url: str) -> None:
+    assert not HostAllowlist.parse([pattern]).admits(url)
+
+
+def test_several_patterns_may_share_one_value_separated_by_commas() -> None:
+    allowlist = HostAllowlist.parse(["a.example.com, *.svc", "10.0.0.1"])
+
+    assert all(allowlist.admits(f"http://{h}/") for h in ("a.example.com", "x.svc", "10.0.0.1"))
+    assert not allowlist.admits("http://b.example.com/")
+
+
+@pytest.mark.parametrize(
+    "pattern", ["", "http://a.example.com", "*.", "a b", "*.*.svc", "10.0.0.0/33", "a:70000", "[x]"]
+)
+def test_a_malformed_pattern_is_refused_naming_it(pattern: str) -> None:
+    with pytest.raises(ValueError, match="--http-allowed-hosts"):
+        HostAllowlist.parse([pattern])
+
+
+@NEEDS_WIRING
+def test_a_job_whose_host_is_not_allowed_is_reported_and_never_wired() -> None:
+    wiring = targets.Targets(
+        session=object(),  # type: ignore[arg-type]
+        secrets=object(),  # type: ignore[arg-type]
+        allowed_hosts=HostAllowlist.parse(["*.svc.cluster.local"]),  # type: ignore[call-arg]
+    )
+    spec = plans.parse_spec(
+        {"every": "10s", "target": {"http": {"url": "http://169.254.169.254/latest/meta-data/"}}}
+    )
+
+    with pytest.raises(targets.TargetUnavailableError) as refused:
+        wiring.wire(JOB, spec)
+
+    assert refused.value.reason == "HostNotAllowed"
+    assert "spec.target.http.url" in str(refused.value)
+
+
+@NEEDS_WIRING
+def test_a_job_whose_host_is_allowed_is_wired() -> None:
+    wiring = targets.Targets(
+        session=object(),  # type: ignore[arg-type]
+        secrets=object(),  # type: ignore[arg-type]
+        allowed_hosts=HostAllowlist.parse(["*.svc.cluster.local"]),  # type: ignore[call-arg]
+    )
+    spec = plans.parse_spec(
+        {"every": "10s", "target": {"http": {"url": "http://report.reports.svc.cluster.local/"}}}
+    )
+
+    assert wiring.wire(JOB, spec).executor is not None
+
+
+@NEEDS_WIRING
+def test_the_command_line_takes_the_allowlist() -> None:
+    parser = argparse.ArgumentParser()
+    run_command.register(parser.add_subparsers())
+    arguments = parser.parse_args(
+        ["run", "--http-allowed-hosts", "*.svc.cluster.local", "--http-allowed-hosts", "10.0.0.0/8"]
+    )
+
+    assert HostAllowlist.parse(arguments.http_allowed_hosts).admits("http://10.0.0.7/")

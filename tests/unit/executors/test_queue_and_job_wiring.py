@@ -1,0 +1,184 @@
+"""From ``spec.target`` to executor and lock, for the queue and job targets (no server needed).
+
+- the queue target claims through a stream lock of its own, which needs the operator's Redis;
+- the queue executor reports the entry its claim appended;
+- the job target needs a JobSpec in its template; its executor names its Jobs by slot.
+"""
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+import aiohttp
+import pytest
+
+from punctual.api import plans
+from punctual.controller import targets
+from punctual.executors import job, queue
+from punctual.kube import jobs, secrets
+from punctual.locks import redis_stream
+from punctual.runtime import seams
+from punctual.scheduling import slots
+from punctual.scheduling.errors import InvalidSpecError
+
+JOB_REF = slots.JobRef(namespace="reports", name="nightly", uid="5f0c1d2e-uid")
+SLOT = datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
+TEMPLATE = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+
+
+def spec(target: dict[str, Any], **fields: Any) -> Any:
+    return plans.parse_spec({"every": "1m", "target": target, **fields})
+
+
+def context(slot: datetime = SLOT) -> seams.RunContext:
+    return seams.RunContext(
+        job=JOB_REF,
+        slot=slot,
+        slot_id=slots.slot_id(JOB_REF, slot),
+        scheduled_time=slot,
+        timeout=timedelta(minutes=1),
+    )
+
+
+def claim(*, scheduled: datetime | None = None) -> seams.Claim:
+    return seams.Claim(
+        job=JOB_REF,
+        slot=SLOT,
+        slot_id=slots.slot_id(JOB_REF, SLOT),
+        holder="r1:1",
+        ttl=timedelta(minutes=2),
+        scheduled_time=scheduled,
+    )
+
+
+@pytest.fixture
+async def session() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as opened:
+        yield opened
+
+
+class NoJobsApi:
+    """Lists no Jobs, and never has a watch event."""
+
+    async def list(self, namespace: str | None) -> tuple[list[dict[str, Any]], str]:
+        return [], "1"
+
+    def watch_function(self, namespace: str | None) -> tuple[Any, tuple[str, ...]]:
+        async def list_job_for_all_namespaces(**_: Any) -> Any:
+            """:rtype: V1JobList"""
+            await asyncio.Event().wait()
+
+        return list_job_for_all_namespaces, ()
+
+
+@pytest.fixture
+async def watcher() -> AsyncIterator[jobs.JobWatcher]:
+    started = jobs.JobWatcher(cast(jobs.JobsApi, NoJobsApi()))
+    yield started
+    await started.close()
+
+
+@pytest.fixture
+def wiring(
+    session: aiohttp.ClientSession, watcher: jobs.JobWatcher
+) -> Callable[..., targets.Targets]:
+    def wired(
+        *, streams: redis_stream.StreamClaims | None = None, with_jobs: bool = True
+    ) -> targets.Targets:
+        return targets.Targets(
+            session=session,
+            secrets=cast(secrets.SecretReader, object()),
+            jobs=cast(jobs.JobsApi, NoJobsApi()) if with_jobs else None,
+            job_watcher=watcher if with_jobs else None,
+            streams=streams,
+        )
+
+    return wired
+
+
+class TestTheQueueTarget:
+    async def test_without_the_operators_redis_is_unavailable_not_invalid(
+        self, wiring: Callable[..., targets.Targets]
+    ) -> None:
+        with pytest.raises(targets.TargetUnavailableError) as raised:
+            wiring().wire(JOB_REF, spec({"queue": {"stream": "reports:jobs"}}))
+
+        assert raised.value.reason == "QueueUnavailable"
+        assert str(raised.value).startswith("spec.target.queue: the queue target needs")
+        assert "--redis-url" in str(raised.value)
+
+    async def test_claims_through_a_stream_lock_of_its_own(
+        self, wiring: Callable[..., targets.Targets]
+    ) -> None:
+        streams = redis_stream.StreamClaims.from_url("redis://127.0.0.1:1/0")  # lazy: no server
+        try:
+            wired = wiring(streams=streams).wire(
+                JOB_REF, spec({"queue": {"stream": "reports:jobs", "maxLen": 10}})
+            )
+        finally:
+            await streams.close()
+
+        assert isinstance(wired.lock, redis_stream.StreamLock)
+        assert wired.lock.stream == "reports:jobs"
+        assert isinstance(wired.executor, queue.QueueExecutor)
+
+    async def test_the_executor_reports_the_entry_its_claim_appended(self) -> None:
+        class Entries:
+            def take_entry(self, slot_id: str) -> str | None:
+                return {context().slot_id: "1796002200003-0"}.get(slot_id)
+
+        executor = queue.QueueExecutor(Entries(), stream="reports:jobs")
+
+        assert await executor(context()) == seams.Outcome(True, "enqueued 1796002200003-0")
+        assert await executor(context(SLOT + timedelta(minutes=1))) == seams.Outcome(
+            True, "enqueued (id unknown)"
+        )
+
+    def test_the_entry_carries_the_design_fields_in_order(self) -> None:
+        fields = redis_stream.entry_fields(
+            claim(scheduled=SLOT + timedelta(seconds=3)),
+            payload=redis_stream.payload_json({"kind": "nightly", "a": [1, 2]}),
+        )
+
+        assert list(fields.items()) == [
+            ("job", "reports/nightly"),
+            ("namespace", "reports"),
+            ("slot", "reports/nightly/5f0c1d2e-uid/1796002200000"),
+            ("scheduledTime", "2026-11-30T01:30:03Z"),
+            ("idempotencyKey", "reports/nightly/5f0c1d2e-uid/1796002200000"),
+            ("payload", '{"a":[1,2],"kind":"nightly"}'),
+        ]
+
+    def test_no_payload_is_an_empty_object(self) -> None:
+        assert redis_stream.payload_json(None) == "{}"
+
+    def test_without_a_scheduled_time_the_slot_is_the_scheduled_time(self) -> None:
+        fields = redis_stream.entry_fields(claim(), payload="{}")
+
+        assert fields["scheduledTime"] == "2026-11-30T01:30:00Z"
+
+
+class TestTheJobTarget:
+    async def test_wires_a_job_executor_on_the_operators_lock(
+        self, wiring: Callable[..., targets.Targets]
+    ) -> None:
+        wired = wiring().wire(JOB_REF, spec({"job": {"template": TEMPLATE}}))
+
+        assert isinstance(wired.executor, job.JobExecutor)
+        assert wired.lock is None
+        assert wired.executor.job_name(context()) == "nightly-1796002200"
+
+    async def test_a_template_without_a_job_spec_is_invalid(
+        self, wiring: Callable[..., targets.Targets]
+    ) -> None:
+        with pytest.raises(InvalidSpecError, match=r"^spec\.target\.job\.template\.spec: required"):
+            wiring().wire(JOB_REF, spec({"job": {"template": {"metadata": {}}}}))
+
+    async def test_template_metadata_must_be_an_object(
+        self, wiring: Callable[..., targets.Targets]
+    ) -> None:
+        template = {**TEMPLATE, "metadata": "labels"}
+
+        with pytest.raises(InvalidSpecError, match=r"^spec\.target\.job\.template\.metadata"):
+            wiring().wire(JOB_REF, spec({"job": {"template": template}}))

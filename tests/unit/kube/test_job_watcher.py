@@ -1,0 +1,276 @@
+"""The shared Job watch, on kubernetes-asyncio's real ``Watch`` over a scripted API.
+
+The fake API answers the list with chosen Jobs and a resourceVersion, and each watch request
+with a stream of event lines the test pushes (an empty line ends a stream, as the server's
+timeout does).
+"""
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any, cast
+
+import pytest
+
+from punctual.kube import jobs
+
+OWNER = "owner-uid"
+OTHER_OWNER = "other-owner-uid"
+END = b""
+
+
+def job(
+    name: str,
+    *,
+    uid: str | None = None,
+    rv: int = 1,
+    owner: str = OWNER,
+    condition: str | None = None,
+    reason: str = "",
+) -> dict[str, Any]:
+    conditions = [] if condition is None else [{"type": condition, "status": "True"}]
+    if reason:
+        conditions[0]["reason"] = reason
+    return {
+        "metadata": {
+            "namespace": "ns",
+            "name": name,
+            "uid": uid or f"uid-{name}",
+            "resourceVersion": str(rv),
+            "ownerReferences": [{"kind": "ScheduledJob", "uid": owner, "controller": True}],
+        },
+        "status": {"conditions": conditions},
+    }
+
+
+def event(kind: str, body: dict[str, Any]) -> bytes:
+    return json.dumps({"type": kind, "object": body}).encode() + b"\n"
+
+
+def expired() -> bytes:
+    status = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}
+    return json.dumps({"type": "ERROR", "object": status}).encode() + b"\n"
+
+
+class _Response:
+    def __init__(self, lines: "asyncio.Queue[bytes]") -> None:
+        self._lines = lines
+        self.content = self
+
+    async def readline(self) -> bytes:
+        return await self._lines.get()
+
+    def release(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class FakeJobsApi:
+    def __init__(self) -> None:
+        self.listing: tuple[list[dict[str, Any]], str] = ([], "1")
+        self.lists = 0
+        self.watches: list[dict[str, Any]] = []
+        self.lines: asyncio.Queue[bytes] = asyncio.Queue()
+        self.readable: dict[str, dict[str, Any]] = {}
+        self.reads = 0
+
+    async def list(self, namespace: str | None) -> tuple[list[dict[str, Any]], str]:
+        self.lists += 1
+        return self.listing
+
+    def watch_function(self, namespace: str | None) -> tuple[Any, tuple[str, ...]]:
+        async def list_job_for_all_namespaces(**kwargs: Any) -> _Response:
+            """:rtype: V1JobList"""
+            self.watches.append(kwargs)
+            return _Response(self.lines)
+
+        return list_job_for_all_namespaces, ()
+
+    async def read(self, namespace: str, name: str) -> jobs.JobState | None:
+        self.reads += 1
+        body = self.readable.get(name)
+        return None if body is None else jobs.JobState.from_body(body)
+
+    def push(self, *lines: bytes) -> None:
+        for line in lines:
+            self.lines.put_nowait(line)
+
+
+@pytest.fixture
+def api() -> FakeJobsApi:
+    return FakeJobsApi()
+
+
+@pytest.fixture
+async def watcher(api: FakeJobsApi) -> AsyncIterator[jobs.JobWatcher]:
+    started = jobs.JobWatcher(cast(jobs.JobsApi, api))
+    yield started
+    await started.close()
+
+
+async def settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+def state(body: dict[str, Any]) -> jobs.JobState:
+    return jobs.JobState.from_body(body)
+
+
+async def waiting(watcher: jobs.JobWatcher, body: dict[str, Any]) -> "asyncio.Task[jobs.JobEnd]":
+    task = asyncio.create_task(watcher.ended(state(body)))
+    await settle()
+    return task
+
+
+class TestARunLearnsHowItsJobEnded:
+    async def test_from_the_event_that_completes_it(
+        self, api: FakeJobsApi, watcher: jobs.JobWatcher
+    ) -> None:
+        await watcher.listed()
+        ended = await waiting(watcher, job("a", rv=2))
+
+        api.push(event("ADDED", job("a", rv=2)), event("MODIFIED", job("a", rv=3)))
+        await settle()
+        assert not ended.done()
+        api.push(event("MODIFIED", job("a", rv=4, condition="Complete")))
+
+        assert (await asyncio.wait_for(ended, 1)).succeeded
+
+    async def test_from_the_list_when_it_ended_before_the_watch_started(
+        self, api: FakeJobsApi, watcher: jobs.JobWatcher
+    ) -> None:
+        api.listing = ([job("a", rv=5, condition="Failed", reason="BackoffLimitExceeded")], "6")
+
+        end = await asyncio.wait_for(watcher.ended(state(job("a", rv=2))), 1)
+
+        assert end == jobs.JobEnd(False, "BackoffLimitExceeded", "")
+
+    async def test_at_once_when_the_watcher_already_saw_it_end(
+        self, api: FakeJobsApi, watcher: jobs.JobWatcher
+    ) -> None:
+        await watcher.listed()
+        api.push(event("ADDED", job("a", rv=2, condition="Complete")))
+        await settle()
+
+        assert (await asyncio.wait_for(watcher.ended(state(job("a"))), 1)).succeeded
+
+    async def test_deleted_when_its_job_is_deleted_unfinished(
+        self, api: FakeJobsApi, watcher: jobs.JobWatcher
+    ) -> None:
+        await watcher.listed()
+        ended = await waiting(watcher, job("a", rv=2))
+
+        api.push(event("DELETED", job("a", rv=3)))
+
+        assert await asyncio.wait_for(ended, 1) == jobs.DELETED
+
+    async def test_deleted_when_it_asks_after_its_job_was_deleted(
+        self, api: FakeJobsApi, watcher: jobs.JobWatcher
+    ) -> None:
+        await watcher.listed()
+        api.push(event("ADDED", job("a", rv=2)), event("DELETED", job("a", rv=3)))
+        await settle()
+
+        assert await asyncio.wait_for(watcher.ended(state(job("a"))), 1) == jobs.DELETED
+
+    async def test_not_from_another_job_by_the_same_name(
+        self, api: FakeJobsApi, watcher: jobs.JobWatcher
+    ) -> None:
+        await watcher.listed()
+        ended = await waiting(watcher, job("a", uid="mine", rv=2))
+
+        api.push(event("MODIFIED", job("a", uid="someone-elses", rv=3, condition="Complete")))
+        await settle()
+
+        assert not ended.done()
+        ended.cancel()
+
+
+class TestTheWatchGoesOn:
+    async def test_it_resumes_from_the_last_resource_version_after_a_stream_ends(
+        self, api: FakeJobsApi, watcher: jobs.JobWatcher
+    ) -> None:
+        api.listing = ([], "10")
+        await watcher.listed()
+        api.push(event("ADDED", job("a", rv=11)), END)
+        await settle()
+
+        assert [w["resource_version"] for w in api.watches] == ["10", "11"]
+        assert api.lists == 1
+        assert all(w["label_selector"] == "punctual.dev/scheduled-job" for w in api.watches)
+
+    async def test_it_lists_again_on_410_gone(
+        self, api: FakeJobsApi, watcher: jobs.JobWatcher
+    ) -> None:
+        api.listing = ([job("a", rv=2)], "10")
+        await watcher.listed()
+        deleted_meanwhile = await waiting(watcher, job("a", rv=2))
+        newer_than_the_list = await waiting(watcher, job("b", rv=30))
+
+        api.listing = ([], "20")
+        api.push(expired())
+        await settle()
+
+        assert api.lists == 2
+        assert api.watches[-1]["resource_version"] == "20"
+        assert await asyncio.wait_for(deleted_meanwhile, 1) == jobs.DELETED
+        assert not newer_than_the_list.done()
+        assert watcher.known("ns", "a") is None
+        newer_than_the_list.cancel()
+
+
+class TestTheCache:
+    async def test_tells_the_jobs_of_one_scheduled_job(
+        self, api: FakeJobsApi, watcher: jobs.JobWatcher
+    ) -> None:
+        api.listing = ([job("a"), job("b", owner=OTHER_OWNER), job("c")], "5")
+        await watcher.listed()
+
+        assert sorted(s.name for s in watcher.jobs_of(OWNER)) == ["a", "c"]
+
+    async def test_an_older_event_does_not_replace_a_newer_state(
+        self, api: FakeJobsApi, watcher: jobs.JobWatcher
+    ) -> None:
+        await watcher.listed()
+        api.push(event("MODIFIED", job("a", rv=9, condition="Complete")))
+        api.push(event("MODIFIED", job("a", rv=7)))
+        await settle()
+
+        known = watcher.known("ns", "a")
+        assert known is not None
+        assert known.end is not None
+
+
+class TestAStuckWatch:
+    @pytest.fixture
+    async def watcher(self, api: FakeJobsApi) -> AsyncIterator[jobs.JobWatcher]:
+        started = jobs.JobWatcher(cast(jobs.JobsApi, api), recheck=timedelta(milliseconds=50))
+        yield started
+        await started.close()
+
+    async def test_a_long_wait_reads_the_job_itself(
+        self, api: FakeJobsApi, watcher: jobs.JobWatcher
+    ) -> None:
+        await watcher.listed()
+        api.readable["a"] = job("a", rv=2)
+        ended = await waiting(watcher, job("a", rv=2))
+        await asyncio.sleep(0.2)
+        assert not ended.done()
+
+        api.readable["a"] = job("a", rv=3, condition="Complete")
+
+        assert (await asyncio.wait_for(ended, 1)).succeeded
+        assert api.reads >= 2
+
+    async def test_a_job_that_is_gone_is_deleted(
+        self, api: FakeJobsApi, watcher: jobs.JobWatcher
+    ) -> None:
+        await watcher.listed()
+
+        end = await asyncio.wait_for(watcher.ended(state(job("a", rv=2))), 1)
+
+        assert end == jobs.DELETED

@@ -1,0 +1,172 @@
+"""The status store writes a condition only when the object does not already say it.
+
+An operator restart re-observes every object and sets the conditions it had; writing them again
+would cost an API write per object, and a watch event per object on every replica, for nothing.
+"""
+
+import asyncio
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from punctual.kube import objects
+from punctual.scheduling import slots
+from punctual.stores import status
+
+JOB = slots.JobRef(namespace="reports", name="nightly", uid="uid-1")
+NOW = datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
+READY = status.Condition(type="Ready", status=True, reason="Scheduled", message="scheduling slots")
+
+
+class FakeStatusApi:
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.body = body
+        self.patches: list[Mapping[str, Any]] = []
+        self.written: list[str] = []
+
+    async def read(self, ref: slots.JobRef) -> dict[str, Any]:
+        return self.body
+
+    async def patch(
+        self, ref: slots.JobRef, patch: Mapping[str, Any], *, resource_version: str
+    ) -> dict[str, Any]:
+        self.patches.append(patch)
+        self.written.append(ref.name)
+        version = str(int(resource_version) + 1)
+        self.body = {
+            **self.body,
+            "metadata": {**self.body["metadata"], "resourceVersion": version},
+            "status": {**(self.body.get("status") or {}), **patch},
+        }
+        return self.body
+
+
+def body(*, generation: int, conditions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    found: dict[str, Any] = {
+        "metadata": {
+            "namespace": JOB.namespace,
+            "name": JOB.name,
+            "uid": JOB.uid,
+            "generation": generation,
+            "resourceVersion": "10",
+        },
+        "spec": {"every": "10s"},
+    }
+    if conditions is not None:
+        found["status"] = {"observedGeneration": generation, "conditions": conditions}
+    return found
+
+
+def ready_as_written(generation: int, **changes: str) -> dict[str, Any]:
+    return {
+        "type": "Ready",
+        "status": "True",
+        "reason": "Scheduled",
+        "message": "scheduling slots",
+        "lastTransitionTime": "2026-11-29T00:00:00Z",
+        "observedGeneration": generation,
+        **changes,
+    }
+
+
+async def writes_after(
+    known: dict[str, Any], condition: status.Condition, *, generation: int
+) -> list[Mapping[str, Any]]:
+    api = FakeStatusApi(known)
+    cache = objects.ObjectCache()
+    cache.remember(known)
+    store = status.StatusStore(
+        api=api,  # type: ignore[arg-type]
+        cache=cache,
+        replica="r1",
+        wall=lambda: NOW,
+        tick=timedelta(milliseconds=1),
+    )
+    store.set_condition(JOB, condition, generation=generation)
+    writer = asyncio.create_task(store.run())
+    await asyncio.sleep(0.05)
+    writer.cancel()
+    await asyncio.gather(writer, return_exceptions=True)
+    return api.patches
+
+
+async def test_a_condition_the_object_already_has_is_not_written_again() -> None:
+    known = body(generation=3, conditions=[ready_as_written(3)])
+
+    assert await writes_after(known, READY, generation=3) == []
+
+
+async def test_a_new_generation_is_written_at_once() -> None:
+    known = body(generation=4, conditions=[ready_as_written(3)])
+
+    patches = await writes_after(known, READY, generation=4)
+
+    assert len(patches) == 1
+    assert patches[0]["observedGeneration"] == 4
+
+
+async def test_a_changed_reason_or_message_is_written() -> None:
+    for changes in ({"reason": "InvalidSpec", "status": "False"}, {"message": "older words"}):
+        known = body(generation=3, conditions=[ready_as_written(3, **changes)])
+
+        patches = await writes_after(known, READY, generation=3)
+
+        assert [c["reason"] for c in patches[0]["conditions"]] == ["Scheduled"]
+
+
+async def test_an_object_without_status_gets_its_conditions() -> None:
+    patches = await writes_after(body(generation=1), READY, generation=1)
+
+    assert len(patches) == 1
+    assert patches[0]["conditions"][0]["type"] == "Ready"
+
+
+class TestWritesAreSpreadOverTheInterval:
+    """Jobs that became pending together are not all written in the same tick."""
+
+    async def test_a_tick_writes_its_share_of_what_is_pending_oldest_first(self) -> None:
+        jobs = [
+            slots.JobRef(namespace="ns", name=f"job-{i:02d}", uid=f"uid-{i}") for i in range(40)
+        ]
+        api = FakeStatusApi(body(generation=1))
+        clock = [0.0]
+        store = status.StatusStore(
+            api=api,  # type: ignore[arg-type]
+            cache=objects.ObjectCache(),
+            replica="r1",
+            wall=lambda: NOW,
+            interval=timedelta(seconds=1),
+            tick=timedelta(milliseconds=100),
+            clock=lambda: clock[0],
+        )
+        for job in jobs:
+            store.slots_missed(job, count=1, newest=NOW)  # something new to say about each
+        written: list[list[str]] = []
+        for tick in range(1, 13):
+            clock[0] = tick / 10
+            before = len(api.written)
+            await store._flush(due_only=True)
+            written.append(api.written[before:])
+
+        per_tick = [len(batch) for batch in written]
+        assert per_tick[:9] == [0] * 9  # nothing before the interval is over
+        assert written[9] == ["job-00", "job-01", "job-02", "job-03"]  # oldest first
+        assert max(per_tick) <= max(status.MIN_BATCH, 40 * 100 // 1000)
+        assert per_tick[9:] == [4, 4, 4]  # once due: 40 writes spread over 10 ticks
+
+    async def test_a_condition_change_is_not_held_back_by_the_spread(self) -> None:
+        api = FakeStatusApi(body(generation=2))
+        store = status.StatusStore(
+            api=api,  # type: ignore[arg-type]
+            cache=objects.ObjectCache(),
+            replica="r1",
+            wall=lambda: NOW,
+            clock=lambda: 0.0,
+        )
+        for i in range(10):
+            job = slots.JobRef(namespace="ns", name=f"job-{i}", uid=f"uid-{i}")
+            store.set_condition(job, READY, generation=2)
+
+        await store._flush(due_only=True)
+
+        assert len(api.patches) == 10
