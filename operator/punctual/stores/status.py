@@ -237,12 +237,19 @@ class StatusStore:
                 return
             except status.UnavailableError as error:
                 logger.warning("status of %s/%s not written: %s", job.namespace, job.name, error)
-        # Not delivered: keep it for the next tick, merged with anything newer.
+            except asyncio.CancelledError:
+                self._keep(job, pending)  # for the final flush at shutdown
+                raise
+        self._keep(job, pending)
+
+    def _keep(self, job: slots.JobRef, undelivered: _Pending) -> None:
+        """Keep what a write could not deliver for the next tick, under anything newer."""
         newer = self._pending.pop(job, None)
         if newer is not None:
-            pending.absorb(newer)
-        self._pending[job] = pending
-        if pending.urgent:
+            newer.absorb(undelivered)
+            undelivered = newer
+        self._pending[job] = undelivered
+        if undelivered.urgent:
             self._urgent.add(job)
 
     def _compose(
