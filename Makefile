@@ -47,6 +47,10 @@ crds: ## Regenerate crds/ from the API models (operator/punctual/api/models.py)
 	@$(UV_RUN) punctual crd > crds/scheduledjobs.punctual.dev.yaml
 	@cp crds/scheduledjobs.punctual.dev.yaml charts/punctual/crds/
 
+.PHONY: compare
+compare: install ## Punctual against the CronJob controller on the local control plane (ARGS='-n 20 -m 5 --stress')
+	@$(UV_RUN) python bench/compare.py $(ARGS)
+
 .PHONY: format
 format: ## Apply ruff's fixes and formatting
 	$(UV_RUN) ruff check --fix .
