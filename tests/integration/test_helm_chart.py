@@ -585,7 +585,12 @@ def test_install_upgrade_uninstall_leaves_only_the_crd(
     assert crd["spec"]["versions"][0]["schema"] == chart_crd["spec"]["versions"][0]["schema"]
     # `--wait` returned: the Deployment is Available, with both (kwok-faked) replicas Ready.
     deployment = get_json(cluster, "deployment", f"{release}-punctual", "-n", release_namespace)
-    assert deployment["status"]["readyReplicas"] == 2
+    eventually(
+        lambda: ready_replicas(cluster, f"{release}-punctual", release_namespace) == 2,
+        timeout=90,
+        what="2 ready operator replicas",
+    )
+    deployment = get_json(cluster, "deployment", f"{release}-punctual", "-n", release_namespace)
     available = {c["type"]: c["status"] for c in deployment["status"]["conditions"]}
     assert available["Available"] == "True"
     installed = labelled_objects(cluster, release)
@@ -607,7 +612,11 @@ def test_install_upgrade_uninstall_leaves_only_the_crd(
     )
 
     deployment = get_json(cluster, "deployment", f"{release}-punctual", "-n", release_namespace)
-    assert deployment["status"]["readyReplicas"] == 3
+    eventually(
+        lambda: ready_replicas(cluster, f"{release}-punctual", release_namespace) == 3,
+        timeout=90,
+        what="3 ready operator replicas",
+    )
     [container] = deployment["spec"]["template"]["spec"]["containers"]
     assert "--status-interval=10s" in container["args"]
     history = json.loads(helm.run("history", release, "-n", release_namespace, "-o", "json").stdout)
@@ -638,10 +647,18 @@ def test_the_bundled_redis_keeps_its_password_across_upgrades(
     assert second == first
     password = base64.b64decode(first["password"]).decode()
     assert base64.b64decode(first["redis.conf"]).decode() == f"requirepass {password}\n"
-    redis = get_json(chart_cluster, "deployment", secret, "-n", release_namespace)
-    assert redis["status"]["readyReplicas"] == 1
+    eventually(
+        lambda: ready_replicas(chart_cluster, secret, release_namespace) == 1,
+        timeout=90,
+        what="ready bundled Redis",
+    )
     helm.uninstall(release, release_namespace)
     assert labelled_objects(chart_cluster, release) == []
+
+
+def ready_replicas(cluster: LocalCluster, deployment: str, namespace: str) -> int:
+    status = get_json(cluster, "deployment", deployment, "-n", namespace).get("status", {})
+    return int(status.get("readyReplicas", 0))
 
 
 # -- RBAC, for real ------------------------------------------------------------------------------
