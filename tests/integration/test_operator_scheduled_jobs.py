@@ -557,11 +557,11 @@ class TestStoppingTheOperators:
     """Last in the module: it stops the module's replicas, with every job still running."""
 
     @pytest.mark.xfail(
-        strict=True,
-        reason="BUG: 5 s after SIGTERM kopf cancels every task started since the operator "
-        "started, in-flight status writes included, whose pending records StatusStore._write "
-        "has already popped; `punctual run` then cancels the flusher and closes the API client "
-        "under its last flush",
+        strict=False,
+        reason="Partly fixed (a cancelled status write now keeps its records for the final "
+        "flush, and passes here on a quiet machine): kopf still cancels every task 5 s after "
+        "SIGTERM, and `punctual run` cancels the flusher and closes the API client under its "
+        "last flush; under load runs can still go uncounted",
     )
     def test_sigterm_writes_the_fate_of_every_run_even_with_a_write_in_flight(
         self,
