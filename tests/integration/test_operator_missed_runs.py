@@ -275,7 +275,7 @@ def receiver_of_test() -> Iterator[Receiver]:
 
 class TestReplicasThatFallBehind:
     @pytest.mark.xfail(
-        strict=True,
+        strict=False,  # shows up only in some cycles, depending on timing
         reason="BUG: each replica counts missed slots from its own cursor; the claim of the "
         "newest missed slot dedupes only replicas that pick the same newest slot",
     )

@@ -483,7 +483,7 @@ class TestSuspendingAndResuming:
         ) == "False"
 
     @pytest.mark.xfail(
-        strict=True,
+        strict=False,  # shows up only in some cycles, depending on timing
         reason="BUG: on resume, the missed slots are counted from the Suspended condition's "
         "lastTransitionTime (the status write, truncated to seconds), not from when scheduling "
         "stopped: a slot due between the two is neither run nor counted",
