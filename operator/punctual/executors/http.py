@@ -15,11 +15,12 @@ import types
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import aiohttp
 
 from punctual.runtime import seams
+from punctual.scheduling import timeline
 
 logger = logging.getLogger(__name__)
 
@@ -138,7 +139,7 @@ class HttpExecutor:
         headers = {
             **self._headers,
             IDEMPOTENCY_KEY: context.slot_id,
-            SCHEDULED_TIME: rfc3339_utc(context.scheduled_time),
+            SCHEDULED_TIME: timeline.rfc3339(context.scheduled_time),
         }
         timeout = self._timeouts.get(context.timeout)
         if timeout is None:
@@ -199,13 +200,6 @@ class HttpExecutor:
 def redact_url(url: str) -> str:
     """``url`` with any ``user:password@`` replaced by ``***@``, safe to log and to show."""
     return _USERINFO.sub(rf"\g<1>{REDACTED}@", url)
-
-
-def rfc3339_utc(instant: datetime) -> str:
-    """``2026-11-30T01:30:00Z``, with milliseconds when the instant has any (slots are in ms)."""
-    utc = instant if instant.tzinfo is UTC else instant.astimezone(UTC)
-    text = utc.isoformat(timespec="milliseconds" if utc.microsecond else "seconds")
-    return text.replace("+00:00", "Z")
 
 
 def _check_headers(headers: Mapping[str, str], *, what: str) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from punctual.executors import http
 from punctual.runtime import seams
-from punctual.scheduling import slots
+from punctual.scheduling import slots, timeline
 
 JOB = slots.JobRef(namespace="reports", name="nightly-report", uid="0f6c2a9e-uid")
 SLOT = datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
@@ -129,7 +129,7 @@ class TestTheTargetLearnsWhichSlotItServes:
     def test_a_time_in_another_zone_is_converted_to_utc(self) -> None:
         copenhagen = datetime.fromisoformat("2026-11-30T02:30:00.250+01:00")
 
-        assert http.rfc3339_utc(copenhagen) == "2026-11-30T01:30:00.250Z"
+        assert timeline.rfc3339(copenhagen) == "2026-11-30T01:30:00.250Z"
 
 
 class TestTheRequestIsTheOneConfigured:
