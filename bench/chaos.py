@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 import redis
 
 import slot_accounting
-from environment import Environment, environment, harness, load, say
+from environment import Environment, environment, failure_harness, harness, load, say
 from localcluster.certs import ClusterCerts
 
 API = harness.API
@@ -279,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
             for replica_id in operators.replica_ids:
                 operators.wait_ready(replica_id)
             time.sleep(3 * 5 + 2)  # three status intervals: every replica's records are out
+            for replica_id in operators.replica_ids:
+                claims.add(operators[replica_id])
             operators.stop()
             errors = operators.problems()
         for observer in observers:
@@ -302,6 +304,34 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if summed.duplicates == 0 and summed.unexplained == 0 else 1
 
 
+class ClaimOutcomes:
+    """``punctual_lock_claims_total`` by outcome, summed over every replica process: each one's
+    counters are read just before it is killed, and at the end."""
+
+    def __init__(self) -> None:
+        self.outcomes: collections.Counter[str] = collections.Counter()
+
+    def add(self, replica: "harness.Replica") -> None:
+        try:
+            text = replica.metrics()
+        except OSError:  # still starting: it claimed nothing yet
+            return
+        for outcome in ("won", "lost", "error"):
+            self.outcomes[outcome] += int(
+                failure_harness.metric(text, "punctual_lock_claims_total", outcome=outcome)
+            )
+        for result in ("Succeeded", "Failed", "TimedOut", "SkippedOverlap"):
+            self.outcomes[f"runs {result}"] += int(
+                failure_harness.metric(text, "punctual_runs_total", result=result)
+            )
+        self.outcomes["slots missed"] += int(
+            failure_harness.metric(text, "punctual_slots_missed_total")
+        )
+
+
+claims = ClaimOutcomes()
+
+
 def chaos(
     operators: Operators, rng: random.Random, *, minutes: float, every: float
 ) -> list[tuple[datetime, str]]:
@@ -312,6 +342,7 @@ def chaos(
     while next_kill < deadline:
         time.sleep(max(0.0, next_kill - time.monotonic()))
         victim = rng.choice(operators.replica_ids)
+        claims.add(operators[victim])  # its counters die with it
         operators[victim].kill()
         kills.append((now(), victim))
         say(f"SIGKILL {victim} ({len(kills)}); starting it again")
@@ -401,6 +432,11 @@ def print_report(
         print(f"watch resyncs (claims between them may be unseen): {seen.watch_resyncs}")
     if seen.errors:
         print(f"observer errors: {dict(seen.errors)}")
+    print(
+        "lock claims and runs over the whole run, all replica processes (metrics): "
+        + ", ".join(f"{outcome} {n}" for outcome, n in sorted(claims.outcomes.items()))
+        + " (an error is a slot this replica could not claim: never run, never counted)"
+    )
     print(f"ERROR lines in operator logs: { {r: len(lines) for r, lines in errors.items()} }")
     verdict = "OK" if summed.duplicates == 0 and summed.unexplained == 0 else "FAILED"
     print(f"verdict: {verdict} (duplicates {summed.duplicates}, unexplained {summed.unexplained})")

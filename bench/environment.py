@@ -19,7 +19,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "tests" / "integration"))
 
-import operator_harness as harness  # noqa: E402 - needs the path above
+import failure_harness  # noqa: E402, F401 - needs the path above; re-exported
+import operator_harness as harness  # noqa: E402
 
 from localcluster import LocalCluster, LocalRedis, manifests, processes  # noqa: E402
 from localcluster.api import ApiError  # noqa: E402

@@ -68,7 +68,7 @@ sys.path[:0] = [str(REPO / "hack"), str(REPO / "tests"), str(REPO / "tests" / "i
 from operator_harness import Operators, Replica  # noqa: E402
 
 from localcluster import LocalCluster, LocalRedis, ports, processes  # noqa: E402
-from localcluster.api import ApiClient  # noqa: E402
+from localcluster.api import ApiClient, ApiError  # noqa: E402
 from localcluster.certs import ClusterCerts  # noqa: E402
 from punctual.scheduling import durations, slots  # noqa: E402
 
@@ -320,9 +320,20 @@ async def _bulk(
 
 
 def list_jobs(cluster: LocalCluster, namespace: str) -> list[dict[str, Any]]:
+    """Every ScheduledJob of ``namespace``; an overloaded API server's 429/5xx are retried."""
     api = ApiClient(cluster.server, ClusterCerts(cluster.run_dir / "pki"), timeout=180)
-    items: list[dict[str, Any]] = api.get(f"{API}/namespaces/{namespace}/scheduledjobs")["items"]
-    return items
+    for attempt in range(10):
+        try:
+            listing = api.get(f"{API}/namespaces/{namespace}/scheduledjobs")
+        except ApiError as error:
+            if error.status != 429 and error.status < 500:
+                raise
+            log(f"  listing answered HTTP {error.status}; again in {2 + attempt}s")
+            time.sleep(2 + attempt)
+            continue
+        items: list[dict[str, Any]] = listing["items"]
+        return items
+    raise RuntimeError("the API server did not list the ScheduledJobs in 10 attempts")
 
 
 # -- the run ---------------------------------------------------------------------------------------
@@ -806,7 +817,7 @@ class Bench:
                 log(f"{name} FAILED: {type(error).__name__}: {error}")
                 scale.rows.append(
                     {"jobs": scale.jobs_count, "phase": f"{name} FAILED",
-                     "failure": f"{type(error).__name__}: {error}"[:300],
+                     "failure": " ".join(f"{type(error).__name__}: {error}".split())[:300],
                      "load1": round(os.getloadavg()[0], 2)}
                 )  # fmt: skip
                 return False

@@ -16,7 +16,7 @@ from operator_harness import Call, Operators, condition, now, read_all
 
 from localcluster import LocalCluster, ports
 
-_SAMPLE = re.compile(r"^(?P<name>[a-z_]+)\{(?P<labels>[^}]*)\} (?P<value>\S+)$", re.MULTILINE)
+_SAMPLE = re.compile(r"^(?P<name>[a-z_]+)(\{(?P<labels>[^}]*)\})? (?P<value>\S+)$", re.MULTILINE)
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 
@@ -26,7 +26,7 @@ def metric(text: str, name: str, **labels: str) -> float:
     for sample in _SAMPLE.finditer(text):
         if sample["name"] != name:
             continue
-        found = dict(_LABEL.findall(sample["labels"]))
+        found = dict(_LABEL.findall(sample["labels"] or ""))
         if all(found.get(key) == value for key, value in labels.items()):
             total += float(sample["value"])
     return total
