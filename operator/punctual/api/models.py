@@ -420,6 +420,13 @@ class ScheduledJobSpec(_ApiModel):
         description="True stops new runs from starting; it does not affect runs already in "
         "progress. Default false.",
     )
+    retry_lost_runs: pydantic.StrictBool = pydantic.Field(
+        default=False,
+        description="When the operator replica running a slot dies mid-run (the run is then "
+        "recorded Lost, within about 20 seconds), run that slot once more on another replica, "
+        "with the same Idempotency-Key so the target can tell. A retry that is lost too is "
+        "not retried. Default false. Needs the redis lock backend.",
+    )
     history: HistorySpec = pydantic.Field(
         default_factory=HistorySpec,
         json_schema_extra={"default": {}},
@@ -463,6 +470,7 @@ class RunResult(enum.StrEnum):
     TIMED_OUT = "TimedOut"
     SKIPPED_OVERLAP = "SkippedOverlap"
     MISSED = "Missed"
+    LOST = "Lost"
 
 
 class ConditionStatus(enum.StrEnum):
@@ -533,8 +541,9 @@ class RunRecord(_ApiModel):
     )
     result: RunResult = pydantic.Field(
         description="Succeeded, Failed, TimedOut (cancelled at spec.timeout), SkippedOverlap "
-        "(an earlier run was still going, see spec.concurrencyPolicy) or Missed (see "
-        "spec.missedRuns).",
+        "(an earlier run was still going, see spec.concurrencyPolicy), Missed (see "
+        "spec.missedRuns) or Lost (the operator replica running it died; see "
+        "spec.retryLostRuns).",
     )
     # Status strings carry no length limits: a long error must not make the status unwritable.
     message: str = pydantic.Field(
@@ -557,6 +566,12 @@ class ActiveRun(_ApiModel):
         default=None,
         description="For the job target: the name of the Job created for the slot.",
     )
+    attempt: WholeNumber | None = pydantic.Field(
+        default=None,
+        ge=1,
+        description="2 for the retry of a run recorded Lost (spec.retryLostRuns); unset for a "
+        "first run.",
+    )
 
 
 class RunCounts(_ApiModel):
@@ -577,6 +592,11 @@ class RunCounts(_ApiModel):
         default=0,
         ge=0,
         description="Slots not run because no replica could run them in time (spec.missedRuns).",
+    )
+    lost: WholeNumber = pydantic.Field(
+        default=0,
+        ge=0,
+        description="Runs whose operator replica died while they ran (spec.retryLostRuns).",
     )
 
 

@@ -9,6 +9,8 @@ Every failure is an ``InvalidSpecError`` whose ``field`` is the path users wrote
 object never crashes the operator and never affects the other objects.
 """
 
+import json
+import re
 from collections.abc import Mapping
 from datetime import timedelta
 
@@ -20,6 +22,7 @@ from punctual.scheduling import dst, durations, missed, plans, schedules, slots,
 from punctual.scheduling.errors import InvalidSpecError
 
 SPEC = "spec"
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 JOB_TIMEOUT_MARGIN = timedelta(seconds=30)
 """For the job target, the loop's own timeout is ``spec.timeout`` plus this margin.
@@ -79,6 +82,7 @@ def plan_for(spec: models.ScheduledJobSpec, *, uid: str) -> plans.JobPlan:
         concurrency=spec.concurrency_policy,
         max_queued=spec.max_queued,
         timeout=timeout,
+        retry_lost_runs=spec.retry_lost_runs,
     )
 
 
@@ -137,8 +141,18 @@ def _describe(detail: pydantic_core.ErrorDetails) -> tuple[str, str]:
 
 
 def _path(loc: tuple[int | str, ...]) -> str:
-    """``('missedRuns', 'maxCatchUp')`` → ``spec.missedRuns.maxCatchUp``; list items as ``[0]``."""
+    """``('missedRuns', 'maxCatchUp')`` → ``spec.missedRuns.maxCatchUp``; list items as ``[0]``.
+
+    A key users made up (an unknown field) is quoted as JSON, ``spec.dst["\\u001b[2J"]``: the
+    path lands in the Ready condition, an Event and the logs, where a raw newline or terminal
+    escape sequence from the object could forge lines or rewrite a terminal.
+    """
     path = SPEC
     for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif _PLAIN_KEY.fullmatch(part):
+            path += f".{part}"
+        else:
+            path += f"[{json.dumps(part)}]"
     return path

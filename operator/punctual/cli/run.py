@@ -8,6 +8,7 @@ import logging
 import os
 import socket
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import timedelta
 
 import aiohttp
@@ -16,9 +17,18 @@ import prometheus_client
 
 from punctual import metrics
 from punctual.controller import handlers, reconciler, targets
+from punctual.executors import allowlist
 from punctual.kube import client, jobs, objects, secrets, status
-from punctual.locks import kubernetes, memory, metered, redis, redis_stream
-from punctual.runtime import clocks, seams, supervisor
+from punctual.locks import (
+    health,
+    kubernetes,
+    memory,
+    metered,
+    redis,
+    redis_leases,
+    redis_stream,
+)
+from punctual.runtime import clocks, leases, seams, supervisor
 from punctual.scheduling import durations
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.stores import fanout
@@ -77,6 +87,14 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         metavar="DURATION",
         help="the most often one replica writes one job's status (default: 5s)",
     )
+    parser.add_argument(
+        "--http-allowed-hosts",
+        action="append",
+        default=[],
+        metavar="PATTERNS",
+        help="HTTP targets may call only these hosts: host names, '*.suffix', IP addresses or "
+        "networks, each optionally with :PORT; comma-separated or repeated (default: any host)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -95,7 +113,12 @@ def run(arguments: argparse.Namespace) -> int:
         interval = durations.parse(arguments.status_interval, field="--status-interval")
         if arguments.lock_backend == "redis" and not arguments.redis_url:
             raise InvalidSpecError("--redis-url", "required with --lock-backend redis")
-    except InvalidSpecError as error:
+        allowed_hosts = (
+            allowlist.HostAllowlist.parse(arguments.http_allowed_hosts)
+            if arguments.http_allowed_hosts
+            else None
+        )
+    except (InvalidSpecError, ValueError) as error:
         print(f"punctual run: {error}")
         return 2
     # What is loaded by now (kopf, the generated Kubernetes client: ~100k objects) lives as long
@@ -104,7 +127,9 @@ def run(arguments: argparse.Namespace) -> int:
     # every slot due meanwhile, whenever the allocations of a burst of runs trigger one.
     gc.collect()
     gc.freeze()
-    asyncio.run(_operate(arguments, stagger=stagger, status_interval=interval))
+    asyncio.run(
+        _operate(arguments, stagger=stagger, status_interval=interval, allowed_hosts=allowed_hosts)
+    )
     return 0
 
 
@@ -113,6 +138,7 @@ async def _operate(
     *,
     stagger: timedelta,
     status_interval: timedelta,
+    allowed_hosts: allowlist.HostAllowlist | None = None,
 ) -> None:
     registry = prometheus_client.CollectorRegistry()
     meters = metrics.Metrics(registry)
@@ -126,6 +152,7 @@ async def _operate(
         cache = objects.ObjectCache()
         status_api = status.StatusApi(api)
         lock = await stack.enter_async_context(_lock(arguments, api=status_api, cache=cache))
+        tracked = health.HealthTrackingLock(lock, backend=arguments.lock_backend)
         statuses = status_store.StatusStore(
             api=status_api,
             cache=cache,
@@ -133,10 +160,13 @@ async def _operate(
             wall=clocks.system_wall,
             interval=status_interval,
         )
+        durable = await stack.enter_async_context(_durable_runs(arguments))
+        stores: list[seams.RunStore] = [statuses, metered_store.MeteredStore(meters)]
+        stores += [durable.heartbeat] if durable is not None else []
         scheduler = supervisor.Supervisor(
             wall=clocks.system_wall,
-            lock=metered.MeteredLock(lock, meters=meters, backend=arguments.lock_backend),
-            store=fanout.FanoutStore(statuses, metered_store.MeteredStore(meters)),
+            lock=metered.MeteredLock(tracked, meters=meters, backend=arguments.lock_backend),
+            store=fanout.FanoutStore(*stores),
             replica=arguments.replica_id,
             stagger=stagger,
         )
@@ -154,6 +184,7 @@ async def _operate(
             targets=targets.Targets(
                 session=session,
                 secrets=secrets.SecretReader(api),
+                allowed_hosts=allowed_hosts,
                 jobs=jobs_api,
                 job_watcher=job_watcher,
                 streams=streams,
@@ -162,12 +193,17 @@ async def _operate(
                 ),
             ),
             wall=clocks.system_wall,
+            # Only Redis is a backend of its own: the kubernetes lock fails exactly when status
+            # cannot be written either, and the memory lock always answers.
+            lock_health=tracked if arguments.lock_backend == "redis" else None,
         )
         kopf_registry = kopf.OperatorRegistry()
         handlers.register(kopf_registry, scheduled_jobs)
         settings = kopf.OperatorSettings()
         settings.posting.level = logging.WARNING  # our Events are explicit, not log lines
         flusher = asyncio.create_task(statuses.run(), name="status writer")
+        prober = asyncio.create_task(tracked.watch(), name="lock health")
+        durable_tasks = durable.start(scheduler) if durable is not None else []
         try:
             await kopf.operator(
                 registry=kopf_registry,
@@ -182,10 +218,15 @@ async def _operate(
                 ),
             )
         finally:
+            prober.cancel()
             await scheduler.shutdown()
+            if durable is not None:
+                await durable.stop(durable_tasks)
             flusher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await flusher
+            with contextlib.suppress(asyncio.CancelledError):
+                await prober
 
 
 @contextlib.asynccontextmanager
@@ -218,3 +259,42 @@ async def _streams(
         yield streams
     finally:
         await streams.close()
+
+
+@dataclass(frozen=True)
+class _DurableRuns:
+    """Durable runs (redis backend): a lease per run in flight, renewed by a heartbeat; a
+    replica that dies mid-run leaves an expiring lease, which another replica takes over."""
+
+    backend: redis_leases.RedisRunLeases
+    heartbeat: leases.Heartbeat
+
+    def start(self, scheduler: supervisor.Supervisor) -> list[asyncio.Task[None]]:
+        detector = leases.LossDetector(
+            self.backend, jobs=lambda: scheduler.armed, on_lost=scheduler.lost
+        )
+        return [
+            asyncio.create_task(self.heartbeat.run(), name="run lease heartbeat"),
+            asyncio.create_task(detector.run(), name="lost run detector"),
+        ]
+
+    async def stop(self, tasks: list[asyncio.Task[None]]) -> None:
+        """After the scheduler's shutdown: runs it cancelled are recorded (Failed, "operator
+        stopping"), so their leases go too, or another replica would record them Lost."""
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        with contextlib.suppress(seams.LockUnavailableError):
+            await self.heartbeat.close()
+
+
+@contextlib.asynccontextmanager
+async def _durable_runs(arguments: argparse.Namespace) -> AsyncIterator[_DurableRuns | None]:
+    if arguments.lock_backend != "redis":
+        yield None
+        return
+    run_leases = redis_leases.RedisRunLeases.from_url(arguments.redis_url)
+    try:
+        yield _DurableRuns(run_leases, leases.Heartbeat(run_leases, replica=arguments.replica_id))
+    finally:
+        await run_leases.close()

@@ -12,6 +12,7 @@ from datetime import datetime
 from punctual.api import plans
 from punctual.controller import targets
 from punctual.kube import events, objects, resources
+from punctual.locks import health
 from punctual.runtime import seams, supervisor
 from punctual.scheduling import slots, timeline
 from punctual.scheduling.errors import InvalidSpecError
@@ -21,6 +22,7 @@ logger = logging.getLogger(__name__)
 
 READY = "Ready"
 SUSPENDED = "Suspended"
+LOCK_BACKEND_UNAVAILABLE = "LockBackendUnavailable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +40,7 @@ class Reconciler:
         cache: objects.ObjectCache,
         targets: targets.Targets,
         wall: seams.WallClock,
+        lock_health: health.HealthTrackingLock | None = None,
     ) -> None:
         self._scheduler = scheduler
         self._store = store
@@ -45,6 +48,11 @@ class Reconciler:
         self._targets = targets
         self._wall = wall
         self._seen: dict[slots.JobRef, _Seen] = {}
+        self._lock_health = lock_health
+        self._scheduling: dict[slots.JobRef, int] = {}
+        """Jobs armed and not suspended, with their generation: Ready follows the lock."""
+        if lock_health is not None:
+            lock_health.subscribe(self._lock_backend_changed)
 
     async def observe(self, body: resources.Body) -> None:
         """An object was listed, added or modified: act on a new generation only."""
@@ -63,6 +71,7 @@ class Reconciler:
                 error.reason if isinstance(error, targets.TargetUnavailableError) else "InvalidSpec"
             )
             await self._scheduler.disarm(job)
+            self._scheduling.pop(job, None)
             self._seen[job] = _Seen(generation=generation, suspended=False)
             self._condition(
                 job, READY, ok=False, reason=reason, message=str(error), generation=generation
@@ -77,6 +86,7 @@ class Reconciler:
         self._seen[job] = _Seen(generation=generation, suspended=spec.suspend)
         if spec.suspend:
             self._scheduler.suspend(job)
+            self._scheduling.pop(job, None)
             self._condition(
                 job,
                 SUSPENDED,
@@ -114,6 +124,32 @@ class Reconciler:
         self._condition(
             job, SUSPENDED, ok=False, reason="Active", message="scheduling", generation=generation
         )
+        self._scheduling[job] = generation
+        self._ready(job, generation)
+
+    async def forget(self, body: resources.Body) -> None:
+        """The object is gone: no more slots, runs cancelled, nothing left behind."""
+        job = resources.job_ref(body)
+        await self._scheduler.disarm(job)
+        self._seen.pop(job, None)
+        self._scheduling.pop(job, None)
+        self._store.forget(job)
+        self._cache.forget(job)
+
+    def _ready(self, job: slots.JobRef, generation: int) -> None:
+        """Ready for a job being scheduled: True, unless the lock backend does not answer (then
+        no slot can be claimed, and users must see why nothing runs)."""
+        lock = self._lock_health
+        if lock is not None and not lock.available:
+            self._condition(
+                job,
+                READY,
+                ok=False,
+                reason=LOCK_BACKEND_UNAVAILABLE,
+                message=lock.message,
+                generation=generation,
+            )
+            return
         self._condition(
             job,
             READY,
@@ -123,13 +159,9 @@ class Reconciler:
             generation=generation,
         )
 
-    async def forget(self, body: resources.Body) -> None:
-        """The object is gone: no more slots, runs cancelled, nothing left behind."""
-        job = resources.job_ref(body)
-        await self._scheduler.disarm(job)
-        self._seen.pop(job, None)
-        self._store.forget(job)
-        self._cache.forget(job)
+    def _lock_backend_changed(self, available: bool, message: str) -> None:
+        for job, generation in self._scheduling.items():
+            self._ready(job, generation)
 
     def _condition(
         self,

@@ -7,7 +7,7 @@ from datetime import timedelta
 import aiohttp
 
 from punctual.api import models
-from punctual.executors import http, job, queue
+from punctual.executors import allowlist, http, job, queue
 from punctual.kube import jobs, secrets
 from punctual.locks import redis_stream
 from punctual.runtime import seams
@@ -15,6 +15,7 @@ from punctual.scheduling import durations, slots
 from punctual.scheduling.errors import InvalidSpecError
 
 QUEUE_UNAVAILABLE = "QueueUnavailable"
+HOST_NOT_ALLOWED = "HostNotAllowed"
 
 
 class TargetUnavailableError(Exception):
@@ -45,6 +46,7 @@ class Targets:
         job_watcher: jobs.JobWatcher | None = None,
         streams: redis_stream.StreamClaims | None = None,
         meter_lock: Callable[[seams.SlotLock], seams.SlotLock] = lambda lock: lock,
+        allowed_hosts: allowlist.HostAllowlist | None = None,
     ) -> None:
         self._session = session
         self._secrets = secrets
@@ -52,6 +54,7 @@ class Targets:
         self._job_watcher = job_watcher
         self._streams = streams
         self._meter_lock = meter_lock
+        self._allowed_hosts = allowed_hosts
 
     def wire(self, job: slots.JobRef, spec: models.ScheduledJobSpec) -> Wiring:
         """An executor (and lock) for ``spec.target``.
@@ -118,6 +121,14 @@ class Targets:
             )
         except ValueError as error:
             raise InvalidSpecError("spec.target.http", str(error)) from None
+        if self._allowed_hosts is not None and not self._allowed_hosts.admits(target.url):
+            # The operator's policy, not the spec's fault: a reason of its own, and the job is
+            # never armed, so its URL is never called.
+            raise TargetUnavailableError(
+                HOST_NOT_ALLOWED,
+                f"spec.target.http.url: {http.redact_url(target.url)} is not a host this "
+                f"operator may call (--http-allowed-hosts {self._allowed_hosts})",
+            )
         secret_names = [source.secret_ref.name for source in target.headers_from or []]
         if not secret_names:
             return http.HttpExecutor(request, session=self._session)

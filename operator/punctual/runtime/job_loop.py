@@ -44,6 +44,7 @@ class _Run:
     started_at: datetime
     task: "asyncio.Task[None] | None" = None
     recorded: bool = field(default=False)
+    attempt: int = 1
 
 
 class JobLoop:
@@ -74,6 +75,7 @@ class JobLoop:
         self._replaced: set[datetime] = set()
         self._stopping: str | None = None
         self._draining: asyncio.Task[None] | None = None
+        self._armed: _Armed | None = None
 
     @property
     def active_slots(self) -> list[datetime]:
@@ -97,7 +99,7 @@ class JobLoop:
         one step).
         """
         self.stop_scheduling()
-        armed = _Armed(plan=plan, executor=executor, lock=lock or self._lock)
+        armed = self._armed = _Armed(plan=plan, executor=executor, lock=lock or self._lock)
         self._scheduling = self._spawn(
             self._schedule(armed, resume_after=resume_after, missed_through=missed_through),
             name=f"schedule {self.job.namespace}/{self.job.name}",
@@ -222,10 +224,47 @@ class JobLoop:
             logger.exception("slot %s not claimed, the lock failed", claim.slot_id)
         return False
 
+    def lost(
+        self, slot: datetime, *, replica: str, started_at: datetime | None, attempt: int
+    ) -> None:
+        """The run of ``slot`` that ``replica`` started was lost (its lease expired), and this
+        replica took it over: record it Lost and, if the plan says so and it was the first
+        attempt, run the slot once more (the take-over is the claim)."""
+        armed = self._armed
+        retry = (
+            armed is not None
+            and armed.plan.retry_lost_runs
+            and attempt == 1
+            and self._stopping is None
+        )
+        offset = armed.plan.offset if armed is not None else timedelta()
+        self._store.run_finished(
+            self.job,
+            seams.RunRecord(
+                slot=slot,
+                scheduled_time=slot + offset,
+                result=seams.RunResult.LOST,
+                started_at=started_at,
+                finished_at=self._wall(),
+                message=f"replica {replica} stopped renewing the run's lease (attempt {attempt}); "
+                f"noticed by {self._replica}"
+                + ("; running the slot once more" if retry else "; not run again"),
+                replica=replica,
+            ),
+        )
+        if retry and armed is not None:
+            self._admit(slot, armed, attempt=attempt + 1)
+
     async def _claim_and_start(self, slot: datetime, armed: _Armed) -> asyncio.Task[None] | None:
-        plan = armed.plan
         if not await self._claim(slot, armed):
             return None
+        return self._admit(slot, armed)
+
+    def _admit(
+        self, slot: datetime, armed: _Armed, *, attempt: int = 1
+    ) -> asyncio.Task[None] | None:
+        """A slot this replica owns: start it, queue it or skip it, per the concurrency policy."""
+        plan = armed.plan
         # Runs this loop does not track (another replica's, an earlier process's) count too.
         elsewhere = self._running_elsewhere(armed.executor, besides=slot)
         active = len(self._active) + len(elsewhere)
@@ -253,7 +292,7 @@ class JobLoop:
                         run.task.cancel()
                 for running_slot in elsewhere:
                     self._abort_context(self._context(running_slot, armed), armed)
-        return self._start(slot, armed)
+        return self._start(slot, armed, attempt=attempt)
 
     def _running_elsewhere(self, executor: seams.Executor, *, besides: datetime) -> list[datetime]:
         if not isinstance(executor, seams.SeesRuns):
@@ -300,9 +339,9 @@ class JobLoop:
             timeout=armed.plan.timeout,
         )
 
-    def _start(self, slot: datetime, armed: _Armed) -> asyncio.Task[None]:
+    def _start(self, slot: datetime, armed: _Armed, *, attempt: int = 1) -> asyncio.Task[None]:
         context = self._context(slot, armed)
-        run = self._active[slot] = _Run(context=context, started_at=self._wall())
+        run = self._active[slot] = _Run(context=context, started_at=self._wall(), attempt=attempt)
         executor = armed.executor
         self._store.run_started(
             self.job,
@@ -314,6 +353,7 @@ class JobLoop:
                 job_name=(
                     executor.job_name(context) if isinstance(executor, seams.NamesJobs) else None
                 ),
+                attempt=attempt,
             ),
         )
         run.task = self._spawn(self._execute(run, armed), name=f"run {context.slot_id}")

@@ -18,6 +18,8 @@ class RunResult(enum.StrEnum):
     TIMED_OUT = "TimedOut"
     SKIPPED_OVERLAP = "SkippedOverlap"
     MISSED = "Missed"
+    LOST = "Lost"
+    """The replica running it died (its lease expired); recorded by the replica that noticed."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,6 +114,8 @@ class ActiveRun:
     replica: str
     job_name: str | None = None
     """For the job target: the Job the run created."""
+    attempt: int = 1
+    """2 for the one retry of a run recorded Lost (``spec.retryLostRuns``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

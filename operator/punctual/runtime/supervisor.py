@@ -3,7 +3,7 @@
 import asyncio
 from datetime import datetime, timedelta
 
-from punctual.runtime import job_loop, seams, timers
+from punctual.runtime import job_loop, leases, seams, timers
 from punctual.scheduling import plans, slots
 
 
@@ -63,6 +63,18 @@ class Supervisor:
         loop.arm(
             plan, executor, resume_after=resume_after, missed_through=missed_through, lock=lock
         )
+
+    async def lost(self, lease: leases.Lease) -> None:
+        """A run of an armed job whose replica died, taken over by this replica (the
+        ``LossDetector``'s ``on_lost``): see ``JobLoop.lost``."""
+        loop = self._loops.get(lease.job)
+        if loop is not None:
+            loop.lost(
+                lease.slot,
+                replica=lease.replica,
+                started_at=lease.started_at,
+                attempt=lease.attempt,
+            )
 
     def suspend(self, job: slots.JobRef) -> None:
         """Stop new slots of ``job``; its runs in flight go on."""

@@ -15,6 +15,8 @@ class JobPlan:
     concurrency: overlap.ConcurrencyPolicy = overlap.ConcurrencyPolicy.FORBID
     max_queued: int = 1
     timeout: timedelta = timedelta(minutes=10)
+    retry_lost_runs: bool = False
+    """Run a slot once more (same slot id) when its first run is recorded Lost."""
     _lock_ttl: timedelta = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -29,7 +29,8 @@ class MeteredStore:
 
     def run_finished(self, job: slots.JobRef, record: seams.RunRecord) -> None:
         self._meters.runs.labels(result=record.result.value).inc()
-        if record.started_at is not None:  # only records of runs that were reported started
+        # Only records of runs reported started here: a Lost record is another replica's run.
+        if record.started_at is not None and record.result is not seams.RunResult.LOST:
             self._meters.active_runs.dec()
 
     def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:

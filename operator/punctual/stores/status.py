@@ -33,6 +33,7 @@ _COUNT_KEYS = {
     seams.RunResult.TIMED_OUT: "timedOut",
     seams.RunResult.SKIPPED_OVERLAP: "skippedOverlap",
     seams.RunResult.MISSED: "missed",
+    seams.RunResult.LOST: "lost",
 }
 _RUNS = {seams.RunResult.SUCCEEDED, seams.RunResult.FAILED, seams.RunResult.TIMED_OUT}
 MIN_BATCH = 4
@@ -122,7 +123,11 @@ class StatusStore:
         pending.counts[_COUNT_KEYS[record.result]] += 1
         pending.records.append(record)
         pending.claimed = _latest(pending.claimed, record.slot)
-        if record.result in (seams.RunResult.FAILED, seams.RunResult.TIMED_OUT):
+        if record.result in (
+            seams.RunResult.FAILED,
+            seams.RunResult.TIMED_OUT,
+            seams.RunResult.LOST,
+        ):
             self._warn(
                 job,
                 f"Run{record.result}",
@@ -260,6 +265,8 @@ class StatusStore:
         counts.update(current.get("counts") or {})
         counts.update(pending.counts)
         new_runs = [_as_run(record) for record in pending.records]
+        # A run recorded Lost here belonged to a replica that died: its entry in active goes.
+        lost = {run["slot"] for run in new_runs if run["result"] == seams.RunResult.LOST.value}
         recent = _recent([*new_runs, *(current.get("recentRuns") or [])], history)
         composed: dict[str, Any] = {
             "counts": dict(counts),
@@ -268,7 +275,7 @@ class StatusStore:
                 *(
                     run
                     for run in current.get("active") or []
-                    if run.get("replica") != self._replica
+                    if run.get("replica") != self._replica and run.get("slot") not in lost
                 ),
                 *(_as_active(run) for run in self._active[job].values()),
             ],
@@ -351,13 +358,15 @@ def _as_run(record: seams.RunRecord) -> dict[str, Any]:
 
 
 def _as_active(run: seams.ActiveRun) -> dict[str, Any]:
-    active = {
+    active: dict[str, Any] = {
         "slot": timeline.rfc3339(run.slot),
         "startedAt": timeline.rfc3339(run.started_at),
         "replica": run.replica,
     }
     if run.job_name is not None:
         active["jobName"] = run.job_name
+    if run.attempt > 1:
+        active["attempt"] = run.attempt
     return active
 
 
@@ -372,9 +381,11 @@ def _recent(runs: list[dict[str, Any]], history: History) -> list[dict[str, Any]
     room = {True: history.succeeded, False: history.failed}
     for run in sorted(runs, key=_slot_key, reverse=True):
         succeeded = run["result"] == seams.RunResult.SUCCEEDED
-        if run["slot"] in seen or room[succeeded] <= 0:
+        # A lost run and its retry are two entries of the same slot.
+        key = f"{run['slot']}/{run['result'] == seams.RunResult.LOST}"
+        if key in seen or room[succeeded] <= 0:
             continue
-        seen.add(run["slot"])
+        seen.add(key)
         room[succeeded] -= 1
         kept.append(run)
     return kept

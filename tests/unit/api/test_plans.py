@@ -498,6 +498,7 @@ class TestStatusRoundTripsThroughItsWireForm:
                 "timedOut": 0,
                 "skippedOverlap": 1,
                 "missed": 0,
+                "lost": 0,
             },
         }
 

@@ -14,12 +14,6 @@ from punctual.scheduling import slots
 
 JOB = slots.JobRef(namespace="ns", name="job", uid="uid-1")
 
-NEEDS_WIRING = pytest.mark.xfail(
-    strict=True,
-    reason="needs: --http-allowed-hosts in cli/run.py and Targets(allowed_hosts=...) in "
-    "controller/targets.py (patch in the issue 7 report)",
-)
-
 
 @pytest.mark.parametrize(
     ("pattern", "url"),
@@ -75,7 +69,6 @@ def test_a_malformed_pattern_is_refused_naming_it(pattern: str) -> None:
         HostAllowlist.parse([pattern])
 
 
-@NEEDS_WIRING
 def test_a_job_whose_host_is_not_allowed_is_reported_and_never_wired() -> None:
     wiring = targets.Targets(
         session=object(),  # type: ignore[arg-type]
@@ -93,7 +86,6 @@ def test_a_job_whose_host_is_not_allowed_is_reported_and_never_wired() -> None:
     assert "spec.target.http.url" in str(refused.value)
 
 
-@NEEDS_WIRING
 def test_a_job_whose_host_is_allowed_is_wired() -> None:
     wiring = targets.Targets(
         session=object(),  # type: ignore[arg-type]
@@ -107,7 +99,6 @@ def test_a_job_whose_host_is_allowed_is_wired() -> None:
     assert wiring.wire(JOB, spec).executor is not None
 
 
-@NEEDS_WIRING
 def test_the_command_line_takes_the_allowlist() -> None:
     parser = argparse.ArgumentParser()
     run_command.register(parser.add_subparsers())
