@@ -9,9 +9,13 @@ class MeteredLock:
 
     def __init__(self, inner: seams.SlotLock, *, meters: metrics.Metrics, backend: str) -> None:
         self._inner = inner
-        self._claims = meters.lock_claims
         self._backend = backend
         meters.claim_outcomes(backend)
+        # Bound once: ``labels()`` takes a lock and parses its arguments on every call.
+        self._counters = {
+            outcome: meters.lock_claims.labels(backend=backend, outcome=outcome)
+            for outcome in metrics.CLAIM_OUTCOMES
+        }
 
     def __repr__(self) -> str:
         return f"MeteredLock({self._inner!r})"
@@ -29,4 +33,4 @@ class MeteredLock:
         return won
 
     def _count(self, outcome: str) -> None:
-        self._claims.labels(backend=self._backend, outcome=outcome).inc()
+        self._counters[outcome].inc()

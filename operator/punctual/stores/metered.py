@@ -5,6 +5,8 @@ It records nothing else: pair it with the status store through ``stores.fanout``
 
 from datetime import datetime, timedelta
 
+import prometheus_client
+
 from punctual import metrics
 from punctual.runtime import seams
 from punctual.scheduling import overlap, slots
@@ -15,6 +17,10 @@ class MeteredStore:
 
     def __init__(self, meters: metrics.Metrics) -> None:
         self._meters = meters
+        # Bound once: ``labels()`` takes a lock and parses its arguments on every call.
+        self._runs: dict[seams.RunResult, prometheus_client.Counter] = {
+            result: meters.runs.labels(result=result.value) for result in metrics.RECORDED_RESULTS
+        }
 
     # The parameters are the RunStore protocol's; metrics carry no per-job labels.
     def slot_upcoming(self, job: slots.JobRef, *, scheduled_time: datetime) -> None:
@@ -28,7 +34,8 @@ class MeteredStore:
         self._meters.active_runs.inc()
 
     def run_finished(self, job: slots.JobRef, record: seams.RunRecord) -> None:
-        self._meters.runs.labels(result=record.result.value).inc()
+        # Missed slots never come here: they are counted by ``slots_missed``.
+        self._runs[record.result].inc()
         # Only records of runs reported started here: a Lost record is another replica's run.
         if record.started_at is not None and record.result is not seams.RunResult.LOST:
             self._meters.active_runs.dec()
