@@ -29,6 +29,9 @@ LOCK_BACKEND_UNAVAILABLE = "LockBackendUnavailable"
 class _Seen:
     generation: int
     suspended: bool
+    suspended_after: datetime | None = None
+    """The newest slot this replica dealt with before the suspension (when it was scheduling
+    the job): the missed slots on resume are the ones after it."""
 
 
 class Reconciler:
@@ -83,9 +86,15 @@ class Reconciler:
             job,
             history=status.History(succeeded=spec.history.succeeded, failed=spec.history.failed),
         )
-        self._seen[job] = _Seen(generation=generation, suspended=spec.suspend)
         if spec.suspend:
-            self._scheduler.suspend(job)
+            handled_through = self._scheduler.suspend(job)
+            self._seen[job] = _Seen(
+                generation=generation,
+                suspended=True,
+                suspended_after=seen.suspended_after
+                if seen is not None and seen.suspended
+                else handled_through,
+            )
             self._scheduling.pop(job, None)
             self._condition(
                 job,
@@ -104,6 +113,7 @@ class Reconciler:
                 generation=generation,
             )
             return
+        self._seen[job] = _Seen(generation=generation, suspended=False)
         now = self._wall()
         high_water = _high_water(body)
         if seen is None:
@@ -111,8 +121,10 @@ class Reconciler:
             # high-water mark follow the missed-run policy; a new object starts from now.
             self._scheduler.arm(job, plan, executor, resume_after=high_water or now, lock=lock)
         elif seen.suspended:
-            # Resumed: slots while suspended are counted missed, never replayed.
-            since = _suspended_since(body) or high_water or now
+            # Resumed: slots while suspended are counted missed, never replayed. Counted from
+            # the last slot this replica dealt with, not from the Suspended condition's time
+            # (a later status write, in whole seconds): a slot due in between would be lost.
+            since = seen.suspended_after or _suspended_since(body) or high_water or now
             start = max(since, high_water) if high_water else since
             self._scheduler.arm(
                 job, plan, executor, resume_after=start, missed_through=now, lock=lock

@@ -80,6 +80,7 @@ class JobLoop:
         self._stopping: str | None = None
         self._draining: asyncio.Task[None] | None = None
         self._armed: _Armed | None = None
+        self._handled_through: datetime | None = None
 
     @property
     def active_slots(self) -> list[datetime]:
@@ -115,6 +116,12 @@ class JobLoop:
             name=f"schedule {self.job.namespace}/{self.job.name}",
         )
         self._scheduling.add_done_callback(self._report_crash)
+
+    @property
+    def handled_through(self) -> datetime | None:
+        """The newest slot this loop dealt with (ran, claimed for another replica, counted
+        missed): when scheduling stops, slots after it are nobody's here."""
+        return self._handled_through
 
     def stop_scheduling(self) -> None:
         """Stop starting new slots; runs in flight and claimed slots go on."""
@@ -161,10 +168,13 @@ class JobLoop:
         plan = armed.plan
         cursor = resume_after
         if missed_through is not None and missed_through > cursor:
-            skipped = plan.schedule.due_between(after=cursor, until=missed_through, keep=1)
+            skipped = plan.schedule.due_between(
+                after=cursor, until=missed_through, keep=missed.GIVEN_UP_CLAIMS
+            )
             if skipped.total:
-                await self._count_missed(skipped.total, skipped.newest[-1], armed)
+                await self._count_missed(missed.give_up(skipped.newest, total=skipped.total), armed)
             cursor = missed_through
+        self._handled_through = cursor
         keep = missed.keep_for(plan.missed_runs)
         # This replica's stagger delays its claims; it is not lateness of the job.
         delay = plan.offset + self._stagger
@@ -177,12 +187,10 @@ class JobLoop:
             await self._timer.wait_until(upcoming + delay)
             now = self._wall() - delay  # on the job's own timeline, like the deadline
             if waited and following > now:  # the normal case: woke for exactly one slot
-                on_time = missed.within_deadline(upcoming, now=now, rules=plan.missed_runs)
-                decision = missed.Decision(
-                    run=(upcoming,) if on_time else (),
-                    missed=int(not on_time),
-                    newest_missed=None if on_time else upcoming,
-                )
+                if missed.within_deadline(upcoming, now=now, rules=plan.missed_runs):
+                    decision = missed.Decision(run=(upcoming,), missed=0, given_up=())
+                else:
+                    decision = missed.give_up((upcoming,), total=1)
                 newest = upcoming
             else:  # re-armed behind, stalled or the wall clock jumped: the missed-run policy
                 due = plan.schedule.due_between(after=cursor, until=now, keep=keep)
@@ -193,8 +201,8 @@ class JobLoop:
                 )
                 newest = due.newest[-1]
                 following = plan.schedule.next_after(newest).at
-            if decision.newest_missed is not None:
-                await self._count_missed(decision.missed, decision.newest_missed, armed)
+            if decision.given_up:
+                await self._count_missed(decision, armed)
             for slot in decision.run:
                 # Shielded: once a claim is on its way, re-arming must not strand the slot
                 # claimed here and never run.
@@ -205,14 +213,25 @@ class JobLoop:
                 if started is not None and len(decision.run) > 1:
                     await asyncio.wait([started])  # catch-up runs go one after another, in order
             cursor, upcoming = newest, following
+            self._handled_through = cursor
 
-    async def _count_missed(self, count: int, newest: datetime, armed: _Armed) -> None:
-        """Record ``count`` missed slots, on the one replica that claims the newest of them.
+    async def _count_missed(self, decision: missed.Decision, armed: _Armed) -> None:
+        """Count the slots given up, each on the one replica that claims it.
 
-        Every replica reaches the same decision; the claim keeps the count from multiplying.
-        When the lock cannot answer, the misses go uncounted rather than counted twice.
+        Every replica that fell behind decides on the slots due since its own cursor, and
+        replicas fall behind at different times: a slot another replica ran or counted is
+        claimed already, so the count never multiplies. Claimed oldest first, as a lock that is
+        a high-water mark (the kubernetes backend) needs. Slots older than the ones listed (a
+        long outage) are counted by the replica that claims the oldest listed one. When the lock
+        cannot answer, misses go uncounted rather than counted twice.
         """
-        if await self._claim(newest, armed, run=False):
+        older = decision.missed - len(decision.given_up)
+        count, newest = 0, None
+        for index, slot in enumerate(decision.given_up):
+            if await self._claim(slot, armed, run=False):
+                count += 1 + (older if index == 0 else 0)
+                newest = slot
+        if newest is not None:
             self._store.slots_missed(self.job, count=count, newest=newest)
 
     async def _claim(self, slot: datetime, armed: _Armed, *, run: bool = True) -> bool:

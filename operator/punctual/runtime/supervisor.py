@@ -76,11 +76,17 @@ class Supervisor:
                 attempt=lease.attempt,
             )
 
-    def suspend(self, job: slots.JobRef) -> None:
-        """Stop new slots of ``job``; its runs in flight go on."""
+    def suspend(self, job: slots.JobRef) -> datetime | None:
+        """Stop new slots of ``job``; its runs in flight go on.
+
+        Returns the newest slot dealt with, if ``job`` was being scheduled here: the slots
+        after it are the ones the suspension missed.
+        """
         loop = self._loops.get(job)
-        if loop is not None:
-            loop.stop_scheduling()
+        if loop is None:
+            return None
+        loop.stop_scheduling()
+        return loop.handled_through
 
     async def disarm(self, job: slots.JobRef) -> None:
         """Forget ``job``: no more slots, runs cancelled within the grace period."""

@@ -23,14 +23,20 @@ class MissedRuns:
     """A slot that cannot start within this of its fire time is missed, not run late."""
 
 
+GIVEN_UP_CLAIMS = 16
+"""How many of the newest slots given up are claimed one by one, to be counted exactly once."""
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
     run: tuple[datetime, ...]
     """The slots to run now, oldest first."""
     missed: int
     """How many slots are given up, for the counts."""
-    newest_missed: datetime | None
-    """The newest slot given up: claiming it lets exactly one replica count the misses."""
+    given_up: tuple[datetime, ...]
+    """The newest slots given up, oldest first (all of them unless more than
+    ``GIVEN_UP_CLAIMS``): each is claimed, so that exactly one replica counts it, whichever
+    replicas fell behind and when. Older ones go with the oldest of these."""
 
 
 def decide(newest: Sequence[datetime], *, total: int, now: datetime, rules: MissedRuns) -> Decision:
@@ -38,8 +44,8 @@ def decide(newest: Sequence[datetime], *, total: int, now: datetime, rules: Miss
 
     ``now`` is on the job's jittered timeline (wall time minus the jitter offset), so the
     starting deadline counts from each slot's own fire time. The caller passes the
-    ``keep_for(rules)`` newest slots, one more than can run, so that the newest given-up slot
-    is among them whenever a slot is given up (slots given up are always older than slots run).
+    ``keep_for(rules)`` newest slots: all that can run and ``GIVEN_UP_CLAIMS`` more, so that the
+    newest given-up slots are among them (slots given up are always older than slots run).
     """
     in_time = [slot for slot in newest if within_deadline(slot, now=now, rules=rules)]
     match rules.policy:
@@ -53,13 +59,19 @@ def decide(newest: Sequence[datetime], *, total: int, now: datetime, rules: Miss
     return Decision(
         run=tuple(run),
         missed=total - len(run),
-        newest_missed=given_up[-1] if given_up else None,
+        given_up=tuple(given_up[-GIVEN_UP_CLAIMS:]),
     )
+
+
+def give_up(newest: Sequence[datetime], *, total: int) -> Decision:
+    """Give up all ``total`` slots, of which ``newest`` are the newest (a suspension, a slot
+    past its starting deadline)."""
+    return Decision(run=(), missed=total, given_up=tuple(newest[-GIVEN_UP_CLAIMS:]))
 
 
 def keep_for(rules: MissedRuns) -> int:
     """How many of the newest overdue slots ``decide`` needs to see."""
-    return max(rules.max_catch_up, 1) + 1
+    return max(rules.max_catch_up, 1) + GIVEN_UP_CLAIMS
 
 
 def within_deadline(slot: datetime, *, now: datetime, rules: MissedRuns) -> bool:

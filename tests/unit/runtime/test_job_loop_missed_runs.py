@@ -19,6 +19,7 @@ from runtime_doubles import (
     every,
 )
 
+from punctual.runtime import seams
 from punctual.runtime.supervisor import Supervisor
 from punctual.scheduling.missed import MissedRunPolicy
 from punctual.stores.memory import MemoryStore
@@ -222,3 +223,38 @@ class TestReArming:
         await wall.sleep_until(at(65))
 
         assert started_slots(store) == ats(10, 20, 30, 40, 50, 60)
+
+
+class TestReplicasThatFallBehindAtDifferentTimes:
+    """Two replicas share one lock; each stalls (stops scheduling, then picks up again from
+    the last slot it dealt with) at its own times. Every slot is run or counted, once."""
+
+    @pytest.fixture
+    def base(self) -> datetime:
+        return at(-5)
+
+    async def test_each_slot_given_up_is_counted_by_one_replica(
+        self, supervisor: Supervisor, wall: FakeWall, lock: seams.SlotLock, store: MemoryStore
+    ) -> None:
+        other_store = MemoryStore()
+        other = Supervisor(wall=wall, lock=lock, store=other_store, replica="replica-b")
+        plan, target = every(PERIOD, policy=RUN_ONCE), Target(wall)
+        try:
+            for replica in (supervisor, other):
+                replica.arm(JOB, plan, target, resume_after=at(-5))
+            await wall.sleep_until(at(5))  # both ran slot 0 (one of them did)
+            stalled = {replica: replica.suspend(JOB) for replica in (supervisor, other)}
+            await wall.sleep_until(at(35))  # replica a is back: 30 runs, 10 and 20 given up
+            supervisor.arm(JOB, plan, target, resume_after=stalled[supervisor] or at(-5))
+            await wall.sleep_until(at(38))
+            stalled[supervisor] = supervisor.suspend(JOB)
+            await wall.sleep_until(at(65))  # replica b is back, from slot 0: 60 runs
+            other.arm(JOB, plan, target, resume_after=stalled[other] or at(-5))
+            await wall.sleep_until(at(68))  # replica a is back, from slot 30
+            supervisor.arm(JOB, plan, target, resume_after=stalled[supervisor] or at(-5))
+            await wall.sleep_until(at(69))
+        finally:
+            await other.shutdown()
+
+        assert sorted(target.slots) == ats(0, 30, 60)
+        assert store.jobs[JOB].missed + other_store.jobs[JOB].missed == 4  # 10, 20, 40, 50

@@ -131,39 +131,46 @@ class TestSlotsOlderThanTheStartingDeadlineAreMissed:
         assert missed.within_deadline(NOW - age, now=NOW, rules=rules) is in_time
 
 
-class TestTheNewestGivenUpSlotIsNamedSoThatOneReplicaCountsTheMisses:
+class TestTheSlotsGivenUpAreNamedSoThatEachIsCountedByOneReplica:
     @pytest.mark.parametrize(
-        ("rules", "newest", "total", "newest_missed"),
+        ("rules", "newest", "total", "given_up"),
         [
-            pytest.param(skip(), ago(3, 2, 1), 3, ago(1)[0], id="skip-the-newest-overdue"),
-            pytest.param(run_once(), ago(3, 2, 1), 3, ago(2)[0],
-                         id="run-once-the-one-before-the-run"),
-            pytest.param(catch_up(2), ago(3, 2, 1), 9, ago(3)[0],
-                         id="catch-up-the-newest-beyond-the-cap"),
-            pytest.param(run_once(), ago(1), 1, None, id="nothing-given-up"),
-            pytest.param(catch_up(10), ago(2, 1), 2, None, id="all-caught-up"),
-            pytest.param(run_once(timedelta(seconds=30)), ago(2, 1), 2, ago(1)[0],
+            pytest.param(skip(), ago(3, 2, 1), 3, ago(3, 2, 1), id="skip-all-of-them"),
+            pytest.param(run_once(), ago(3, 2, 1), 3, ago(3, 2),
+                         id="run-once-those-before-the-run"),
+            pytest.param(catch_up(2), ago(3, 2, 1), 9, ago(3),
+                         id="catch-up-those-beyond-the-cap"),
+            pytest.param(run_once(), ago(1), 1, (), id="nothing-given-up"),
+            pytest.param(catch_up(10), ago(2, 1), 2, (), id="all-caught-up"),
+            pytest.param(run_once(timedelta(seconds=30)), ago(2, 1), 2, ago(2, 1),
                          id="the-newest-is-too-late-too"),
+            pytest.param(skip(), ago(*range(40, 0, -1)), 100, ago(*range(16, 0, -1)),
+                         id="only-the-newest-sixteen"),
         ],
     )  # fmt: skip
-    def test_newest_missed(
+    def test_given_up(
         self,
         rules: missed.MissedRuns,
         newest: tuple[datetime, ...],
         total: int,
-        newest_missed: datetime | None,
+        given_up: tuple[datetime, ...],
     ) -> None:
         decision = missed.decide(newest, total=total, now=NOW, rules=rules)
-        assert decision.newest_missed == newest_missed
+        assert decision.given_up == given_up
+
+    def test_giving_up_everything_names_the_newest(self) -> None:
+        decision = missed.give_up(ago(*range(20, 0, -1)), total=50)
+        assert (decision.run, decision.missed) == ((), 50)
+        assert decision.given_up == ago(*range(16, 0, -1))
 
 
 class TestTheCallerIsToldHowManySlotsToShow:
     @pytest.mark.parametrize(
         ("rules", "keep"),
         [
-            pytest.param(catch_up(10), 11, id="catch-up-the-cap-and-one-given-up"),
-            pytest.param(catch_up(0), 2, id="at-least-one-and-one-given-up"),
-            pytest.param(run_once(), 11, id="run-once-also-follows-the-cap"),
+            pytest.param(catch_up(10), 26, id="catch-up-the-cap-and-sixteen-given-up"),
+            pytest.param(catch_up(0), 17, id="at-least-one-and-sixteen-given-up"),
+            pytest.param(run_once(), 26, id="run-once-also-follows-the-cap"),
         ],
     )
     def test_keep_for(self, rules: missed.MissedRuns, keep: int) -> None:
@@ -201,6 +208,7 @@ class TestEveryDecisionKeepsTheInvariants:
         limit = {SKIP: 0, RUN_ONCE: 1, CATCH_UP: rules.max_catch_up}[rules.policy]
         in_time = [s for s in overdue if missed.within_deadline(s, now=NOW, rules=rules)]
         assert len(decision.run) == min(limit, len(in_time))
-        assert (decision.newest_missed is None) == (decision.missed == 0)
-        if decision.newest_missed is not None and decision.run:
-            assert decision.newest_missed < decision.run[0]
+        assert bool(decision.given_up) == (decision.missed > 0)
+        assert len(decision.given_up) == min(decision.missed, missed.GIVEN_UP_CLAIMS)
+        if decision.given_up and decision.run:
+            assert decision.given_up[-1] < decision.run[0]
