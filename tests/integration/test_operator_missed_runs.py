@@ -274,11 +274,6 @@ def receiver_of_test() -> Iterator[Receiver]:
 
 
 class TestReplicasThatFallBehind:
-    @pytest.mark.xfail(
-        strict=False,  # shows up only in some cycles, depending on timing
-        reason="BUG: each replica counts missed slots from its own cursor; the claim of the "
-        "newest missed slot dedupes only replicas that pick the same newest slot",
-    )
     @pytest.mark.usefixtures("scheduled_job_crd")
     def test_slots_missed_while_replicas_stall_at_different_times_are_counted_once(
         self,

@@ -482,12 +482,6 @@ class TestSuspendingAndResuming:
             "status"
         ) == "False"
 
-    @pytest.mark.xfail(
-        strict=False,  # shows up only in some cycles, depending on timing
-        reason="BUG: on resume, the missed slots are counted from the Suspended condition's "
-        "lastTransitionTime (the status write, truncated to seconds), not from when scheduling "
-        "stopped: a slot due between the two is neither run nor counted",
-    )
     def test_a_slot_due_just_after_suspending_is_counted_missed_too(
         self,
         cluster: LocalCluster,
@@ -556,13 +550,6 @@ class TestDeleting:
 class TestStoppingTheOperators:
     """Last in the module: it stops the module's replicas, with every job still running."""
 
-    @pytest.mark.xfail(
-        strict=False,
-        reason="Partly fixed (a cancelled status write now keeps its records for the final "
-        "flush, and passes here on a quiet machine): kopf still cancels every task 5 s after "
-        "SIGTERM, and `punctual run` cancels the flusher and closes the API client under its "
-        "last flush; under load runs can still go uncounted",
-    )
     def test_sigterm_writes_the_fate_of_every_run_even_with_a_write_in_flight(
         self,
         cluster: LocalCluster,
