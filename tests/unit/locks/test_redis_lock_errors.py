@@ -4,7 +4,8 @@ Failures a live server cannot be made to produce on cue: a reply lost after the 
 a read-only replica, errors whose text carries the password.
 """
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -50,6 +51,8 @@ class ScriptedRedis:
         self.steps = list(steps)
         self.keys = dict(keys or {})
         self.sets: list[tuple[str, bytes, int]] = []
+        self.round_trips: list[int] = []
+        """Commands per pipeline, in order."""
 
     async def set(self, key: str, value: bytes, *, nx: bool, px: int) -> bool | None:
         assert nx
@@ -59,8 +62,41 @@ class ScriptedRedis:
     async def get(self, key: str) -> bytes | None:
         return self.keys.get(key)
 
+    def pipeline(self, *, transaction: bool) -> "ScriptedPipeline":
+        assert not transaction
+        return ScriptedPipeline(self)
+
     async def aclose(self) -> None:
         pass
+
+
+class ScriptedPipeline:
+    """Like redis-py's: commands queue, ``execute`` answers them in order; an error of the
+    connection fails the whole round trip, an error reply takes its command's place."""
+
+    def __init__(self, client: ScriptedRedis) -> None:
+        self.client = client
+        self.commands: list[Callable[[], Awaitable[bytes | bool | None]]] = []
+
+    def set(self, key: str, value: bytes, *, nx: bool, px: int) -> None:
+        self.commands.append(lambda: self.client.set(key, value, nx=nx, px=px))
+
+    def get(self, key: str) -> None:
+        self.commands.append(lambda: self.client.get(key))
+
+    async def execute(self, *, raise_on_error: bool) -> list[object]:
+        assert not raise_on_error
+        self.client.round_trips.append(len(self.commands))
+        await asyncio.sleep(0)  # on the wire: claims made meanwhile wait for the next one
+        replies: list[object] = []
+        for command in self.commands:
+            try:
+                replies.append(await command())
+            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+                raise
+            except redis.exceptions.RedisError as error:
+                replies.append(error)
+        return replies
 
 
 def lock_on(client: ScriptedRedis) -> redis_lock.RedisLock:
@@ -80,6 +116,83 @@ class TestTheClaimSetsOneKeyWithTheTtl:
         assert client.sets == [
             (f"punctual:slot:{CLAIM.slot_id}", b"replica-a:1", 86_400_000),
         ]
+
+
+def claim_of(slot: datetime, holder: str = "replica-a:1") -> seams.Claim:
+    return seams.Claim(
+        job=JOB, slot=slot, slot_id=slots.slot_id(JOB, slot), holder=holder, ttl=timedelta(1)
+    )
+
+
+SLOTS = [SLOT + timedelta(seconds=n) for n in range(5)]
+
+
+class TestClaimsMadeDuringARoundTripRideInTheNext:
+    async def test_a_lone_claim_is_one_set(self) -> None:
+        client = ScriptedRedis(set_nx)
+
+        assert await lock_on(client).claim(CLAIM)
+        assert client.round_trips == [1]
+
+    async def test_claims_made_together_go_in_one_round_trip(self) -> None:
+        client = ScriptedRedis(*[set_nx] * 5)
+        lock = lock_on(client)
+
+        won = await asyncio.gather(*(lock.claim(claim_of(slot)) for slot in SLOTS))
+
+        assert won == [True] * 5
+        assert client.round_trips == [5]
+
+    async def test_claims_made_during_a_round_trip_wait_for_the_next(self) -> None:
+        client = ScriptedRedis(*[set_nx] * 5)
+        lock = lock_on(client)
+        first = asyncio.ensure_future(lock.claim(claim_of(SLOTS[0])))
+        await asyncio.sleep(0)  # its round trip is on the wire
+
+        won = await asyncio.gather(first, *(lock.claim(claim_of(slot)) for slot in SLOTS[1:]))
+
+        assert won == [True] * 5
+        assert client.round_trips == [1, 4]
+
+    async def test_each_claim_of_a_round_trip_gets_its_own_answer(self) -> None:
+        client = ScriptedRedis(
+            *[set_nx] * 3, keys={redis_lock.slot_key(claim_of(SLOTS[1]).slot_id): b"replica-b:9"}
+        )
+        lock = lock_on(client)
+
+        won = await asyncio.gather(*(lock.claim(claim_of(slot)) for slot in SLOTS[:3]))
+
+        assert won == [True, False, True]
+
+    async def test_a_dropped_round_trip_is_retried_once_for_each_claim_in_it(self) -> None:
+        client = ScriptedRedis(set_nx, lands_then_drops_the_reply, set_nx, set_nx)
+        lock = lock_on(client)
+
+        won = await asyncio.gather(*(lock.claim(claim_of(slot)) for slot in SLOTS[:2]))
+
+        # Both keys landed before the drop: both slots are ours, found by a GET after each SET.
+        assert won == [True, True]
+        assert client.round_trips == [2, 4]
+
+    async def test_a_cancelled_claim_leaves_the_others_answered(self) -> None:
+        client = ScriptedRedis(*[set_nx] * 3)
+        lock = lock_on(client)
+        claims = [asyncio.ensure_future(lock.claim(claim_of(slot))) for slot in SLOTS[:3]]
+        await asyncio.sleep(0)
+        claims[1].cancel()
+
+        first, cancelled, third = await asyncio.gather(*claims, return_exceptions=True)
+        assert (first, type(cancelled), third) == (True, asyncio.CancelledError, True)
+
+    async def test_claims_still_waiting_at_close_fail_closed(self) -> None:
+        lock = lock_on(ScriptedRedis(*[set_nx] * 3))
+        claims = [asyncio.ensure_future(lock.claim(claim_of(slot))) for slot in SLOTS[:3]]
+        await asyncio.sleep(0)
+
+        await lock.close()
+
+        outcomes = await asyncio.gather(*claims, return_exceptions=True)
+        assert all(isinstance(outcome, seams.LockUnavailableError) for outcome in outcomes)
 
 
 class TestALostReplyIsRecoveredOnce:
@@ -148,8 +261,9 @@ class TestWhatCannotBeAnsweredFailsClosed:
             await lock_on(ScriptedRedis(fails_with(leaky))).claim(CLAIM)
 
         assert PASSWORD not in str(raised.value)
+        # Nor does the driver's exception (and whatever it holds) travel along with it.
         assert raised.value.__cause__ is None
-        assert raised.value.__suppress_context__
+        assert raised.value.__context__ is None or raised.value.__suppress_context__
 
     async def test_a_slot_id_with_a_newline_is_refused_before_redis_is_asked(self) -> None:
         client = ScriptedRedis()
