@@ -250,12 +250,6 @@ KUBERNETES_UNDER_LOAD = pytest.mark.xfail(
     "missed slots, status writes lose every compare-and-swap to the claims (some objects never "
     "get a Ready condition or counts), and status pending at SIGTERM is lost",
 )
-SHUTDOWN_LOSS = pytest.mark.xfail(
-    strict=False,
-    reason="BUG (load-dependent here, deterministic in test_operator_scheduled_jobs.py::"
-    "TestStoppingTheOperators): status writes in flight when kopf cancels its tasks 5 s after "
-    "SIGTERM are dropped, so a replica's last runs go uncounted",
-)
 BACKENDS = [
     pytest.param("redis", id="redis"),
     pytest.param("kubernetes", id="kubernetes"),
@@ -318,7 +312,7 @@ def test_after_a_graceful_stop_status_counts_each_run_exactly_once(
 ) -> None:
     """Each call answered 204 is one Succeeded run; a run cut by the shutdown may have reached
     the receiver and still be recorded Failed ("operator stopping")."""
-    request.applymarker(SHUTDOWN_LOSS)
+    loaded(request, run)
     wrong = {}
     for body in run.bodies.values():
         received = len({c.slot for c in run.calls if c.job == job_of(body)})
@@ -345,8 +339,5 @@ def test_the_replicas_log_no_error_while_running(request: pytest.FixtureRequest,
 
 
 def test_the_replicas_log_no_error_when_stopped(request: pytest.FixtureRequest, run: Run) -> None:
-    # Seen: kopf's "generator didn't stop after athrow()" from its watch stream (both backends),
-    # and asyncio's "Task exception was never retrieved ... Session is closed" from the last
-    # status flush (see SHUTDOWN_LOSS).
-    request.applymarker(SHUTDOWN_LOSS)
+    loaded(request, run)
     assert run.problems_stopping == {}

@@ -8,7 +8,7 @@ import logging
 import os
 import socket
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 import aiohttp
@@ -197,13 +197,20 @@ async def _operate(
             # cannot be written either, and the memory lock always answers.
             lock_health=tracked if arguments.lock_backend == "redis" else None,
         )
+        # Started before kopf, so not among the tasks kopf cancels when it stops (those it
+        # finds started after it): they end in ``_Stopping.stop``.
+        stopping = _Stopping(
+            scheduler=scheduler,
+            statuses=statuses,
+            flusher=asyncio.create_task(statuses.run(), name="status writer"),
+            prober=asyncio.create_task(tracked.watch(), name="lock health"),
+            durable=durable,
+            durable_tasks=durable.start(scheduler) if durable is not None else [],
+        )
         kopf_registry = kopf.OperatorRegistry()
-        handlers.register(kopf_registry, scheduled_jobs)
+        handlers.register(kopf_registry, scheduled_jobs, stopping)
         settings = kopf.OperatorSettings()
         settings.posting.level = logging.WARNING  # our Events are explicit, not log lines
-        flusher = asyncio.create_task(statuses.run(), name="status writer")
-        prober = asyncio.create_task(tracked.watch(), name="lock health")
-        durable_tasks = durable.start(scheduler) if durable is not None else []
         try:
             await kopf.operator(
                 registry=kopf_registry,
@@ -218,15 +225,37 @@ async def _operate(
                 ),
             )
         finally:
-            prober.cancel()
-            await scheduler.shutdown()
-            if durable is not None:
-                await durable.stop(durable_tasks)
-            flusher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await flusher
-            with contextlib.suppress(asyncio.CancelledError):
-                await prober
+            # Done already by kopf's cleanup on a normal stop; not when kopf failed to start,
+            # was cancelled, or its cleanup was cut short.
+            await stopping.stop()
+
+
+@dataclass
+class _Stopping:
+    """The replica's stop, in order: every run ended and recorded, run leases released, every
+    status written (the API client, Redis and the HTTP session still open). Idempotent: called
+    by kopf's cleanup handler, and again by ``_operate`` as a safety net."""
+
+    scheduler: supervisor.Supervisor
+    statuses: status_store.StatusStore
+    flusher: asyncio.Task[None]
+    prober: asyncio.Task[None]
+    durable: "_DurableRuns | None"
+    durable_tasks: list[asyncio.Task[None]]
+    _done: bool = field(default=False, init=False)
+
+    async def stop(self) -> None:
+        if self._done:
+            return
+        self.prober.cancel()  # no Ready changes any more: they would come after the last write
+        await self.scheduler.shutdown()  # runs cancelled, recorded Failed ("operator stopping")
+        if self.durable is not None:
+            await self.durable.stop(self.durable_tasks)
+        self.statuses.close()  # the writes in flight finish, then everything left is written
+        await asyncio.wait([self.flusher, self.prober])
+        if not self.flusher.cancelled() and self.flusher.exception() is not None:
+            logger.error("the status writer failed", exc_info=self.flusher.exception())
+        self._done = True
 
 
 @contextlib.asynccontextmanager

@@ -107,6 +107,7 @@ class StatusStore:
         )
         self._upcoming: dict[slots.JobRef, datetime] = {}
         self._history: dict[slots.JobRef, History] = {}
+        self._closing = False
 
     # The RunStore seam: called by the scheduler, never blocks.
 
@@ -184,14 +185,22 @@ class StatusStore:
         self._urgent.discard(job)
 
     async def run(self) -> None:
-        """Write what is due, every tick, until cancelled; then write everything left."""
+        """Write what is due, every tick, until closed or cancelled; then write everything left."""
         try:
-            while True:
+            while not self._closing:
                 await asyncio.sleep(self._tick)
                 await self._flush(due_only=True)
         finally:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._flush(due_only=False))
+
+    def close(self) -> None:
+        """End ``run`` gracefully: after the writes of its current tick, it writes everything
+        left and returns. Await ``run`` (its task) for that final flush to be done.
+
+        Cancelling ``run`` instead would cut the writes in flight; closing lets them finish.
+        """
+        self._closing = True
 
     async def _flush(self, *, due_only: bool) -> None:
         due = self._due(self._clock()) if due_only else list(self._pending)
