@@ -6,9 +6,6 @@ The target holds every request for ``HOLD`` seconds, so the run is in flight whe
 that claimed it (the holder of its Redis lock key) is killed. The bound: the lease expires 15 s
 after the last heartbeat (every 5 s), the survivor scans every 5 s, and the status is written
 within its 1 s interval; ``DETECTION`` leaves room for a loaded machine on top.
-
-Needs the durable-runs patch (issue 7 report): until then the CRD refuses ``retryLostRuns``
-and nobody records a lost run.
 """
 
 import time
@@ -38,11 +35,6 @@ from localcluster import LocalCluster, LocalRedis
 
 pytest_plugins = ["operator_fixtures"]
 
-NEEDS_DURABLE_RUNS = pytest.mark.xfail(
-    strict=True,
-    reason="needs: durable runs (runtime/leases.py and locks/redis_leases.py wired in "
-    "cli/run.py; Lost and retryLostRuns in seams, models, plans, job_loop, status store)",
-)
 HOLD = 12.0
 """Seconds the target takes to answer: the run is in flight all that time."""
 DETECTION = 45.0
@@ -133,7 +125,6 @@ def slot_records(body: dict[str, Any], slot_id: str) -> list[dict[str, Any]]:
     return [run for run in recent_runs(body) if parse_time(run["slot"]) == slot]
 
 
-@NEEDS_DURABLE_RUNS
 def test_a_run_whose_replica_died_is_recorded_lost_and_not_run_again(  # noqa: PLR0917
     cluster: LocalCluster,
     redis_server: LocalRedis,
@@ -151,7 +142,6 @@ def test_a_run_whose_replica_died_is_recorded_lost_and_not_run_again(  # noqa: P
     assert all(run.get("replica") != loss.killed for run in loss.body["status"].get("active", []))
 
 
-@NEEDS_DURABLE_RUNS
 def test_with_retry_lost_runs_the_slot_runs_once_more_under_the_same_key(  # noqa: PLR0917
     cluster: LocalCluster,
     redis_server: LocalRedis,

@@ -165,11 +165,6 @@ class TestWhileRedisIsDown:
         # less a few seconds of slack for a loaded machine.
         assert outage.errors_during >= len(JOBS) * (OUTAGE - 5)
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="needs: Ready=False LockBackendUnavailable while the lock backend does not "
-        "answer (locks/health.py wired in cli/run.py and controller/reconciler.py)",
-    )
     def test_ready_says_lock_backend_unavailable(self, outage: Outage) -> None:
         # From a few seconds in (the first failed claim, then a status write), to the end.
         window = (outage.down_at + timedelta(seconds=5), outage.up_at)
@@ -205,11 +200,6 @@ class TestOnceRedisIsBack:
 
         assert missing == {key: [] for key in JOBS}
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="needs: Ready=False LockBackendUnavailable while the lock backend does not "
-        "answer, and back to True once it does",
-    )
     def test_ready_is_true_again(self, outage: Outage) -> None:
         window = (outage.up_at + timedelta(seconds=5), outage.up_at + timedelta(seconds=AFTER))
         for name in JOBS:

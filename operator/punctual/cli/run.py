@@ -300,7 +300,10 @@ class _DurableRuns:
 
     def start(self, scheduler: supervisor.Supervisor) -> list[asyncio.Task[None]]:
         detector = leases.LossDetector(
-            self.backend, jobs=lambda: scheduler.armed, on_lost=scheduler.lost
+            self.backend,
+            jobs=lambda: scheduler.armed,
+            on_lost=scheduler.lost,
+            held=lambda: self.heartbeat.held,
         )
         return [
             asyncio.create_task(self.heartbeat.run(), name="run lease heartbeat"),

@@ -24,6 +24,14 @@ heartbeats so that one slow heartbeat (a loaded event loop, a Redis blip) does n
 live run lost; should that happen anyway, the live replica's next renewal finds its lease
 gone, and the duplicate is bounded to that slot (the target sees the same Idempotency-Key).
 
+An outage of the lease backend longer than ``ttl`` lets every lease expire, the live ones too:
+no replica could renew. So the heartbeat tries again every ``retry`` (1 s) while the backend
+does not answer, and a detector that found the backend unavailable takes nothing over until it
+has answered again for one ``heartbeat``: the live replicas renew first, and only the runs of
+replicas that died stay expired (recorded up to ``heartbeat + scan`` after the backend is back).
+A replica never takes over a lease it holds itself (a stalled event loop let it expire): its
+heartbeat renews it.
+
 The heartbeat is a ``RunStore``: the loop already tells the store of every run that starts and
 finishes, so holding and releasing leases needs no change to the loop. The deadlines live in
 the lease backend's clock (Redis ``TIME``), never in the replicas' wall clocks, which may
@@ -49,6 +57,8 @@ class LeaseRules:
     heartbeat: timedelta = timedelta(seconds=5)
     ttl: timedelta = timedelta(seconds=15)
     scan: timedelta = timedelta(seconds=5)
+    retry: timedelta = timedelta(seconds=1)
+    """How soon the heartbeat writes again what the backend did not take (unavailable)."""
 
     def __post_init__(self) -> None:
         if self.ttl < 2 * self.heartbeat:
@@ -157,16 +167,21 @@ class Heartbeat:
     async def run(self) -> None:
         """Until cancelled: hold new leases at once, renew all every heartbeat."""
         loop = asyncio.get_running_loop()
-        next_renewal = loop.time() + self._rules.heartbeat.total_seconds()
+        heartbeat, retry = self._rules.heartbeat.total_seconds(), self._rules.retry.total_seconds()
+        next_renewal = loop.time() + heartbeat
         while True:
             timeout = max(0.0, next_renewal - loop.time())
+            if self._to_hold or self._to_release:  # the backend did not take them: soon again
+                timeout = min(timeout, retry)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=timeout)
             self._wake.clear()
             await self._flush()
             if loop.time() >= next_renewal:
-                await self._renew()
-                next_renewal = loop.time() + self._rules.heartbeat.total_seconds()
+                # Not renewed (backend unavailable): again soon, so that the leases are renewed
+                # as soon as it answers, before a detector takes them for a dead replica's.
+                renewed = await self._renew()
+                next_renewal = loop.time() + (heartbeat if renewed else retry)
 
     async def close(self) -> None:
         """Write what is pending once more (the releases of runs the shutdown cancelled and
@@ -193,14 +208,15 @@ class Heartbeat:
             for slot_id, lease in releasing.items():
                 self._to_release.setdefault(slot_id, lease)
 
-    async def _renew(self) -> None:
+    async def _renew(self) -> bool:
+        """Renew every lease held; False when the backend did not answer."""
         if not self._held:
-            return
+            return True
         try:
             gone = await self._leases.renew(list(self._held.values()), ttl=self._rules.ttl)
         except seams.LockUnavailableError as error:
             logger.warning("run leases not renewed: %s", error)
-            return
+            return False
         for slot_id in gone:
             # Another replica presumed this one dead and took the run over (recorded it Lost,
             # maybe runs it again). This run goes on; its own record will say how it ended.
@@ -208,6 +224,7 @@ class Heartbeat:
                 "the lease of %s was taken over: this replica was presumed dead", slot_id
             )
             self._held.pop(slot_id, None)
+        return True
 
 
 LostHandler = Callable[[Lease], Awaitable[None]]
@@ -215,7 +232,11 @@ LostHandler = Callable[[Lease], Awaitable[None]]
 
 class LossDetector:
     """Every ``scan``, takes over the expired leases of the jobs this replica schedules and
-    hands each to ``on_lost`` (which records the run Lost and maybe retries it)."""
+    hands each to ``on_lost`` (which records the run Lost and maybe retries it).
+
+    ``held`` tells the slot ids of the leases this replica holds itself (``Heartbeat.held``):
+    those are never taken over. After the backend did not answer, nothing is taken over until
+    it has answered again for one ``heartbeat`` (see the module's docstring)."""
 
     def __init__(
         self,
@@ -224,11 +245,16 @@ class LossDetector:
         jobs: Callable[[], Collection[slots.JobRef]],
         on_lost: LostHandler,
         rules: LeaseRules = LeaseRules(),
+        held: Callable[[], Collection[str]] = frozenset,
     ) -> None:
         self._leases = leases
         self._jobs = jobs
         self._on_lost = on_lost
         self._rules = rules
+        self._held = held
+        self._unavailable = False
+        self._answering_since: float | None = None
+        """Loop time of the first answer after the backend was unavailable (None: no outage)."""
 
     async def run(self) -> None:
         while True:
@@ -238,16 +264,28 @@ class LossDetector:
     async def scan(self) -> int:
         """One pass over every job; how many lost runs this replica took over."""
         taken = 0
+        loop = asyncio.get_running_loop()
+        settle = self._rules.heartbeat.total_seconds()
         for job in list(self._jobs()):
             try:
                 expired = await self._leases.expired(job)
+                if self._unavailable:
+                    self._unavailable, self._answering_since = False, loop.time()
+                if self._answering_since is not None:
+                    if loop.time() - self._answering_since < settle:
+                        continue  # live replicas renew their leases first
+                    self._answering_since = None
+                held = self._held()
                 for slot_id in expired:
+                    if slot_id in held:
+                        continue  # alive here: the heartbeat renews it
                     lease = await self._leases.take_over(job, slot_id)
                     if lease is None:
                         continue  # another replica was first, or the run is alive after all
                     taken += 1
                     await self._on_lost(lease)
             except seams.LockUnavailableError as error:
+                self._unavailable, self._answering_since = True, None
                 logger.warning("lost runs of %s/%s not checked: %s", job.namespace, job.name, error)
             except Exception:  # one job's trouble must not stop the detection for the others
                 logger.exception("checking the lost runs of %s/%s failed", job.namespace, job.name)

@@ -143,6 +143,29 @@ class TestTheHeartbeat:
 
         assert heartbeat.held == frozenset()
 
+    async def test_renews_again_soon_after_the_backend_did_not_answer(self) -> None:
+        backend = MemoryLeases()
+        rules = LeaseRules(
+            heartbeat=timedelta(milliseconds=100),
+            ttl=timedelta(milliseconds=300),
+            retry=timedelta(milliseconds=10),
+        )
+        heartbeat = Heartbeat(backend, replica="r1", rules=rules)
+        heartbeat.run_started(JOB, started())
+        task = asyncio.create_task(heartbeat.run())
+        try:
+            await asyncio.sleep(0.01)
+            backend.down = True  # the renewal due at 100 ms fails
+            await asyncio.sleep(0.14)
+            backend.down = False
+            await asyncio.sleep(0.03)
+
+            # Renewed by 180 ms: a heartbeat later (200 ms) could be after a detector's scan.
+            assert backend.renewals >= 1
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
 
 class TestTheLossDetector:
     async def test_hands_each_expired_lease_it_takes_over_to_on_lost_once(self) -> None:
@@ -187,6 +210,50 @@ class TestTheLossDetector:
         detector = LossDetector(backend, jobs=lambda: [JOB, OTHER], on_lost=on_lost, rules=FAST)
 
         assert await detector.scan() == 1
+        assert lost == [lease]
+
+    async def test_never_takes_over_a_lease_this_replica_holds(self) -> None:
+        backend = MemoryLeases()
+        lease = Lease(job=JOB, slot=SLOT, slot_id=slots.slot_id(JOB, SLOT), replica="r1")
+        backend.leases[lease.slot_id] = lease
+        backend.expired_ids[JOB] = [lease.slot_id]  # a stalled loop let it expire
+        lost: list[Lease] = []
+
+        async def on_lost(found: Lease) -> None:
+            lost.append(found)
+
+        detector = LossDetector(
+            backend,
+            jobs=lambda: [JOB],
+            on_lost=on_lost,
+            rules=FAST,
+            held=lambda: {lease.slot_id},
+        )
+
+        assert await detector.scan() == 0
+        assert lost == []
+        assert list(backend.leases) == [lease.slot_id]
+
+    async def test_after_an_outage_lets_the_live_replicas_renew_first(self) -> None:
+        backend = MemoryLeases()
+        lease = Lease(job=JOB, slot=SLOT, slot_id=slots.slot_id(JOB, SLOT), replica="r2")
+        backend.leases[lease.slot_id] = lease
+        lost: list[Lease] = []
+
+        async def on_lost(found: Lease) -> None:
+            lost.append(found)
+
+        detector = LossDetector(backend, jobs=lambda: [JOB], on_lost=on_lost, rules=FAST)
+        backend.down = True
+        assert await detector.scan() == 0
+        backend.down = False
+        backend.expired_ids[JOB] = [lease.slot_id]  # every lease expired during the outage
+
+        taken = [await detector.scan()]  # back: r2's heartbeat may renew its lease any moment
+        await asyncio.sleep(FAST.heartbeat.total_seconds())
+        taken.append(await detector.scan())  # r2 did not: it is dead
+
+        assert taken == [0, 1]
         assert lost == [lease]
 
 
