@@ -1,21 +1,27 @@
 """Run leases on Redis (``runtime.leases.RunLeases``): who runs which slot, until when.
 
-Two keys per run, one sorted set per job:
+One key per run, one sorted set for all of them:
 
 - ``punctual:run:<slot-id>``: a hash ``{replica, attempt, startedAt, slot}`` (milliseconds),
   the run as the replica that started it described it;
-- ``punctual:runs:<namespace>/<name>/<uid>``: a sorted set of the job's slot ids in flight,
-  scored by their lease deadline in milliseconds of Redis's own clock (``TIME``), so replicas
-  whose wall clocks disagree still agree on which lease is past due.
+- ``punctual:runs``: the slot ids of every run in flight, of every job, scored by their lease
+  deadline in milliseconds of Redis's own clock (``TIME``), so replicas whose wall clocks
+  disagree still agree on which lease is past due, and one ``ZREVRANGEBYSCORE`` finds the
+  expired leases of every job: a scan costs one round trip whatever the number of jobs.
 
-Each operation is one Lua script, atomic in Redis: a renewal only extends a lease its replica
-still holds, and a take-over removes an expired lease and returns it to exactly one caller.
-Keys are built from slot ids that ``locks.redis.slot_key`` accepts (validated names only).
-Both keys get a generous expiry, refreshed on every hold, so a job deleted with runs in flight
-leaves nothing behind for long.
+Each operation is one Lua script, atomic in Redis, over all the leases it is given (chunks of
+``MAX_BATCH`` leases, sent at once, when there are more): a renewal only extends a lease its
+replica still holds, and a take-over removes an expired lease and returns it to exactly one
+caller. Keys are built from slot ids that ``locks.redis.slot_key`` accepts (validated names
+only). A run's hash expires ``KEEP`` after its last hold or renewal, and every listing of the
+expired leases drops those past their deadline by more than ``KEEP``: a job deleted while its
+run's replica was dead (nobody schedules it, nobody takes the lease over) leaves nothing behind
+for more than a day.
 """
 
-from collections.abc import Sequence
+import asyncio
+import itertools
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Self
 
@@ -27,9 +33,11 @@ from punctual.runtime import leases, seams
 from punctual.scheduling import slots
 
 RUN_PREFIX = "punctual:run:"
-RUNS_PREFIX = "punctual:runs:"
+RUNS_KEY = "punctual:runs"
 KEEP = timedelta(days=1)
-"""How long lease keys outlive their last hold: far beyond any lease, bounded all the same."""
+"""How long lease keys outlive their last hold or renewal: far beyond any lease, bounded."""
+MAX_BATCH = 512
+"""Leases per script call at most, so that no call holds Redis up for long."""
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 _NOW = """
@@ -39,50 +47,83 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 HOLD = (
     _NOW
     + """
--- KEYS[1] runs of the job, KEYS[2] the run
--- ARGV ttl, slot id, replica, attempt, started, slot, keep
-redis.call('HSET', KEYS[2], 'replica', ARGV[3], 'attempt', ARGV[4], 'startedAt', ARGV[5],
-           'slot', ARGV[6])
-redis.call('PEXPIRE', KEYS[2], ARGV[7])
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[2])
-redis.call('PEXPIRE', KEYS[1], ARGV[7])
-return 1
+-- KEYS[1] the runs in flight, KEYS[1 + i] run i
+-- ARGV[1] ttl, ARGV[2] keep, then per run: slot id, replica, attempt, started, slot
+local deadline = now + tonumber(ARGV[1])
+local scored = {}
+for i = 2, #KEYS do
+  local a = 3 + (i - 2) * 5
+  redis.call('HSET', KEYS[i], 'replica', ARGV[a + 1], 'attempt', ARGV[a + 2],
+             'startedAt', ARGV[a + 3], 'slot', ARGV[a + 4])
+  redis.call('PEXPIRE', KEYS[i], ARGV[2])
+  scored[#scored + 1] = deadline
+  scored[#scored + 1] = ARGV[a]
+end
+redis.call('ZADD', KEYS[1], unpack(scored))
+return #KEYS - 1
 """
 )
 RENEW = (
     _NOW
     + """
--- KEYS[1] runs of the job, KEYS[2] the run; ARGV ttl, slot id, replica
-if redis.call('HGET', KEYS[2], 'replica') ~= ARGV[3] then return 0 end
-if not redis.call('ZSCORE', KEYS[1], ARGV[2]) then return 0 end
-redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[1]), ARGV[2])
-return 1
+-- KEYS[1] the runs in flight, KEYS[1 + i] run i
+-- ARGV[1] ttl, ARGV[2] keep, then per run: slot id, replica
+-- Returns the slot ids no longer held by their replica.
+local deadline = now + tonumber(ARGV[1])
+local gone, scored = {}, {}
+for i = 2, #KEYS do
+  local id, replica = ARGV[2 * i - 1], ARGV[2 * i]
+  if redis.call('HGET', KEYS[i], 'replica') == replica
+     and redis.call('ZSCORE', KEYS[1], id) then
+    redis.call('PEXPIRE', KEYS[i], ARGV[2])
+    scored[#scored + 1] = deadline
+    scored[#scored + 1] = id
+  else
+    gone[#gone + 1] = id
+  end
+end
+if #scored > 0 then redis.call('ZADD', KEYS[1], 'XX', unpack(scored)) end
+return gone
 """
 )
 RELEASE = """
--- KEYS[1] runs of the job, KEYS[2] the run; ARGV slot id, replica
-if redis.call('HGET', KEYS[2], 'replica') ~= ARGV[2] then return 0 end
-redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('DEL', KEYS[2])
-return 1
+-- KEYS[1] the runs in flight, KEYS[1 + i] run i; ARGV per run: slot id, replica
+local released = {}
+for i = 2, #KEYS do
+  local id, replica = ARGV[2 * i - 3], ARGV[2 * i - 2]
+  if redis.call('HGET', KEYS[i], 'replica') == replica then
+    redis.call('DEL', KEYS[i])
+    released[#released + 1] = id
+  end
+end
+if #released > 0 then redis.call('ZREM', KEYS[1], unpack(released)) end
+return #released
 """
 EXPIRED = (
     _NOW
     + """
--- KEYS[1] runs of the job
-return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 100)
+-- KEYS[1] the runs in flight; ARGV limit, skip, keep
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. (now - tonumber(ARGV[3])))
+return redis.call('ZREVRANGEBYSCORE', KEYS[1], now, '-inf', 'LIMIT', ARGV[2], ARGV[1])
 """
 )
 TAKE_OVER = (
     _NOW
     + """
--- KEYS[1] runs of the job, KEYS[2] the run; ARGV slot id
-local due = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if not due or tonumber(due) > now then return false end
-redis.call('ZREM', KEYS[1], ARGV[1])
-local run = redis.call('HGETALL', KEYS[2])
-redis.call('DEL', KEYS[2])
-return run
+-- KEYS[1] the runs in flight, KEYS[1 + i] run i; ARGV[i] slot id i
+-- Returns slot id, run (HGETALL), slot id, run, ... for the expired leases removed.
+local taken = {}
+for i = 2, #KEYS do
+  local id = ARGV[i - 1]
+  local due = redis.call('ZSCORE', KEYS[1], id)
+  if due and tonumber(due) <= now then
+    redis.call('ZREM', KEYS[1], id)
+    taken[#taken + 1] = id
+    taken[#taken + 1] = redis.call('HGETALL', KEYS[i])
+    redis.call('DEL', KEYS[i])
+  end
+end
+return taken
 """
 )
 
@@ -91,18 +132,16 @@ def run_key(slot_id: str) -> str:
     return RUN_PREFIX + redis_lock.slot_key(slot_id).removeprefix(redis_lock.KEY_PREFIX)
 
 
-def runs_key(job: slots.JobRef) -> str:
-    # Validated like a slot id: namespace, name and uid are its first three parts.
-    prefix = redis_lock.slot_key(f"{job.namespace}/{job.name}/{job.uid}/0").removesuffix("/0")
-    return RUNS_PREFIX + prefix.removeprefix(redis_lock.KEY_PREFIX)
-
-
 def _millis(instant: datetime) -> int:
     return (instant - _EPOCH) // timedelta(milliseconds=1)
 
 
 def _ms(value: timedelta) -> int:
     return max(1, -(-value // timedelta(milliseconds=1)))
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class RedisRunLeases:
@@ -127,64 +166,62 @@ class RedisRunLeases:
         await self._client.aclose()
 
     async def hold(self, leases_: Sequence[leases.Lease], *, ttl: timedelta) -> None:
-        async def hold_all() -> None:
-            for lease in leases_:
-                started = lease.started_at or _EPOCH
-                await self._hold(
-                    keys=[runs_key(lease.job), run_key(lease.slot_id)],
-                    args=[
-                        _ms(ttl),
-                        lease.slot_id,
-                        lease.replica,
-                        lease.attempt,
-                        _millis(started),
-                        _millis(lease.slot),
-                        _ms(KEEP),
-                    ],
-                )
+        def call(batch: Sequence[leases.Lease]) -> Awaitable[Any]:
+            args: list[str | int] = [_ms(ttl), _ms(KEEP)]
+            for lease in batch:
+                args += [
+                    lease.slot_id,
+                    lease.replica,
+                    lease.attempt,
+                    _millis(lease.started_at or _EPOCH),
+                    _millis(lease.slot),
+                ]
+            return self._hold(keys=self._keys(batch), args=args)
 
-        await self._guard(hold_all())
+        await self._batched(leases_, call)
 
     async def renew(self, leases_: Sequence[leases.Lease], *, ttl: timedelta) -> list[str]:
-        async def renew_all() -> list[str]:
-            gone = []
-            for lease in leases_:
-                kept = await self._renew(
-                    keys=[runs_key(lease.job), run_key(lease.slot_id)],
-                    args=[_ms(ttl), lease.slot_id, lease.replica],
-                )
-                if not kept:
-                    gone.append(lease.slot_id)
-            return gone
+        def call(batch: Sequence[leases.Lease]) -> Awaitable[Any]:
+            args: list[str | int] = [_ms(ttl), _ms(KEEP)]
+            for lease in batch:
+                args += [lease.slot_id, lease.replica]
+            return self._renew(keys=self._keys(batch), args=args)
 
-        gone: list[str] = await self._guard(renew_all())
-        return gone
+        replies = await self._batched(leases_, call)
+        return [_text(slot_id) for slot_id in itertools.chain.from_iterable(replies)]
 
     async def release(self, leases_: Sequence[leases.Lease]) -> None:
-        async def release_all() -> None:
-            for lease in leases_:
-                await self._release(
-                    keys=[runs_key(lease.job), run_key(lease.slot_id)],
-                    args=[lease.slot_id, lease.replica],
-                )
+        def call(batch: Sequence[leases.Lease]) -> Awaitable[Any]:
+            args = [part for lease in batch for part in (lease.slot_id, lease.replica)]
+            return self._release(keys=self._keys(batch), args=args)
 
-        await self._guard(release_all())
+        await self._batched(leases_, call)
 
-    async def expired(self, job: slots.JobRef) -> list[str]:
-        found = await self._guard(self._expired(keys=[runs_key(job)]))
-        return [item.decode() if isinstance(item, bytes) else str(item) for item in found]
+    async def expired(self, *, limit: int, skip: int = 0) -> list[str]:
+        found = await self._guard(self._expired(keys=[RUNS_KEY], args=[limit, skip, _ms(KEEP)]))
+        return [_text(item) for item in found]
 
-    async def take_over(self, job: slots.JobRef, slot_id: str) -> leases.Lease | None:
-        found = await self._guard(
-            self._take_over(keys=[runs_key(job), run_key(slot_id)], args=[slot_id])
-        )
-        if not found:
-            return None
-        fields = {
-            (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
-            for k, v in zip(found[::2], found[1::2], strict=True)
-        }
-        slot_ms = int(fields.get("slot") or slot_id.rsplit("/", 1)[1])
+    async def take_over(self, slot_ids: Sequence[str]) -> list[leases.Lease]:
+        """One script call, however many: callers pass a page of expired leases (an answer
+        lost on the way would lose every lease it took; no retry could find them again)."""
+        if not slot_ids:
+            return []
+        keys = [RUNS_KEY, *(run_key(slot_id) for slot_id in slot_ids)]
+        found = await self._guard(self._take_over(keys=keys, args=list(slot_ids)))
+        return [
+            self._lease(_text(slot_id), run)
+            for slot_id, run in zip(found[::2], found[1::2], strict=True)
+        ]
+
+    @staticmethod
+    def _keys(batch: Sequence[leases.Lease]) -> list[str]:
+        return [RUNS_KEY, *(run_key(lease.slot_id) for lease in batch)]
+
+    @staticmethod
+    def _lease(slot_id: str, run: list[Any]) -> leases.Lease:
+        fields = {_text(k): _text(v) for k, v in zip(run[::2], run[1::2], strict=True)}
+        job, slot = slots.parse_slot_id(slot_id)
+        slot_ms = int(fields.get("slot") or _millis(slot))
         started_ms = int(fields.get("startedAt") or 0)
         return leases.Lease(
             job=job,
@@ -194,6 +231,25 @@ class RedisRunLeases:
             attempt=int(fields.get("attempt") or 1),
             started_at=_EPOCH + timedelta(milliseconds=started_ms) if started_ms else None,
         )
+
+    async def _batched(
+        self,
+        leases_: Sequence[leases.Lease],
+        call: Callable[[Sequence[leases.Lease]], Awaitable[Any]],
+    ) -> list[Any]:
+        """``call`` for each chunk of ``MAX_BATCH`` leases, all sent at once; the replies."""
+        if not leases_:
+            return []
+        if len(leases_) <= MAX_BATCH:
+            return [await self._guard(call(leases_))]
+        batches = [leases_[at : at + MAX_BATCH] for at in range(0, len(leases_), MAX_BATCH)]
+        replies = await asyncio.gather(
+            *(self._guard(call(batch)) for batch in batches), return_exceptions=True
+        )
+        for reply in replies:
+            if isinstance(reply, BaseException):
+                raise reply
+        return replies
 
     async def _guard(self, operation: "Any") -> Any:
         """Await ``operation``; any Redis error becomes ``LockUnavailableError`` (redacted)."""

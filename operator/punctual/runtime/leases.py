@@ -12,17 +12,30 @@ How (see ``RunLeases`` for the storage contract):
   and a deadline ``ttl`` ahead (15 s by default).
 - Every ``heartbeat`` (5 s) the replica renews the deadlines of all the runs it holds in one
   round trip; a finished run's lease is released.
-- Every ``scan`` (5 s) each replica looks, for the jobs it schedules, for leases past their
-  deadline, and takes each over atomically: exactly one replica gets it. That replica records
-  the run ``Lost`` (the dead replica's name on it) and, when the job's plan says so and it was
-  the first attempt, runs the slot again (attempt 2) under the same slot id. A second loss is
-  recorded and not retried: a run that kills its replica must not kill them all in turn.
+- Every ``scan`` (5 s) each replica lists the leases past their deadline, across all jobs, in
+  one round trip whatever the number of jobs (newest first, ``page`` at a time, at most
+  ``pages`` pages a scan), and takes over, in one more round trip, those of the jobs it
+  schedules, atomically: exactly one replica gets each. That replica records the run ``Lost``
+  (the dead replica's name on it) and, when the job's plan says so and it was the first
+  attempt, runs the slot again (attempt 2) under the same slot id. A second loss is recorded and
+  not retried: a run that kills its replica must not kill them all in turn. Leases of jobs this
+  replica does not schedule are left to the replicas that do; those of jobs nobody schedules any
+  more (deleted while their replica was dead) are dropped by the backend after a day.
+
+The cost: a replica with no expired lease pays one round trip per ``scan``, however many jobs
+it schedules. The pending holds go out in one round trip and the pending releases in one more,
+one write in flight at a time (runs that start or end meanwhile ride in the next); a run that
+ends before its hold went out costs nothing. The hold is not put off to the next heartbeat to
+save more: a run is protected only from the moment its hold lands.
 
 The bound: a run whose replica died is recorded within ``ttl + scan`` (20 s by default) of the
-replica's last heartbeat, plus the status write interval to show in status. ``ttl`` is three
-heartbeats so that one slow heartbeat (a loaded event loop, a Redis blip) does not declare a
-live run lost; should that happen anyway, the live replica's next renewal finds its lease
-gone, and the duplicate is bounded to that slot (the target sees the same Idempotency-Key).
+replica's last heartbeat, plus the status write interval to show in status (as long as fewer
+than ``page × pages`` (1,000) expired leases of jobs this replica does not schedule are newer:
+a scan lists no further).
+``ttl`` is three heartbeats so that one slow heartbeat (a loaded event loop, a Redis blip) does
+not declare a live run lost; should that happen anyway, the live replica's next renewal finds
+its lease gone, and the duplicate is bounded to that slot (the target sees the same
+Idempotency-Key).
 
 An outage of the lease backend longer than ``ttl`` lets every lease expire, the live ones too:
 no replica could renew. So the heartbeat tries again every ``retry`` (1 s) while the backend
@@ -59,10 +72,16 @@ class LeaseRules:
     scan: timedelta = timedelta(seconds=5)
     retry: timedelta = timedelta(seconds=1)
     """How soon the heartbeat writes again what the backend did not take (unavailable)."""
+    page: int = 100
+    """Expired leases listed per round trip of a scan."""
+    pages: int = 10
+    """Round trips of listing per scan at most: more pages wait for the next scan."""
 
     def __post_init__(self) -> None:
         if self.ttl < 2 * self.heartbeat:
             raise ValueError("a lease must outlive at least two heartbeats")
+        if self.page < 1 or self.pages < 1:
+            raise ValueError("a scan must list at least one lease")
 
     @property
     def bound(self) -> timedelta:
@@ -83,8 +102,10 @@ class Lease:
 
 
 class RunLeases(Protocol):
-    """Where leases live. Every method raises ``seams.LockUnavailableError`` when the backend
-    does not answer; the heartbeat and the detector then try again at their next tick."""
+    """Where leases live: all jobs' leases in one place, so that one look finds the expired
+    ones of every job. Every method is one round trip (whatever the number of leases) and
+    raises ``seams.LockUnavailableError`` when the backend does not answer; the heartbeat and
+    the detector then try again at their next tick."""
 
     async def hold(self, leases: Sequence[Lease], *, ttl: timedelta) -> None:
         """Create (or refresh) ``leases``, each due ``ttl`` from now on the backend's clock."""
@@ -99,13 +120,15 @@ class RunLeases(Protocol):
         """Drop ``leases`` (their runs finished and are recorded)."""
         ...
 
-    async def expired(self, job: slots.JobRef) -> list[str]:
-        """Slot ids of ``job``'s leases past their deadline."""
+    async def expired(self, *, limit: int, skip: int = 0) -> list[str]:
+        """Slot ids of leases past their deadline, of any job, the most recently expired
+        first: at most ``limit`` of them, after the first ``skip``. Leases that expired long
+        ago (a day: their job is gone, nobody schedules it) are dropped on the way."""
         ...
 
-    async def take_over(self, job: slots.JobRef, slot_id: str) -> Lease | None:
-        """Atomically remove the expired lease ``slot_id``; the lease for exactly one caller,
-        ``None`` for every other (or when it was renewed or released meanwhile)."""
+    async def take_over(self, slot_ids: Sequence[str]) -> list[Lease]:
+        """Atomically remove each expired lease of ``slot_ids``; the leases this caller got.
+        Each goes to exactly one caller; none when it was renewed or released meanwhile."""
         ...
 
 
@@ -119,14 +142,20 @@ class Heartbeat:
         self._leases = leases
         self._replica = replica
         self._rules = rules
-        self._held: dict[str, Lease] = {}
-        self._to_hold: dict[str, Lease] = {}
+        self._running: dict[str, Lease] = {}
+        """Runs started here and not finished (nor taken over), by slot id."""
+        self._to_hold: set[str] = set()
+        """Of ``_running``: not written yet (or the backend did not take them)."""
+        self._held: set[str] = set()
+        """Of ``_running``: written, renewed every heartbeat."""
         self._to_release: dict[str, Lease] = {}
+        """Finished runs whose lease was (or may have been) written."""
         self._wake = asyncio.Event()
 
     @property
     def held(self) -> Collection[str]:
-        return frozenset(self._held) | frozenset(self._to_hold)
+        """Slot ids of every run in flight here, its lease written yet or not."""
+        return self._running.keys()
 
     # -- the RunStore seam -----------------------------------------------------------------
 
@@ -139,19 +168,25 @@ class Heartbeat:
             slot=run.slot,
             slot_id=slots.slot_id(job, run.slot),
             replica=self._replica,
-            # ``ActiveRun.attempt`` comes with the durable-runs patch of runtime/seams.py.
-            attempt=getattr(run, "attempt", 1),
+            attempt=run.attempt,
             started_at=run.started_at,
         )
         self._to_release.pop(lease.slot_id, None)
-        self._to_hold[lease.slot_id] = lease
+        self._running[lease.slot_id] = lease
+        self._held.discard(lease.slot_id)
+        self._to_hold.add(lease.slot_id)
         self._wake.set()  # hold it at once: the run is unprotected until then
 
     def run_finished(self, job: slots.JobRef, record: seams.RunRecord) -> None:
         slot_id = slots.slot_id(job, record.slot)
-        lease = self._to_hold.pop(slot_id, None) or self._held.pop(slot_id, None)
-        if lease is not None:
-            self._to_release[slot_id] = lease
+        lease = self._running.pop(slot_id, None)
+        if lease is None:
+            return  # not started here, or taken over by another replica
+        self._held.discard(slot_id)
+        if slot_id in self._to_hold:
+            self._to_hold.discard(slot_id)  # never written: nothing to release
+        else:
+            self._to_release[slot_id] = lease  # written, or its hold is on the wire
             self._wake.set()
 
     def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
@@ -192,38 +227,54 @@ class Heartbeat:
             self._to_release.clear()
 
     async def _flush(self) -> None:
-        holding, self._to_hold = self._to_hold, {}
-        releasing, self._to_release = self._to_release, {}
+        """Pending holds, then pending releases: one round trip each, at most."""
+        holding = [self._running[slot_id] for slot_id in self._to_hold]
+        self._to_hold = set()
         try:
             if holding:
-                await self._leases.hold(list(holding.values()), ttl=self._rules.ttl)
-            self._held.update(holding)
+                await self._leases.hold(holding, ttl=self._rules.ttl)
+        except seams.LockUnavailableError as error:
+            logger.warning("run leases not written, trying again: %s", error)
+            # Those finished meanwhile are in ``_to_release``: their hold may have landed.
+            self._to_hold.update(lease.slot_id for lease in holding if self._is_running(lease))
+        else:
+            self._held.update(lease.slot_id for lease in holding if self._is_running(lease))
+        releasing, self._to_release = self._to_release, {}
+        try:
             if releasing:
                 await self._leases.release(list(releasing.values()))
         except seams.LockUnavailableError as error:
-            logger.warning("run leases not written, trying again: %s", error)
-            for slot_id, lease in holding.items():
-                if slot_id not in self._held:
-                    self._to_hold.setdefault(slot_id, lease)
+            logger.warning("run leases not released, trying again: %s", error)
             for slot_id, lease in releasing.items():
-                self._to_release.setdefault(slot_id, lease)
+                if slot_id not in self._running:  # not started here again meanwhile
+                    self._to_release.setdefault(slot_id, lease)
+
+    def _is_running(self, lease: Lease) -> bool:
+        """``lease`` is still the lease of a run in flight here (same slot, same attempt)."""
+        return self._running.get(lease.slot_id) is lease
 
     async def _renew(self) -> bool:
         """Renew every lease held; False when the backend did not answer."""
         if not self._held:
             return True
+        renewing = [self._running[slot_id] for slot_id in self._held]
         try:
-            gone = await self._leases.renew(list(self._held.values()), ttl=self._rules.ttl)
+            gone = await self._leases.renew(renewing, ttl=self._rules.ttl)
         except seams.LockUnavailableError as error:
             logger.warning("run leases not renewed: %s", error)
             return False
         for slot_id in gone:
+            lease = self._running.get(slot_id)
+            if lease is None or slot_id not in self._held:
+                continue  # finished meanwhile (its release is a no-op) or held again
             # Another replica presumed this one dead and took the run over (recorded it Lost,
-            # maybe runs it again). This run goes on; its own record will say how it ended.
+            # maybe runs it again). This run goes on; its own record will say how it ended,
+            # and its lease, now another replica's business, is neither renewed nor released.
             logger.warning(
                 "the lease of %s was taken over: this replica was presumed dead", slot_id
             )
-            self._held.pop(slot_id, None)
+            del self._running[slot_id]
+            self._held.discard(slot_id)
         return True
 
 
@@ -262,31 +313,73 @@ class LossDetector:
             await self.scan()
 
     async def scan(self) -> int:
-        """One pass over every job; how many lost runs this replica took over."""
-        taken = 0
-        loop = asyncio.get_running_loop()
-        settle = self._rules.heartbeat.total_seconds()
-        for job in list(self._jobs()):
+        """One look at the expired leases of all jobs; how many lost runs this replica took
+        over. One round trip when none expired, whatever the number of jobs."""
+        page, taken, skip = self._rules.page, 0, 0
+        try:
+            expired = await self._leases.expired(limit=page)
+        except seams.LockUnavailableError as error:
+            self._backend_failed(error)
+            return 0
+        if not self._settled():
+            return 0  # live replicas renew their leases first
+        scheduled: Collection[slots.JobRef] | None = None
+        for listed in range(1, self._rules.pages + 1):
+            if expired and scheduled is None:
+                scheduled = self._jobs()
+            mine = self._of(scheduled or (), expired)
             try:
-                expired = await self._leases.expired(job)
-                if self._unavailable:
-                    self._unavailable, self._answering_since = False, loop.time()
-                if self._answering_since is not None:
-                    if loop.time() - self._answering_since < settle:
-                        continue  # live replicas renew their leases first
-                    self._answering_since = None
-                held = self._held()
-                for slot_id in expired:
-                    if slot_id in held:
-                        continue  # alive here: the heartbeat renews it
-                    lease = await self._leases.take_over(job, slot_id)
-                    if lease is None:
-                        continue  # another replica was first, or the run is alive after all
-                    taken += 1
-                    await self._on_lost(lease)
+                taken += await self._take_over(mine)
+                if len(expired) < page or listed == self._rules.pages:
+                    break
+                # The others stay listed (taken ones are gone): the next page starts after them.
+                skip += len(expired) - len(mine)
+                expired = await self._leases.expired(limit=page, skip=skip)
             except seams.LockUnavailableError as error:
-                self._unavailable, self._answering_since = True, None
-                logger.warning("lost runs of %s/%s not checked: %s", job.namespace, job.name, error)
-            except Exception:  # one job's trouble must not stop the detection for the others
-                logger.exception("checking the lost runs of %s/%s failed", job.namespace, job.name)
+                self._backend_failed(error)
+                break
         return taken
+
+    def _settled(self) -> bool:
+        """The backend answered; False until it has for one heartbeat after an outage."""
+        loop = asyncio.get_running_loop()
+        if self._unavailable:
+            self._unavailable, self._answering_since = False, loop.time()
+        if self._answering_since is not None:
+            if loop.time() - self._answering_since < self._rules.heartbeat.total_seconds():
+                return False
+            self._answering_since = None
+        return True
+
+    def _backend_failed(self, error: seams.LockUnavailableError) -> None:
+        self._unavailable, self._answering_since = True, None
+        logger.warning("lost runs not checked: %s", error)
+
+    def _of(self, scheduled: Collection[slots.JobRef], expired: list[str]) -> list[str]:
+        """Of ``expired``, the slot ids of jobs this replica schedules and does not run."""
+        held = self._held()
+        mine = []
+        for slot_id in expired:
+            try:
+                job, _ = slots.parse_slot_id(slot_id)
+            except ValueError:
+                logger.warning("a run lease with a malformed slot id, left alone: %r", slot_id)
+                continue
+            if (
+                job in scheduled and slot_id not in held
+            ):  # held: alive here, the heartbeat renews it
+                mine.append(slot_id)
+        return mine
+
+    async def _take_over(self, slot_ids: list[str]) -> int:
+        """Take ``slot_ids`` over; hand each won to ``on_lost``; how many."""
+        if not slot_ids:
+            return 0
+        # Those another replica took first, or renewed after all, do not come back.
+        won = await self._leases.take_over(slot_ids)
+        for lease in won:
+            try:
+                await self._on_lost(lease)
+            except Exception:  # one run's trouble must not stop the others'
+                logger.exception("recording the lost run of %s failed", lease.slot_id)
+        return len(won)

@@ -5,10 +5,13 @@ Lock keys, idempotency keys and run records all use it; jitter never changes it.
 """
 
 import hashlib
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from punctual.scheduling import timeline
+
+_MILLIS = re.compile(r"-?[0-9]{1,16}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +25,23 @@ class JobRef:
 
 def slot_id(job: JobRef, at: datetime) -> str:
     return f"{job.namespace}/{job.name}/{job.uid}/{timeline.unix_millis(at)}"
+
+
+def parse_slot_id(text: str) -> tuple[JobRef, datetime]:
+    """The job and the slot a slot id names: the inverse of ``slot_id``.
+
+    Raises ``ValueError`` for anything ``slot_id`` could not have written (namespaces, names
+    and uids never contain ``/``).
+    """
+    parts = text.split("/")
+    if len(parts) != 4 or not all(parts[:3]) or not _MILLIS.fullmatch(parts[3]):
+        raise ValueError(f"not a slot id: {text!r}")
+    namespace, name, uid, millis = parts
+    try:
+        at = timeline.EPOCH + timedelta(milliseconds=int(millis))
+    except OverflowError:
+        raise ValueError(f"not a slot id: {text!r}") from None
+    return JobRef(namespace=namespace, name=name, uid=uid), at
 
 
 def jitter_offset(uid: str, *, jitter: timedelta, period: timedelta) -> timedelta:

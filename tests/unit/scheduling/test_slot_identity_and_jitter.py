@@ -61,6 +61,43 @@ class TestASlotIdNamesOneNominalInstantOfOneObject:
         assert slots.slot_id(JOB, second).endswith("/1792891800000")
 
 
+class TestASlotIdTellsItsJobAndSlotBack:
+    @settings(max_examples=200, deadline=None)
+    @given(
+        st.from_regex(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", fullmatch=True),
+        st.from_regex(r"[a-z0-9]([-.a-z0-9]{0,61}[a-z0-9])?", fullmatch=True),
+        st.uuids().map(str),
+        st.datetimes(
+            min_value=datetime(1970, 1, 1),  # hypothesis wants naive bounds
+            max_value=datetime(9000, 1, 1),
+            timezones=st.just(UTC),
+        ),
+    )
+    def test_for_every_id_slot_id_writes(
+        self, namespace: str, name: str, uid: str, at: datetime
+    ) -> None:
+        job = slots.JobRef(namespace=namespace, name=name, uid=uid)
+        whole = at.replace(microsecond=at.microsecond // 1000 * 1000)
+
+        assert slots.parse_slot_id(slots.slot_id(job, at)) == (job, whole)
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            pytest.param("ns/name/uid", id="three-parts"),
+            pytest.param("ns/name/uid/1/2", id="five-parts"),
+            pytest.param("ns//uid/1", id="no-name"),
+            pytest.param("ns/name/uid/ 12", id="space-in-millis"),
+            pytest.param("ns/name/uid/1_000", id="underscore-in-millis"),
+            pytest.param("ns/name/uid/99999999999999999", id="beyond-any-date"),
+            pytest.param("ns/name/uid/\u0661", id="a-non-ascii-digit"),
+        ],
+    )
+    def test_anything_else_is_refused(self, text: str) -> None:
+        with pytest.raises(ValueError, match="not a slot id"):
+            slots.parse_slot_id(text)
+
+
 uids = st.one_of(st.uuids().map(str), st.text(min_size=1, max_size=40))
 positive_millis = st.integers(min_value=1, max_value=7 * 24 * 3600 * 1000).map(
     lambda ms: timedelta(milliseconds=ms)
