@@ -7,10 +7,13 @@ claimed without its entry: should the XADD fail, the script deletes the key it j
 the claim fails (closed). A stream key that holds another type is refused before anything is
 written. The slot key is the same as the plain Redis lock's (``locks.redis.slot_key``).
 
-The script goes by ``EVALSHA`` (redis-py's ``register_script`` loads it again after a Redis
-restart). A claim that lost its reply is retried once, like the plain lock's: if the first
-attempt set the key, the retry finds it holding our holder and the slot is ours (its entry
-id unknown).
+The script goes by ``EVALSHA``; it is loaded as soon as the first queue job is wired (which
+also opens the connection its first slot will use), and again whenever Redis answers
+``NOSCRIPT`` (a restart, ``SCRIPT FLUSH``). Claims go out in pipelines, one round trip in flight
+at a time, as the plain lock's do: the queue jobs due on the same instant are claimed and
+enqueued in one write and one read, not one pooled connection, timeout and task switch each. A
+claim that lost its reply is retried once, like the plain lock's: if the first attempt set the
+key, the retry finds it holding our holder and the slot is ours (its entry id unknown).
 
 A claim made only to count missed slots (``Claim.run`` false) is a plain ``SET NX``: a missed
 slot is never enqueued.
@@ -22,10 +25,14 @@ id), ``scheduledTime`` (RFC 3339, UTC: the slot plus the job's jitter), ``idempo
 would live in different hash slots: only a standalone Redis (or a primary endpoint) works.
 """
 
+import asyncio
 import collections
+import contextlib
+import hashlib
 import json
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Self
 
@@ -85,6 +92,31 @@ def payload_json(payload: Mapping[str, Any] | None) -> str:
     return json.dumps(payload or {}, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
 
+@dataclass(slots=True, kw_only=True)
+class _Request:
+    """One claim waiting for its round trip."""
+
+    key: str
+    stream: str
+    arguments: list[str | int]
+    """The script's ARGV: holder, TTL in ms, MAXLEN or '', then the entry's fields."""
+    run: bool
+    slot_id: str
+    answer: "asyncio.Future[str | None]"
+    failure: redis.exceptions.RedisError | None = field(default=None)
+    """Why the previous attempt got no answer; ``None`` on the first attempt."""
+    reloaded: bool = False
+    """Sent again once after ``NOSCRIPT``: a second ``NOSCRIPT`` fails it closed."""
+
+    @property
+    def holder(self) -> str:
+        return str(self.arguments[0])
+
+    @property
+    def ttl_ms(self) -> int:
+        return int(self.arguments[1])
+
+
 class StreamClaims:
     """The operator's Redis for queue targets: one client and script, one lock per job."""
 
@@ -92,7 +124,10 @@ class StreamClaims:
         self._client = connection.client
         self._description = connection.description
         self._password = connection.password
-        self._script = self._client.register_script(CLAIM_AND_ENQUEUE)
+        self._sha = hashlib.sha1(CLAIM_AND_ENQUEUE.encode()).hexdigest()
+        self._queue: collections.deque[_Request] = collections.deque()
+        self._sender: asyncio.Task[None] | None = None
+        self._warming: asyncio.Task[None] | None = None
 
     @classmethod
     def from_url(cls, url: str) -> Self:
@@ -105,6 +140,7 @@ class StreamClaims:
     def lock_for(
         self, *, stream: str, payload: Mapping[str, Any] | None, max_len: int | None
     ) -> "StreamLock":
+        self._warm_up()
         return StreamLock(self, stream=stream, payload=payload_json(payload), max_len=max_len)
 
     async def ping(self) -> None:
@@ -114,6 +150,14 @@ class StreamClaims:
             raise self._unavailable(None, error) from None
 
     async def close(self) -> None:
+        """Close the client and every pooled connection; claims still waiting fail closed."""
+        for task in (self._warming, self._sender):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._refuse(list(self._queue), redis.exceptions.ConnectionError("the lock is closed"))
+        self._queue.clear()
         await self._client.aclose()
 
     async def claim(
@@ -121,42 +165,119 @@ class StreamClaims:
     ) -> str | None:
         """The new entry's id when ``claim`` won (``UNKNOWN_ENTRY`` if its reply was lost);
         ``None`` when another holder has the slot. Raises ``LockUnavailableError``."""
-        key = redis_lock.slot_key(claim.slot_id)
-        holder = claim.holder
         ttl_ms = max(1, -(-claim.ttl // timedelta(milliseconds=1)))
-        arguments: list[str | int] = [holder, ttl_ms, "" if max_len is None else max_len]
+        arguments: list[str | int] = [claim.holder, ttl_ms, "" if max_len is None else max_len]
         for name, value in fields.items():
             arguments += [name, value]
-        failure: redis.exceptions.RedisError | None = None
-        for attempt in range(redis_lock.ATTEMPTS):
+        request = _Request(
+            key=redis_lock.slot_key(claim.slot_id),
+            stream=stream,
+            arguments=arguments,
+            run=claim.run,
+            slot_id=claim.slot_id,
+            answer=asyncio.get_running_loop().create_future(),
+        )
+        self._queue.append(request)
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.create_task(self._send(), name="redis stream claims")
+        return await request.answer
+
+    def _warm_up(self) -> None:
+        """Load the script and open a connection before the first slot needs them (once)."""
+        if self._warming is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not on a loop (a test wiring targets): the first claim will
+            return
+        self._warming = loop.create_task(self._load_script(), name="redis stream warm-up")
+
+    async def _load_script(self) -> None:
+        try:
+            await self._client.script_load(CLAIM_AND_ENQUEUE)
+        except redis.exceptions.RedisError as error:  # the claims will say so, if it lasts
+            logger.debug("loading the claim script failed: %s", self._scrub(str(error)))
+
+    async def _send(self) -> None:
+        """Round trips until no claim waits (claims made meanwhile ride in the next one)."""
+        while self._queue:
+            count = min(redis_lock.MAX_BATCH, len(self._queue))
+            batch = [self._queue.popleft() for _ in range(count)]
             try:
-                if claim.run:
-                    entry = await self._script(keys=[key, stream], args=arguments)
-                else:
-                    entry = await self._client.set(key, holder, nx=True, px=ttl_ms) or None
-                if entry is not None:
-                    return entry.decode() if isinstance(entry, bytes) else str(entry)
-                if failure is None:
-                    return None
-                # The first attempt may have run and lost only its reply: then the slot, and
+                # A claim whose caller was cancelled needs no answer.
+                await self._round_trip([r for r in batch if not r.answer.done()])
+            except asyncio.CancelledError:  # closing: nobody is left to answer them
+                self._refuse(batch, redis.exceptions.ConnectionError("the lock is closed"))
+                raise
+
+    async def _round_trip(self, batch: list[_Request]) -> None:
+        if not batch:
+            return
+        pipeline = self._client.pipeline(transaction=False)
+        for request in batch:
+            if request.run:
+                pipeline.evalsha(self._sha, 2, request.key, request.stream, *request.arguments)
+            else:  # only to count the slot missed: never enqueued
+                pipeline.set(request.key, request.holder, nx=True, px=request.ttl_ms)
+            if request.failure is not None:
+                # The earlier attempt may have run and lost only its reply: then the slot, and
                 # its entry, are ours.
-                if await self._client.get(key) == holder.encode():
-                    return UNKNOWN_ENTRY
-                return None
-            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as error:
-                if isinstance(error, redis.exceptions.AuthenticationError):
-                    raise self._unavailable(claim.slot_id, error) from None
-                failure = error
-                logger.debug(
-                    "claim of %s failed on attempt %d: %s",
-                    claim.slot_id,
-                    attempt + 1,
-                    self._scrub(str(error)),
-                )
-            except redis.exceptions.RedisError as error:
-                raise self._unavailable(claim.slot_id, error) from None
-        assert failure is not None
-        raise self._unavailable(claim.slot_id, failure) from None
+                pipeline.get(request.key)
+        try:
+            replies = iter(await pipeline.execute(raise_on_error=False))
+        except redis.exceptions.AuthenticationError as error:
+            self._refuse(batch, error)
+            return
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as error:
+            self._retry(batch, error)
+            return
+        except redis.exceptions.RedisError as error:
+            self._refuse(batch, error)
+            return
+        unscripted = []
+        for request in batch:
+            reply = next(replies)
+            holder = next(replies) if request.failure is not None else None
+            if not self._settle(request, reply, holder):
+                unscripted.append(request)
+        if unscripted:
+            await self._load_script()
+            self._queue.extendleft(reversed(unscripted))
+
+    def _settle(self, request: _Request, reply: object, holder: object) -> bool:
+        """Answer ``request`` from its replies; False when it must go again (``NOSCRIPT``)."""
+        if reply is not None and not isinstance(reply, redis.exceptions.RedisError):
+            self._answer(request, reply.decode() if isinstance(reply, bytes) else str(reply))
+        elif holder is not None and holder == request.holder.encode():
+            self._answer(request, UNKNOWN_ENTRY)  # the earlier attempt had won it
+        elif isinstance(reply, redis.exceptions.NoScriptError) and not request.reloaded:
+            request.reloaded = True  # nothing ran: load the script, then once more
+            return False
+        elif isinstance(reply, redis.exceptions.RedisError):
+            self._refuse([request], reply)
+        else:
+            self._answer(request, None)  # another holder has the slot
+        return True
+
+    def _retry(self, batch: list[_Request], error: redis.exceptions.RedisError) -> None:
+        """Once more, first in the next round trip; a second failure fails the claim closed."""
+        for request in reversed(batch):
+            if request.failure is not None:
+                self._refuse([request], error)
+                continue
+            request.failure = error
+            logger.debug("claim of %s failed once: %s", request.slot_id, self._scrub(str(error)))
+            self._queue.appendleft(request)
+
+    @staticmethod
+    def _answer(request: _Request, entry: str | None) -> None:
+        if not request.answer.done():
+            request.answer.set_result(entry)
+
+    def _refuse(self, batch: list[_Request], error: redis.exceptions.RedisError) -> None:
+        for request in batch:
+            if not request.answer.done():
+                request.answer.set_exception(self._unavailable(request.slot_id, error))
 
     def _unavailable(
         self, slot_id: str | None, error: redis.exceptions.RedisError
