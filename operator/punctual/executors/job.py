@@ -28,6 +28,10 @@ from punctual.scheduling import slots, timeline
 
 logger = logging.getLogger(__name__)
 
+_PREPARED = 2
+"""Jobs built ahead and kept until their run takes them: the upcoming slot's, and the one
+before in case its run has not started yet (a run started late builds its own)."""
+
 
 @dataclass(frozen=True, slots=True)
 class JobHistory:
@@ -36,9 +40,10 @@ class JobHistory:
 
 
 class JobExecutor:
-    """``seams.Executor`` for one ScheduledJob; also ``Abortable``, ``NamesJobs`` and
-    ``SeesRuns``: the concurrency policy counts every unfinished Job of the ScheduledJob (from
-    the shared watch), not only the runs of this replica, as CronJob counts its active Jobs."""
+    """``seams.Executor`` for one ScheduledJob; also ``Abortable``, ``NamesJobs``,
+    ``PreparesRuns`` and ``SeesRuns``: the concurrency policy counts every unfinished Job of the
+    ScheduledJob (from the shared watch), not only the runs of this replica, as CronJob counts
+    its active Jobs."""
 
     def __init__(
         self,
@@ -56,6 +61,8 @@ class JobExecutor:
         self._template = template
         self._active_deadline = active_deadline
         self._history = history
+        self._prepared: dict[str, jobs.JobRequest] = {}
+        """Slot id → its Job, built ahead (``prepare``); the newest ``_PREPARED`` only."""
 
     def __repr__(self) -> str:
         return f"JobExecutor({self._owner.namespace}/{self._owner.name})"
@@ -63,17 +70,17 @@ class JobExecutor:
     def job_name(self, context: seams.RunContext) -> str:
         return jobs.job_name(self._owner.name, context.slot)
 
+    def prepare(self, context: seams.RunContext) -> None:
+        """Build and serialise the Job of an upcoming slot now, while the loop waits for it:
+        at the slot, the run only sends it (``seams.PreparesRuns``)."""
+        self._prepared[context.slot_id] = self._request(context)
+        while len(self._prepared) > _PREPARED:
+            del self._prepared[next(iter(self._prepared))]  # the oldest: its slot went by
+
     async def __call__(self, context: seams.RunContext) -> seams.Outcome:
-        manifest = jobs.job_manifest(
-            self._template,
-            owner=self._owner,
-            slot=context.slot,
-            slot_id=context.slot_id,
-            scheduled_time=context.scheduled_time,
-            active_deadline=self._active_deadline,
-        )
-        name = manifest["metadata"]["name"]
-        state, created = await self._api.create(manifest)
+        request = self._prepared.pop(context.slot_id, None) or self._request(context)
+        name = request.name
+        state, created = await self._api.create(request)
         if not created and not self._is_ours(state, context):
             return seams.Outcome(
                 False, f"Job {name} exists and was not created for this slot: not touched"
@@ -106,6 +113,18 @@ class JobExecutor:
                 if millis.isdigit():
                     running.append(timeline.EPOCH + timedelta(milliseconds=int(millis)))
         return running
+
+    def _request(self, context: seams.RunContext) -> jobs.JobRequest:
+        return jobs.JobRequest.of(
+            jobs.job_manifest(
+                self._template,
+                owner=self._owner,
+                slot=context.slot,
+                slot_id=context.slot_id,
+                scheduled_time=context.scheduled_time,
+                active_deadline=self._active_deadline,
+            )
+        )
 
     def _is_ours(self, state: jobs.JobState, context: seams.RunContext) -> bool:
         return state.owner_uid == self._owner.uid and state.slot_id == context.slot_id

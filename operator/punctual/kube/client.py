@@ -1,8 +1,10 @@
 """The kubernetes-asyncio client: from $KUBECONFIG (or ~/.kube/config), else in-cluster."""
 
+import json
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import aiohttp.helpers
@@ -70,6 +72,48 @@ def _read_environment_once(api: client.ApiClient) -> None:
                 rest.proxy_headers = {**headers, "Proxy-Authorization": auth.encode()}
             logger.info("API server requests go through the proxy %s", proxy)
     session._trust_env = False
+
+
+async def post_json(api: client.ApiClient, path: str, body: bytes) -> tuple[int, dict[str, Any]]:
+    """POST ``body``, JSON serialised already, to ``path`` of the API server: ``(HTTP status,
+    JSON body of the answer)``.
+
+    What the generated client does for a request, minus its per-call model handling and
+    serialisation: a body built and serialised before it is needed (a Job, ahead of its slot)
+    is sent as it is. The same session, TLS, credentials (refreshed as the generated client
+    refreshes them), headers and proxy. Raises ``aiohttp.ClientError``, ``OSError`` or
+    ``TimeoutError`` when there is no answer.
+    """
+    headers: dict[str, str] = {
+        **api.default_headers,
+        "Accept": "application/json",
+        "Content-Type": "application/json",
+    }
+    if api.cookie:
+        headers["Cookie"] = api.cookie
+    await api.update_params_for_auth(headers, [], ["BearerToken"])
+    rest = api.rest_client
+    options: dict[str, Any] = {}
+    if rest.proxy:
+        options["proxy"] = rest.proxy
+    if rest.proxy_headers:
+        options["proxy_headers"] = rest.proxy_headers
+    if rest.server_hostname:
+        options["server_hostname"] = rest.server_hostname
+    session: aiohttp.ClientSession = rest.pool_manager
+    async with session.post(
+        api.configuration.host + path,
+        data=body,
+        headers=headers,
+        timeout=aiohttp.ClientTimeout(),  # as the generated client: the caller bounds the wait
+        **options,
+    ) as response:
+        text = await response.text()
+    try:
+        answer = json.loads(text) if text else {}
+    except ValueError:
+        answer = {}
+    return response.status, answer if isinstance(answer, dict) else {}
 
 
 def _kubeconfig() -> str | None:

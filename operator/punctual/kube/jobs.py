@@ -9,6 +9,7 @@
   the API server's name generator keeps within 63 by trimming the base, so they fit too.) A
   longer ScheduledJob name is cut to 43 characters plus ``-`` and 8 hex digits of its SHA-256:
   stable across replicas and restarts, distinct for names sharing a long prefix.
+- ``JobRequest``: a slot's Job, built and serialised ahead of its slot (off the firing path).
 - ``JobsApi``: create (an existing Job of the same slot is adopted), read, delete.
 - ``JobWatcher``: ONE watch of the Jobs labelled ``punctual.dev/scheduled-job`` per operator
   (all namespaces, or one watch per namespace in namespaced mode), resumed from its last
@@ -23,6 +24,7 @@ import hashlib
 import json
 import logging
 import math
+import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -32,6 +34,7 @@ import aiohttp
 from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from punctual.kube import client as kube_client
 from punctual.kube import resources
 from punctual.scheduling import slots, timeline
 
@@ -220,6 +223,22 @@ def job_manifest(
     }
 
 
+@dataclass(frozen=True, slots=True)
+class JobRequest:
+    """The creation of one slot's Job, ready to send: its manifest, serialised."""
+
+    namespace: str
+    name: str
+    body: bytes
+    """The manifest as compact JSON."""
+
+    @classmethod
+    def of(cls, manifest: Mapping[str, Any]) -> "JobRequest":
+        metadata = manifest["metadata"]
+        body = json.dumps(manifest, separators=(",", ":"), ensure_ascii=False).encode()
+        return cls(namespace=metadata["namespace"], name=metadata["name"], body=body)
+
+
 # -- requests --------------------------------------------------------------------------------
 
 
@@ -227,22 +246,28 @@ class JobsApi:
     """Job requests, on the operator's API client.
 
     Responses are read as plain JSON (``_preload_content=False``): the generated client's
-    model classes cost milliseconds of CPU per Job, at the very instant many slots fire.
+    model classes cost milliseconds of CPU per Job, at the very instant many slots fire. For
+    the same reason a creation sends a ``JobRequest`` serialised beforehand as it is, not
+    through the generated client (which would check, walk and serialise the manifest again).
     """
 
     def __init__(self, api: client.ApiClient) -> None:
+        self._api = api
         self._batch = client.BatchV1Api(api)
 
-    async def create(self, manifest: Mapping[str, Any]) -> tuple[JobState, bool]:
+    async def create(self, request: JobRequest) -> tuple[JobState, bool]:
         """Create the Job; ``(state, True)`` when this call created it.
 
         When it exists already, ``(its state, False)``: the caller decides whether it is the
         same slot's (see ``JobState.slot_id``) and follows it if so.
         """
-        namespace = manifest["metadata"]["namespace"]
-        name = manifest["metadata"]["name"]
+        namespace, name = request.namespace, request.name
         doing = f"creating Job {name}"
-        status, body = await _call(doing, self._batch.create_namespaced_job, namespace, manifest)
+        path = f"/apis/batch/v1/namespaces/{urllib.parse.quote(namespace, safe='')}/jobs"
+        try:
+            status, body = await kube_client.post_json(self._api, path, request.body)
+        except (aiohttp.ClientError, OSError, TimeoutError) as error:
+            raise JobApiError(f"{doing}: {_describe(error)}") from None
         if status in (200, 201, 202):
             return JobState.from_body(body), True
         if status != 409:

@@ -38,6 +38,7 @@ class _Armed:
     # isinstance against a runtime-checkable protocol costs microseconds on every call).
     runs_view: seams.SeesRuns | None = None
     job_namer: seams.NamesJobs | None = None
+    preparer: seams.PreparesRuns | None = None
 
 
 @dataclass(slots=True)
@@ -110,6 +111,7 @@ class JobLoop:
             lock=lock or self._lock,
             runs_view=executor if isinstance(executor, seams.SeesRuns) else None,
             job_namer=executor if isinstance(executor, seams.NamesJobs) else None,
+            preparer=executor if isinstance(executor, seams.PreparesRuns) else None,
         )
         self._scheduling = self._spawn(
             self._schedule(armed, resume_after=resume_after, missed_through=missed_through),
@@ -183,6 +185,8 @@ class JobLoop:
             self._store.slot_upcoming(self.job, scheduled_time=upcoming + plan.offset)
             # Before the wait, off the firing path: a cron next slot costs up to ~100 µs.
             following = plan.schedule.next_after(upcoming).at
+            if armed.preparer is not None:
+                self._prepare(armed.preparer, self._context(upcoming, armed))
             waited = upcoming + delay > self._wall()
             await self._timer.wait_until(upcoming + delay)
             now = self._wall() - delay  # on the job's own timeline, like the deadline
@@ -214,6 +218,12 @@ class JobLoop:
                     await asyncio.wait([started])  # catch-up runs go one after another, in order
             cursor, upcoming = newest, following
             self._handled_through = cursor
+
+    def _prepare(self, preparer: seams.PreparesRuns, context: seams.RunContext) -> None:
+        try:
+            preparer.prepare(context)
+        except Exception:  # best effort: the run does the work itself at the slot
+            logger.exception("slot %s: preparing its run failed", context.slot_id)
 
     async def _count_missed(self, decision: missed.Decision, armed: _Armed) -> None:
         """Count the slots given up, each on the one replica that claims it.

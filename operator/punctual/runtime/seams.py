@@ -104,6 +104,16 @@ class NamesJobs(Protocol):
     def job_name(self, context: RunContext) -> str: ...
 
 
+@runtime_checkable
+class PreparesRuns(Protocol):
+    """An executor with work it can do for a run before the slot is due (build and serialise the
+    request it will send): the loop hands it each upcoming slot as it starts waiting for it, so
+    that work is off the firing path. Best effort: a run whose slot was not prepared (a missed
+    or caught-up slot) does that work itself."""
+
+    def prepare(self, context: RunContext) -> None: ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ActiveRun:
     """A run in flight."""

@@ -1,5 +1,6 @@
 """The job executor over a fake Jobs API and watcher: create or adopt, follow, clean up, abort."""
 
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -54,9 +55,14 @@ class FakeApi:
     created: list[dict[str, Any]] = field(default_factory=list)
     deleted: list[tuple[str, str | None]] = field(default_factory=list)
 
-    async def create(self, manifest: dict[str, Any]) -> tuple[jobs.JobState, bool]:
+    async def create(self, request: jobs.JobRequest) -> tuple[jobs.JobState, bool]:
         if self.existing is not None:
             return self.existing, False
+        manifest = json.loads(request.body)
+        assert (request.namespace, request.name) == (
+            manifest["metadata"]["namespace"],
+            manifest["metadata"]["name"],
+        )
         self.created.append(manifest)
         return state(), True
 
@@ -168,6 +174,70 @@ class TestARun:
             False, "Job nightly-1796002200 exists and was not created for this slot: not touched"
         )
         assert watcher.followed == []
+
+
+class TestPreparingTheJobBeforeItsSlot:
+    def test_the_executor_prepares_runs(self, api: FakeApi, watcher: FakeWatcher) -> None:
+        assert isinstance(executor(api, watcher), seams.PreparesRuns)
+
+    async def test_a_prepared_slot_sends_the_job_built_ahead(
+        self, api: FakeApi, watcher: FakeWatcher, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        run = executor(api, watcher)
+        run.prepare(context())
+
+        def not_at_the_slot(*args: object, **kwargs: object) -> dict[str, Any]:
+            raise AssertionError("the Job was built again at the slot")
+
+        monkeypatch.setattr(jobs, "job_manifest", not_at_the_slot)
+        outcome = await run(context())
+
+        assert outcome.succeeded
+        [manifest] = api.created
+        assert manifest["metadata"]["name"] == "nightly-1796002200"
+
+    async def test_the_job_built_ahead_is_the_one_built_at_the_slot(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        prepared = executor(api, watcher)
+        prepared.prepare(context())
+        await prepared(context())
+        await executor(api, watcher)(context())
+
+        ahead, at_the_slot = api.created
+        assert ahead == at_the_slot
+
+    async def test_a_slot_that_was_not_prepared_builds_its_own_job(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        run = executor(api, watcher)
+        run.prepare(context(SLOT + timedelta(minutes=1)))
+
+        await run(context())
+
+        [manifest] = api.created
+        assert manifest["metadata"]["name"] == "nightly-1796002200"
+
+    async def test_only_the_two_newest_prepared_jobs_are_kept(
+        self, api: FakeApi, watcher: FakeWatcher, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        run = executor(api, watcher)
+        slots_ = [SLOT + timedelta(minutes=minutes) for minutes in range(3)]
+        for slot in slots_:
+            run.prepare(context(slot))
+        built: list[datetime] = []
+        build = jobs.job_manifest
+
+        def counted(*args: Any, **kwargs: Any) -> dict[str, Any]:
+            built.append(kwargs["slot"])
+            return build(*args, **kwargs)
+
+        monkeypatch.setattr(jobs, "job_manifest", counted)
+        for slot in slots_:
+            await run(context(slot))
+
+        assert built == [SLOT]  # the oldest was let go: built at its slot; the others ahead
+        assert len(api.created) == 3
 
 
 class TestHistory:
