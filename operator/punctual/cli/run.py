@@ -151,8 +151,6 @@ async def _operate(
         stack.push_async_callback(api.close)
         cache = objects.ObjectCache()
         status_api = status.StatusApi(api)
-        lock = await stack.enter_async_context(_lock(arguments, api=status_api, cache=cache))
-        tracked = health.HealthTrackingLock(lock, backend=arguments.lock_backend)
         statuses = status_store.StatusStore(
             api=status_api,
             cache=cache,
@@ -160,6 +158,10 @@ async def _operate(
             wall=clocks.system_wall,
             interval=status_interval,
         )
+        lock = await stack.enter_async_context(
+            _lock(arguments, api=status_api, cache=cache, carrier=statuses)
+        )
+        tracked = health.HealthTrackingLock(lock, backend=arguments.lock_backend)
         durable = await stack.enter_async_context(_durable_runs(arguments))
         stores: list[seams.RunStore] = [statuses, metered_store.MeteredStore(meters)]
         stores += [durable.heartbeat] if durable is not None else []
@@ -260,7 +262,11 @@ class _Stopping:
 
 @contextlib.asynccontextmanager
 async def _lock(
-    arguments: argparse.Namespace, *, api: status.StatusApi, cache: objects.ObjectCache
+    arguments: argparse.Namespace,
+    *,
+    api: status.StatusApi,
+    cache: objects.ObjectCache,
+    carrier: seams.StatusCarrier,
 ) -> AsyncIterator[seams.SlotLock]:
     match arguments.lock_backend:
         case "redis":
@@ -270,7 +276,8 @@ async def _lock(
             finally:
                 await lock.close()
         case "kubernetes":
-            yield kubernetes.KubernetesLock(api=api, cache=cache)
+            # The claim is a status write: the status this replica has pending rides along.
+            yield kubernetes.KubernetesLock(api=api, cache=cache, carrier=carrier)
         case _:
             yield memory.MemoryLock()
 

@@ -4,7 +4,20 @@ Claiming a slot writes ``status.lastScheduleTime = slot`` with the object's reso
 precondition; the replica whose write lands owns the slot. A conflict only says the object
 changed (a status write, another claim): re-read, and the slot belongs to another replica only
 if ``lastScheduleTime`` has reached it; otherwise try again.
+
+The claim is a status write made anyway, so it carries what this replica has yet to write
+about the job (a ``StatusCarrier``: runs, counts, conditions), in the same patch and under the
+same precondition. Status then rides along at claim rate, and the coalesced status writer is
+left only what no claim carried: about one API write per run instead of two that race. A claim
+cancelled in flight waits for its answer before it stops: only the answer tells whether what
+it carried landed (counts are sums: neither lost nor written twice).
 """
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable
+from datetime import datetime
+from typing import Any, TypeVar
 
 from punctual.kube import objects, resources, status
 from punctual.runtime import seams
@@ -13,10 +26,16 @@ from punctual.scheduling import timeline
 
 class KubernetesLock:
     def __init__(
-        self, *, api: status.StatusApi, cache: objects.ObjectCache, attempts: int = 8
+        self,
+        *,
+        api: status.StatusApi,
+        cache: objects.ObjectCache,
+        carrier: seams.StatusCarrier | None = None,
+        attempts: int = 8,
     ) -> None:
         self._api = api
         self._cache = cache
+        self._carrier = carrier
         self._attempts = attempts
 
     async def claim(self, claim: seams.Claim) -> bool:
@@ -26,11 +45,7 @@ class KubernetesLock:
                 if not _is_ahead(claim, body):
                     return False
                 try:
-                    body = await self._api.patch(
-                        claim.job,
-                        {"lastScheduleTime": timeline.rfc3339(claim.slot)},
-                        resource_version=body["metadata"]["resourceVersion"],
-                    )
+                    body = await self._write(claim, body)
                 except status.ConflictError:
                     body = await self._read(claim)
                     continue
@@ -42,10 +57,56 @@ class KubernetesLock:
             raise seams.LockUnavailableError(str(error)) from error
         raise seams.LockUnavailableError(f"{self._attempts} conflicting writes in a row")
 
+    async def _write(self, claim: seams.Claim, body: resources.Body) -> resources.Body:
+        """One compare-and-swap on ``body``'s version: the slot, and whatever status rides."""
+        return await _to_the_end(self._carrying_write(claim, body))
+
+    async def _carrying_write(self, claim: seams.Claim, body: resources.Body) -> resources.Body:
+        current = body.get("status") or {}
+        carried: contextlib.AbstractContextManager[dict[str, Any]] = (
+            self._carrier.carry(claim.job, current)
+            if self._carrier is not None
+            else contextlib.nullcontext({})
+        )
+        with carried as patch:
+            return await self._api.patch(
+                claim.job,
+                _with_slot(patch, claim.slot),
+                resource_version=body["metadata"]["resourceVersion"],
+            )
+
     async def _read(self, claim: seams.Claim) -> resources.Body:
         body = await self._api.read(claim.job)
         self._cache.remember(body)
         return body
+
+
+_T = TypeVar("_T")
+
+
+async def _to_the_end(work: Awaitable[_T]) -> _T:
+    """``work``'s result, awaited to its end even when the caller is cancelled meanwhile; the
+    cancellation is raised once it is over."""
+    task = asyncio.ensure_future(work)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.wait([task])
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        if not task.cancelled():
+            task.exception()  # retrieved: the carrier has dealt with it
+        raise asyncio.CancelledError
+    return task.result()
+
+
+def _with_slot(patch: dict[str, Any], slot: datetime) -> dict[str, Any]:
+    """``patch`` moving the high-water mark to ``slot`` (or past it, if it moves it further)."""
+    carried = patch.get("lastScheduleTime")
+    if carried is not None and timeline.parse_rfc3339(carried) > slot:
+        return patch
+    return {**patch, "lastScheduleTime": timeline.rfc3339(slot)}
 
 
 def _is_ahead(claim: seams.Claim, body: resources.Body) -> bool:

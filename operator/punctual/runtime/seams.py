@@ -1,10 +1,11 @@
 """The small protocols the scheduler is wired through, and the records that cross them."""
 
 import enum
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from punctual.scheduling import overlap, slots
 
@@ -48,6 +49,25 @@ class SlotLock(Protocol):
         """True when this replica now owns the slot; False when another one does.
 
         Raises ``LockUnavailableError`` when the backend cannot tell.
+        """
+        ...
+
+
+class StatusCarrier(Protocol):
+    """Status this replica has yet to write, handed to a write of the job's status that is made
+    anyway (the kubernetes lock's claim): it rides along instead of costing a write of its own."""
+
+    def carry(
+        self, job: slots.JobRef, current: Mapping[str, Any]
+    ) -> AbstractContextManager[dict[str, Any]]:
+        """The job's pending status merged onto ``current``, as the fields of a status merge
+        patch; ``{}`` when there is nothing to say. ``current`` is the status of the very
+        version the write names as its resourceVersion precondition.
+
+        Within the block it is the writer's alone, and no other write carries it. A block that
+        ends normally delivered it; one that raises gave it back, to be written once later
+        (when the write may have landed all the same, the next write first looks whether the
+        object shows it).
         """
         ...
 

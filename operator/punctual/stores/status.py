@@ -3,20 +3,31 @@
 The rule: each replica writes a job's status only when it has something new to say (it ran,
 skipped or missed a slot, or a condition changed), at most once per ``interval`` per job
 (default 5 s); condition changes are written at the next tick. A 1-second job therefore costs
-one status write per 5 seconds per replica that ran it, not one per run. (The kubernetes slot
-lock's compare-and-swap claim is a write of its own, one per slot.)
+one status write per 5 seconds per replica that ran it, not one per run.
+
+The kubernetes slot lock's claim is a status write of its own, one per slot: it carries what
+this replica has pending for the job (``carry``), so with that backend status rides along at
+claim rate and this writer only writes what no claim took (a job whose slots other replicas
+win, a condition set between slots).
 
 Writes are merges onto the newest known body, with its resourceVersion as a precondition:
 counts are added, recent runs merged, ``lastScheduleTime`` only moves forward, and other
-replicas' active runs are kept. On a conflict the merge starts again from a fresh read.
+replicas' active runs are kept. On a conflict the merge starts again from a fresh read. A
+write that may have landed although it failed (a 5xx, a cancellation) is kept *in doubt*: the
+next write looks whether the object shows its run records before it adds its counts again.
+That look is exact, as every write names the version it merges onto as its precondition, but
+for one case: none of its runs is among the newest ``history`` that recentRuns keeps (runs
+reported long after they ran), and then it is written again. (The kubernetes lock waits for the
+answer to a claim cancelled in flight, so only a failed answer leaves its status in doubt.)
 """
 
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -65,6 +76,9 @@ class _Pending:
     observed_generation: int | None = None
     since: float = 0.0
     urgent: bool = False
+    in_doubt: list["_Pending"] = field(default_factory=list)
+    """Earlier writes that failed but may have landed, each on its own (none of them in doubt
+    itself): delivered again only if the object does not show them (``settled``)."""
 
     def absorb(self, older: "_Pending") -> None:
         """Take back what a failed write could not deliver."""
@@ -76,6 +90,43 @@ class _Pending:
             self.observed_generation = older.observed_generation
         self.since = min(self.since, older.since)
         self.urgent = self.urgent or older.urgent
+        self.in_doubt[:0] = older.in_doubt
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.counts
+            or self.records
+            or self.claimed
+            or self.conditions
+            or self.observed_generation is not None
+        )
+
+    def settled(self, current: Mapping[str, Any]) -> "_Pending":
+        """What to write onto ``current``: this, and the writes in doubt it does not show (a
+        copy: the write built on it may fail in turn). Those it shows had landed: forgotten."""
+        self.in_doubt = [doubtful for doubtful in self.in_doubt if not _shows(current, doubtful)]
+        settled = _Pending(
+            counts=collections.Counter(self.counts),
+            records=list(self.records),
+            claimed=self.claimed,
+            conditions=dict(self.conditions),
+            observed_generation=self.observed_generation,
+            since=self.since,
+            urgent=self.urgent,
+        )
+        for doubtful in self.in_doubt:
+            settled.absorb(doubtful)
+        return settled
+
+    def doubted(self) -> "_Pending":
+        """This after a write of it failed in a way that may have landed."""
+        fresh = dataclasses.replace(self, in_doubt=[])
+        return _Pending(
+            since=self.since,
+            urgent=self.urgent,
+            in_doubt=[*([] if fresh.empty else [fresh]), *self.in_doubt],
+        )
 
 
 class StatusStore:
@@ -236,10 +287,14 @@ class StatusStore:
             try:
                 body = self._cache.get(job) or await self._api.read(job)
                 for _ in range(5):
+                    current = body.get("status") or {}
+                    settled = pending.settled(current)
+                    if settled.empty:
+                        return  # what was in doubt had landed: nothing left to say
                     try:
                         body = await self._api.patch(
                             job,
-                            self._compose(job, body.get("status") or {}, pending),
+                            self._compose(job, current, settled),
                             resource_version=body["metadata"]["resourceVersion"],
                         )
                     except status.ConflictError:
@@ -251,10 +306,34 @@ class StatusStore:
                 return
             except status.UnavailableError as error:
                 logger.warning("status of %s/%s not written: %s", job.namespace, job.name, error)
+                pending = pending.doubted()
             except asyncio.CancelledError:
-                self._keep(job, pending)  # for the final flush at shutdown
+                self._keep(job, pending.doubted())  # for the final flush at shutdown
                 raise
         self._keep(job, pending)
+
+    @contextlib.contextmanager
+    def carry(self, job: slots.JobRef, current: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+        """The StatusCarrier seam: what is pending for ``job``, composed onto ``current``, for
+        a status write made anyway (the kubernetes lock's claim), whose precondition must be
+        the version ``current`` is the status of. Taken from this writer meanwhile; given
+        back if the block raises (in doubt, unless it was a conflict)."""
+        pending = self._pending.pop(job, None) or _Pending()
+        self._urgent.discard(job)
+        settled = pending.settled(current)
+        if settled.empty:
+            yield {}  # nothing to say (or only what was in doubt, and it had landed)
+            return
+        try:
+            yield self._compose(job, current, settled)
+        except status.ConflictError:
+            self._keep(job, pending)  # refused as a whole: nothing of it landed
+            raise
+        except status.GoneError:
+            raise
+        except BaseException:
+            self._keep(job, pending.doubted())
+            raise
 
     def _keep(self, job: slots.JobRef, undelivered: _Pending) -> None:
         """Keep what a write could not deliver for the next tick, under anything newer."""
@@ -345,6 +424,12 @@ class StatusStore:
 def _latest(first: datetime | None, second: datetime | None) -> datetime | None:
     candidates = [instant for instant in (first, second) if instant is not None]
     return max(candidates) if candidates else None
+
+
+def _shows(current: Mapping[str, Any], batch: _Pending) -> bool:
+    """Whether ``current`` holds a run record of ``batch``: the write that carried it landed."""
+    runs: list[Mapping[str, Any]] = current.get("recentRuns") or []
+    return any(_as_run(record).items() <= run.items() for record in batch.records for run in runs)
 
 
 def _as_run(record: seams.RunRecord) -> dict[str, Any]:
