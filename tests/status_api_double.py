@@ -54,6 +54,8 @@ class FakeStatusApi:
         self, ref: slots.JobRef, patch: Mapping[str, Any], *, resource_version: str
     ) -> dict[str, Any]:
         fault = self.faults.pop(0) if self.faults else None
+        if fault == "slow":  # on the wire until released; then it lands, or not, as it would
+            await self._hold()
         if fault == "refusal held":
             await self._hold()
             fault = "conflict"

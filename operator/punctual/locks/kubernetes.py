@@ -11,17 +11,29 @@ same precondition. Status then rides along at claim rate, and the coalesced stat
 left only what no claim carried: about one API write per run instead of two that race. A claim
 cancelled in flight waits for its answer before it stops: only the answer tells whether what
 it carried landed (counts are sums: neither lost nor written twice).
+
+Claims of one job take turns, in the order they were made: the high-water mark only moves
+forward, so a newer slot landing first would make the older ones unclaimable (slots given up
+are claimed oldest first, all at once, to be counted).
 """
 
 import asyncio
 import contextlib
 from collections.abc import Awaitable
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
 from punctual.kube import objects, resources, status
 from punctual.runtime import seams
-from punctual.scheduling import timeline
+from punctual.scheduling import slots, timeline
+
+
+@dataclass(slots=True)
+class _Turn:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
+    """Claims holding or waiting for ``lock``: the turn is dropped when none is left."""
 
 
 class KubernetesLock:
@@ -37,8 +49,20 @@ class KubernetesLock:
         self._cache = cache
         self._carrier = carrier
         self._attempts = attempts
+        self._turns: dict[slots.JobRef, _Turn] = {}
 
     async def claim(self, claim: seams.Claim) -> bool:
+        turn = self._turns.setdefault(claim.job, _Turn())
+        turn.users += 1
+        try:
+            async with turn.lock:  # first come, first served
+                return await self._claim(claim)
+        finally:
+            turn.users -= 1
+            if not turn.users:
+                del self._turns[claim.job]
+
+    async def _claim(self, claim: seams.Claim) -> bool:
         try:
             body = self._cache.get(claim.job) or await self._read(claim)
             for _ in range(self._attempts):

@@ -230,19 +230,28 @@ class JobLoop:
 
         Every replica that fell behind decides on the slots due since its own cursor, and
         replicas fall behind at different times: a slot another replica ran or counted is
-        claimed already, so the count never multiplies. Claimed oldest first, as a lock that is
-        a high-water mark (the kubernetes backend) needs. Slots older than the ones listed (a
-        long outage) are counted by the replica that claims the oldest listed one. When the lock
-        cannot answer, misses go uncounted rather than counted twice.
+        claimed already, so the count never multiplies. The claims go out together (one round
+        trip for a lock that batches them), made oldest first: a lock that is a high-water mark
+        (the kubernetes backend) takes them in that order. Slots older than the ones listed (a
+        long outage) are counted by the replica that claims the oldest listed one. What is won
+        is counted even when the loop is cancelled meanwhile (a re-arm, a shutdown); a claim
+        with no answer, from the lock or in time, goes uncounted rather than counted twice.
         """
-        older = decision.missed - len(decision.given_up)
-        count, newest = 0, None
-        for index, slot in enumerate(decision.given_up):
-            if await self._claim(slot, armed, run=False):
-                count += 1 + (older if index == 0 else 0)
-                newest = slot
-        if newest is not None:
-            self._store.slots_missed(self.job, count=count, newest=newest)
+        claims = [
+            self._spawn(self._claim(slot, armed, run=False), name=f"count {self._slot_id(slot)}")
+            for slot in decision.given_up
+        ]
+        try:
+            await asyncio.wait(claims)
+        finally:
+            won = [claim.done() and not claim.cancelled() and claim.result() for claim in claims]
+            for claim in claims:
+                claim.cancel()
+            older = decision.missed - len(decision.given_up)
+            count = sum(won) + (older if won[0] else 0)
+            ours = [slot for slot, mine in zip(decision.given_up, won, strict=True) if mine]
+            if ours:
+                self._store.slots_missed(self.job, count=count, newest=ours[-1])
 
     async def _claim(self, slot: datetime, armed: _Armed, *, run: bool = True) -> bool:
         """Fail closed: no claim, no run, whatever went wrong."""

@@ -150,3 +150,23 @@ async def test_without_a_carrier_the_claim_writes_the_slot_alone() -> None:
     assert await replica.lock.claim(claim_of(SLOT))
 
     assert replica.api.landed == [{"lastScheduleTime": timeline.rfc3339(SLOT)}]
+
+
+class TestClaimsOfOneJobTakeTurns:
+    async def test_slots_claimed_together_land_oldest_first_even_when_the_first_is_slow(
+        self,
+    ) -> None:
+        api = FakeStatusApi(scheduled_job(lastScheduleTime=timeline.rfc3339(PREVIOUS)))
+        replica = Replica(api, carrying=False)
+        api.faults = ["slow"]
+        slots_given_up = [SLOT + timedelta(seconds=n) for n in range(3)]
+
+        claims = [asyncio.ensure_future(replica.lock.claim(claim_of(s))) for s in slots_given_up]
+        await api.held.wait()
+        await asyncio.sleep(0.01)  # the newer claims would land now, were they not waiting
+        api.release.set()
+
+        assert await asyncio.gather(*claims) == [True, True, True]
+        assert [patch["lastScheduleTime"] for patch in api.landed] == [
+            timeline.rfc3339(s) for s in slots_given_up
+        ]

@@ -4,6 +4,7 @@ Every test arms an ``every: 10s`` job at 00:00:05 with ``resume_after`` at 23:59
 slots are overdue: 23:59:40, 23:59:50 and 00:00:00 (``at(-20)``, ``at(-10)``, ``at(0)``).
 """
 
+import asyncio
 from datetime import datetime, timedelta
 
 import pytest
@@ -13,6 +14,7 @@ from runtime_doubles import (
     SECOND,
     TOLERANCE,
     FakeWall,
+    GrantingLock,
     Target,
     at,
     ats,
@@ -258,3 +260,31 @@ class TestReplicasThatFallBehindAtDifferentTimes:
 
         assert sorted(target.slots) == ats(0, 30, 60)
         assert store.jobs[JOB].missed + other_store.jobs[JOB].missed == 4  # 10, 20, 40, 50
+
+
+class StuckLock(GrantingLock):
+    """Never answers for the given slots (a claim on the wire when the loop stops)."""
+
+    def __init__(self, wall: FakeWall, *, stuck: set[datetime]) -> None:
+        super().__init__(wall)
+        self.stuck = stuck
+
+    async def claim(self, claim: seams.Claim) -> bool:
+        if claim.slot in self.stuck:
+            await asyncio.Event().wait()
+        return await super().claim(claim)
+
+
+class TestCountingWhileTheLoopStops:
+    async def test_the_slots_already_won_are_counted_and_the_unanswered_are_not(
+        self, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        lock = StuckLock(wall, stuck={at(-10)})
+        replica = Supervisor(wall=wall, lock=lock, store=store, replica="replica-a")
+        replica.arm(JOB, every(PERIOD, policy=SKIP), Target(wall), resume_after=at(-25))
+        await wall.sleep_until(at(6))  # -20 and 0 are won; -10 never answers
+
+        await replica.shutdown()
+
+        assert store.jobs[JOB].missed == 2
+        assert store.jobs[JOB].newest_missed == at(0)
