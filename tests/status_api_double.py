@@ -4,7 +4,8 @@ server, patched with JSON merge patches under the resourceVersion precondition, 
 Faults are queued for the next patches: ``"conflict"`` (refused with 409 whatever the version),
 ``"unavailable"`` (refused with a 5xx, nothing written), ``"answer lost"`` (written, then the
 answer never comes: a 5xx), ``"answer held"`` (written, then answered once ``release`` is set),
-``"refusal held"`` (refused with 409 once ``release`` is set). ``held`` is set when a patch
+``"refusal held"`` (refused with 409 once ``release`` is set), ``"slow"`` (waits for ``release``,
+then lands or not as it would). ``held`` is set when a patch
 waits for ``release``. ``meddle`` is another replica writing in between.
 """
 

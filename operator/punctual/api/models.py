@@ -562,6 +562,12 @@ class ActiveRun(_ApiModel):
     slot: Timestamp = pydantic.Field(description="The slot the run belongs to (RFC 3339, UTC).")
     started_at: Timestamp = pydantic.Field(description="When the run started.")
     replica: str = pydantic.Field(description="The operator replica running it.")
+    heartbeat_time: Timestamp | None = pydantic.Field(
+        default=None,
+        description="When that replica last stated the run in progress: at least every 30 "
+        "seconds while it runs, so an older heartbeat means the replica stopped (with the redis "
+        "lock backend, the run is then recorded Lost within about 20 seconds).",
+    )
     job_name: str | None = pydantic.Field(
         default=None,
         description="For the job target: the name of the Job created for the slot.",

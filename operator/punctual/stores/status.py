@@ -48,6 +48,9 @@ _COUNT_KEYS = {
 }
 _RUNS = {seams.RunResult.SUCCEEDED, seams.RunResult.FAILED, seams.RunResult.TIMED_OUT}
 MIN_BATCH = 4
+ACTIVE_HEARTBEAT = 30.0
+"""Seconds: a run in progress is stated again at least this often, with a fresh
+``heartbeatTime``, so that a heartbeat older than this tells users its replica stopped."""
 """Writes a tick may start whatever the spread (a few writes at once cost nothing)."""
 
 
@@ -76,6 +79,8 @@ class _Pending:
     observed_generation: int | None = None
     since: float = 0.0
     urgent: bool = False
+    heartbeat: bool = False
+    """The runs in progress are due to be stated again (with a fresh ``heartbeatTime``)."""
     in_doubt: list["_Pending"] = field(default_factory=list)
     """Earlier writes that failed but may have landed, each on its own (none of them in doubt
     itself): delivered again only if the object does not show them (``settled``)."""
@@ -90,6 +95,7 @@ class _Pending:
             self.observed_generation = older.observed_generation
         self.since = min(self.since, older.since)
         self.urgent = self.urgent or older.urgent
+        self.heartbeat = self.heartbeat or older.heartbeat
         self.in_doubt[:0] = older.in_doubt
 
     @property
@@ -100,6 +106,7 @@ class _Pending:
             or self.claimed
             or self.conditions
             or self.observed_generation is not None
+            or self.heartbeat
         )
 
     def settled(self, current: Mapping[str, Any]) -> "_Pending":
@@ -114,6 +121,7 @@ class _Pending:
             observed_generation=self.observed_generation,
             since=self.since,
             urgent=self.urgent,
+            heartbeat=self.heartbeat,
         )
         for doubtful in self.in_doubt:
             settled.absorb(doubtful)
@@ -158,6 +166,9 @@ class StatusStore:
         )
         self._upcoming: dict[slots.JobRef, datetime] = {}
         self._history: dict[slots.JobRef, History] = {}
+        self._stated: dict[slots.JobRef, float] = {}
+        """When each job's runs in progress were last written (``_clock``)."""
+        self._next_heartbeat = 0.0
         self._closing = False
 
     # The RunStore seam: called by the scheduler, never blocks.
@@ -170,7 +181,11 @@ class StatusStore:
         self._note(job).claimed = _latest(self._note(job).claimed, run.slot)
 
     def run_finished(self, job: slots.JobRef, record: seams.RunRecord) -> None:
-        self._active[job].pop(record.slot, None)
+        runs = self._active.get(job)
+        if runs is not None:
+            runs.pop(record.slot, None)
+            if not runs:
+                del self._active[job]
         pending = self._note(job)
         pending.counts[_COUNT_KEYS[record.result]] += 1
         pending.records.append(record)
@@ -231,7 +246,7 @@ class StatusStore:
         self._urgent.add(job)
 
     def forget(self, job: slots.JobRef) -> None:
-        for table in (self._pending, self._active, self._upcoming, self._history):
+        for table in (self._pending, self._active, self._upcoming, self._history, self._stated):
             table.pop(job, None)
         self._urgent.discard(job)
 
@@ -254,8 +269,19 @@ class StatusStore:
         self._closing = True
 
     async def _flush(self, *, due_only: bool) -> None:
-        due = self._due(self._clock()) if due_only else list(self._pending)
+        now = self._clock()
+        if due_only and now >= self._next_heartbeat:
+            self._next_heartbeat = now + 1.0
+            self._restate_active(now)
+        due = self._due(now) if due_only else list(self._pending)
         await asyncio.gather(*(self._write(job) for job in due))
+
+    def _restate_active(self, now: float) -> None:
+        """Runs in progress whose last statement is older than ``ACTIVE_HEARTBEAT`` are due
+        again (a Job running for hours: its heartbeat shows this replica still has it)."""
+        for job in self._active:
+            if job not in self._pending and now - self._stated.get(job, now) >= ACTIVE_HEARTBEAT:
+                self._note(job).heartbeat = True
 
     def _due(self, now: float) -> list[slots.JobRef]:
         """The urgent jobs, then the others whose interval is over, oldest first: at most a
@@ -365,9 +391,13 @@ class StatusStore:
                     for run in current.get("active") or []
                     if run.get("replica") != self._replica and run.get("slot") not in lost
                 ),
-                *(_as_active(run) for run in self._active[job].values()),
+                *(
+                    _as_active(run, heartbeat=self._wall())
+                    for run in self._active.get(job, {}).values()
+                ),
             ],
         }
+        self._stated[job] = self._clock()
         last_run = _newest([current.get("lastRun"), *(r for r in new_runs if r["result"] in _RUNS)])
         if last_run is not None:
             composed["lastRun"] = last_run
@@ -451,11 +481,12 @@ def _as_run(record: seams.RunRecord) -> dict[str, Any]:
     return run
 
 
-def _as_active(run: seams.ActiveRun) -> dict[str, Any]:
+def _as_active(run: seams.ActiveRun, *, heartbeat: datetime) -> dict[str, Any]:
     active: dict[str, Any] = {
         "slot": timeline.rfc3339(run.slot),
         "startedAt": timeline.rfc3339(run.started_at),
         "replica": run.replica,
+        "heartbeatTime": timeline.rfc3339(heartbeat),
     }
     if run.job_name is not None:
         active["jobName"] = run.job_name
