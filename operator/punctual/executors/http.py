@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 import aiohttp
+import yarl
 
 from punctual.runtime import seams
 from punctual.scheduling import timeline
@@ -122,7 +123,8 @@ class HttpExecutor:
         _check_headers(secret_headers, what="secret header")
         self._request = request
         self._session = session
-        self._url = request.url
+        # Parsed and encoded once: aiohttp would do it again for a string on every run.
+        self._url = yarl.URL(request.url)
         self._display_url = redact_url(request.url)
         self._body = None if request.body is None else request.body.encode()
         self._headers = _merge(request.headers, secret_headers)
