@@ -27,19 +27,18 @@ would live in different hash slots: only a standalone Redis (or a primary endpoi
 
 import asyncio
 import collections
-import contextlib
 import hashlib
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import timedelta
+from dataclasses import dataclass
 from typing import Any, Self
 
 import redis.asyncio
 import redis.exceptions
 
 from punctual.locks import redis as redis_lock
+from punctual.locks import redis_pipelines
 from punctual.runtime import seams
 from punctual.scheduling import timeline
 
@@ -93,40 +92,30 @@ def payload_json(payload: Mapping[str, Any] | None) -> str:
 
 
 @dataclass(slots=True, kw_only=True)
-class _Request:
-    """One claim waiting for its round trip."""
-
-    key: str
+class _Request(redis_pipelines.Request["str | None"]):
     stream: str
     arguments: list[str | int]
     """The script's ARGV: holder, TTL in ms, MAXLEN or '', then the entry's fields."""
     run: bool
-    slot_id: str
-    answer: "asyncio.Future[str | None]"
-    failure: redis.exceptions.RedisError | None = field(default=None)
-    """Why the previous attempt got no answer; ``None`` on the first attempt."""
     reloaded: bool = False
     """Sent again once after ``NOSCRIPT``: a second ``NOSCRIPT`` fails it closed."""
-
-    @property
-    def holder(self) -> str:
-        return str(self.arguments[0])
 
     @property
     def ttl_ms(self) -> int:
         return int(self.arguments[1])
 
 
-class StreamClaims:
+class StreamClaims(redis_pipelines.PipelinedClaims[_Request]):
     """The operator's Redis for queue targets: one client and script, one lock per job."""
 
     def __init__(self, connection: redis_lock.Connection) -> None:
-        self._client = connection.client
-        self._description = connection.description
-        self._password = connection.password
+        super().__init__(
+            connection.client,
+            description=connection.description,
+            password=connection.password,
+            name="redis stream claims",
+        )
         self._sha = hashlib.sha1(CLAIM_AND_ENQUEUE.encode()).hexdigest()
-        self._queue: collections.deque[_Request] = collections.deque()
-        self._sender: asyncio.Task[None] | None = None
         self._warming: asyncio.Task[None] | None = None
 
     @classmethod
@@ -143,44 +132,30 @@ class StreamClaims:
         self._warm_up()
         return StreamLock(self, stream=stream, payload=payload_json(payload), max_len=max_len)
 
-    async def ping(self) -> None:
-        try:
-            await self._client.ping()
-        except redis.exceptions.RedisError as error:
-            raise self._unavailable(None, error) from None
-
     async def close(self) -> None:
-        """Close the client and every pooled connection; claims still waiting fail closed."""
-        for task in (self._warming, self._sender):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-        self._refuse(list(self._queue), redis.exceptions.ConnectionError("the lock is closed"))
-        self._queue.clear()
-        await self._client.aclose()
+        await self._stop(self._warming)
+        await super().close()
 
     async def claim(
         self, claim: seams.Claim, *, stream: str, fields: Mapping[str, str], max_len: int | None
     ) -> str | None:
         """The new entry's id when ``claim`` won (``UNKNOWN_ENTRY`` if its reply was lost);
         ``None`` when another holder has the slot. Raises ``LockUnavailableError``."""
-        ttl_ms = max(1, -(-claim.ttl // timedelta(milliseconds=1)))
+        ttl_ms = redis_pipelines.ttl_millis(claim.ttl)
         arguments: list[str | int] = [claim.holder, ttl_ms, "" if max_len is None else max_len]
         for name, value in fields.items():
             arguments += [name, value]
         request = _Request(
             key=redis_lock.slot_key(claim.slot_id),
+            holder=claim.holder.encode(),
+            slot_id=claim.slot_id,
+            answer=asyncio.get_running_loop().create_future(),
             stream=stream,
             arguments=arguments,
             run=claim.run,
-            slot_id=claim.slot_id,
-            answer=asyncio.get_running_loop().create_future(),
         )
-        self._queue.append(request)
-        if self._sender is None or self._sender.done():
-            self._sender = asyncio.create_task(self._send(), name="redis stream claims")
-        return await request.answer
+        entry: str | None = await self._submit(request)
+        return entry
 
     def _warm_up(self) -> None:
         """Load the script and open a connection before the first slot needs them (once)."""
@@ -198,57 +173,20 @@ class StreamClaims:
         except redis.exceptions.RedisError as error:  # the claims will say so, if it lasts
             logger.debug("loading the claim script failed: %s", self._scrub(str(error)))
 
-    async def _send(self) -> None:
-        """Round trips until no claim waits (claims made meanwhile ride in the next one)."""
-        while self._queue:
-            count = min(redis_lock.MAX_BATCH, len(self._queue))
-            batch = [self._queue.popleft() for _ in range(count)]
-            try:
-                # A claim whose caller was cancelled needs no answer.
-                await self._round_trip([r for r in batch if not r.answer.done()])
-            except asyncio.CancelledError:  # closing: nobody is left to answer them
-                self._refuse(batch, redis.exceptions.ConnectionError("the lock is closed"))
-                raise
+    def _add(self, pipeline: redis.asyncio.client.Pipeline, request: _Request) -> None:
+        if request.run:
+            pipeline.evalsha(self._sha, 2, request.key, request.stream, *request.arguments)
+        else:  # only to count the slot missed: never enqueued
+            pipeline.set(request.key, request.holder, nx=True, px=request.ttl_ms)
 
-    async def _round_trip(self, batch: list[_Request]) -> None:
-        if not batch:
-            return
-        pipeline = self._client.pipeline(transaction=False)
-        for request in batch:
-            if request.run:
-                pipeline.evalsha(self._sha, 2, request.key, request.stream, *request.arguments)
-            else:  # only to count the slot missed: never enqueued
-                pipeline.set(request.key, request.holder, nx=True, px=request.ttl_ms)
-            if request.failure is not None:
-                # The earlier attempt may have run and lost only its reply: then the slot, and
-                # its entry, are ours.
-                pipeline.get(request.key)
-        try:
-            replies = iter(await pipeline.execute(raise_on_error=False))
-        except redis.exceptions.AuthenticationError as error:
-            self._refuse(batch, error)
-            return
-        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as error:
-            self._retry(batch, error)
-            return
-        except redis.exceptions.RedisError as error:
-            self._refuse(batch, error)
-            return
-        unscripted = []
-        for request in batch:
-            reply = next(replies)
-            holder = next(replies) if request.failure is not None else None
-            if not self._settle(request, reply, holder):
-                unscripted.append(request)
-        if unscripted:
-            await self._load_script()
-            self._queue.extendleft(reversed(unscripted))
+    async def _before_sending_again(self) -> None:
+        await self._load_script()
 
     def _settle(self, request: _Request, reply: object, holder: object) -> bool:
         """Answer ``request`` from its replies; False when it must go again (``NOSCRIPT``)."""
         if reply is not None and not isinstance(reply, redis.exceptions.RedisError):
             self._answer(request, reply.decode() if isinstance(reply, bytes) else str(reply))
-        elif holder is not None and holder == request.holder.encode():
+        elif holder is not None and holder == request.holder:
             self._answer(request, UNKNOWN_ENTRY)  # the earlier attempt had won it
         elif isinstance(reply, redis.exceptions.NoScriptError) and not request.reloaded:
             request.reloaded = True  # nothing ran: load the script, then once more
@@ -258,37 +196,6 @@ class StreamClaims:
         else:
             self._answer(request, None)  # another holder has the slot
         return True
-
-    def _retry(self, batch: list[_Request], error: redis.exceptions.RedisError) -> None:
-        """Once more, first in the next round trip; a second failure fails the claim closed."""
-        for request in reversed(batch):
-            if request.failure is not None:
-                self._refuse([request], error)
-                continue
-            request.failure = error
-            logger.debug("claim of %s failed once: %s", request.slot_id, self._scrub(str(error)))
-            self._queue.appendleft(request)
-
-    @staticmethod
-    def _answer(request: _Request, entry: str | None) -> None:
-        if not request.answer.done():
-            request.answer.set_result(entry)
-
-    def _refuse(self, batch: list[_Request], error: redis.exceptions.RedisError) -> None:
-        for request in batch:
-            if not request.answer.done():
-                request.answer.set_exception(self._unavailable(request.slot_id, error))
-
-    def _unavailable(
-        self, slot_id: str | None, error: redis.exceptions.RedisError
-    ) -> seams.LockUnavailableError:
-        detail = self._scrub(str(error))
-        what = f"{type(error).__name__}: {detail}" if detail else type(error).__name__
-        subject = f"slot {slot_id} not claimed" if slot_id else "no answer"
-        return seams.LockUnavailableError(f"{self._description}: {subject}: {what}")
-
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._password, "***") if self._password else text
 
 
 class StreamLock:

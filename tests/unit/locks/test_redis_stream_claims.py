@@ -75,10 +75,10 @@ class ScriptedRedis:
         self.entries.append((entry, arguments[3:]))
         return entry
 
-    def set(self, key: str, holder: str) -> object:
+    def set(self, key: str, holder: bytes) -> object:
         if key in self.keys:
             return None
-        self.keys[key] = holder.encode()
+        self.keys[key] = holder
         return True
 
 
@@ -91,7 +91,7 @@ class ScriptedPipeline:
         assert (numkeys, stream) == (2, STREAM)
         self.commands.append(("EVALSHA", lambda: self.client.evalsha(key, list(arguments))))
 
-    def set(self, key: str, holder: str, *, nx: bool, px: int) -> None:
+    def set(self, key: str, holder: bytes, *, nx: bool, px: int) -> None:
         assert nx
         assert px == 120_000
         self.commands.append(("SET", lambda: self.client.set(key, holder)))
