@@ -205,6 +205,7 @@ class TestValidObjectsAreAccepted:
             "maxQueued": 1,
             "timeout": "10m",
             "suspend": False,
+            "retryLostRuns": False,
             "history": {"succeeded": 3, "failed": 3},
             "target": {"http": {"url": HTTP["http"]["url"], "method": "POST"}},
         }
