@@ -8,7 +8,6 @@ chart forgot shows up as a Forbidden error in a real run.
 """
 
 import contextlib
-import http.server
 import json
 import os
 import subprocess
@@ -18,9 +17,11 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+import http_targets
 import yaml
 
 from localcluster import LocalCluster, ports, processes
@@ -204,50 +205,22 @@ class Call:
     headers: dict[str, str]
 
 
-class Receiver:
-    """An HTTP endpoint on 127.0.0.1 that answers 204 and records every call with its headers."""
+class Receiver(http_targets.LocalHttpTarget):
+    """Answers 204 and records every call with its headers."""
 
     def __init__(self) -> None:
         self._calls: list[Call] = []
         self._lock = threading.Lock()
-        receiver = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def handle_call(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                if length:
-                    self.rfile.read(length)
-                with receiver._lock:
-                    receiver._calls.append(Call(self.path, dict(self.headers.items())))
-                self.send_response(204)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            do_POST = do_GET = handle_call  # noqa: N815
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self._server = http.server.ThreadingHTTPServer((ports.LOOPBACK, 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="chart-receiver", daemon=True
-        )
+        super().__init__()
 
     def __enter__(self) -> "Receiver":
-        self._thread.start()
+        super().__enter__()
         return self
 
-    def __exit__(self, *_: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    def url(self, path: str) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}{path}"
+    def respond(self, path: str, headers: Mapping[str, str], *, arrived: datetime) -> int:
+        with self._lock:
+            self._calls.append(Call(path, dict(headers)))
+        return 204
 
     def calls(self, path: str) -> list[Call]:
         with self._lock:

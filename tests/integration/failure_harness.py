@@ -2,16 +2,16 @@
 ``operator_harness``: reading the operator's own metrics, watching conditions while something is
 down, and judging the receiver's record of calls slot by slot."""
 
-import http.server
 import re
 import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+import http_targets
 from operator_harness import Call, Operators, condition, now, read_all
 
 from localcluster import LocalCluster, ports
@@ -121,52 +121,27 @@ def gaps(
     return missing
 
 
-class HeaderRecorder:
-    """An HTTP target on 127.0.0.1 that keeps every request's headers (as it arrives) and
-    answers a status chosen per path (default 204), after a delay chosen per path (default
-    none): the proof that a secret header really went out, or a run that stays in flight."""
+class HeaderRecorder(http_targets.LocalHttpTarget):
+    """Keeps every request's headers (as it arrives) and answers a status chosen per path
+    (default 204), after a delay chosen per path (default none): the proof that a secret header
+    really went out, or a run that stays in flight."""
+
+    quiet_errors = True
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, dict[str, str]]] = []
         self.answers: dict[str, int] = {}
         self.delays: dict[str, float] = {}
-        recorder = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def handle_call(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                if length:
-                    self.rfile.read(length)
-                recorder.requests.append((self.path, dict(self.headers.items())))
-                time.sleep(recorder.delays.get(self.path, 0.0))
-                self.send_response(recorder.answers.get(self.path, 204))
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            do_POST = do_GET = handle_call  # noqa: N815
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self._server = http.server.ThreadingHTTPServer((ports.LOOPBACK, 0), Handler)
-        self._server.daemon_threads = True
-        self._server.handle_error = lambda *_: None  # type: ignore[method-assign]
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__()
 
     def __enter__(self) -> "HeaderRecorder":
-        self._thread.start()
+        super().__enter__()
         return self
 
-    def __exit__(self, *_: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    def url(self, path: str) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}{path}"
+    def respond(self, path: str, headers: Mapping[str, str], *, arrived: datetime) -> int:
+        self.requests.append((path, dict(headers)))
+        time.sleep(self.delays.get(path, 0.0))
+        return self.answers.get(path, 204)
 
     def keys(self, path: str) -> list[str]:
         """The Idempotency-Keys of the requests on ``path``, in arrival order."""

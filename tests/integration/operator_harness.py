@@ -12,7 +12,6 @@ The fixtures built on these (the CRD, a namespace and a receiver per module) are
 
 import contextlib
 import functools
-import http.server
 import json
 import math
 import os
@@ -31,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
+import http_targets
 import redis
 
 from localcluster import LocalCluster, ports, processes
@@ -140,64 +140,31 @@ class Call:
         return (self.arrived - self.scheduled_time) / timedelta(milliseconds=1)
 
 
-class Receiver:
-    """An HTTP endpoint on 127.0.0.1 that records every call and answers a chosen status.
-
-    Served by a thread per connection; HTTP/1.1 keep-alive, so the operator's connection pool
-    reuses sockets as it would with a real target.
-    """
+class Receiver(http_targets.LocalHttpTarget):
+    """Records every call and answers a status chosen per path (default 204)."""
 
     def __init__(self) -> None:
         self._calls: list[Call] = []
         self._lock = threading.Lock()
         self._answers: dict[str, int] = {}
-        receiver = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def handle_call(self) -> None:
-                arrived = now()  # first thing: the arrival time is the figure we measure
-                length = int(self.headers.get("Content-Length") or 0)
-                if length:
-                    self.rfile.read(length)
-                answer = receiver.answer_for(self.path)
-                receiver.record(
-                    Call(
-                        path=self.path,
-                        idempotency_key=self.headers.get("Idempotency-Key", ""),
-                        scheduled_header=self.headers.get("X-Punctual-Scheduled-Time", ""),
-                        arrived=arrived,
-                        answered=answer,
-                    )
-                )
-                self.send_response(answer)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            do_POST = do_GET = do_PUT = do_PATCH = do_DELETE = handle_call  # noqa: N815
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self._server = http.server.ThreadingHTTPServer((ports.LOOPBACK, 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="receiver", daemon=True
-        )
+        super().__init__()
 
     def __enter__(self) -> "Receiver":
-        self._thread.start()
+        super().__enter__()
         return self
 
-    def __exit__(self, *_: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    def url(self, path: str) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}{path}"
+    def respond(self, path: str, headers: Mapping[str, str], *, arrived: datetime) -> int:
+        answer = self.answer_for(path)
+        self.record(
+            Call(
+                path=path,
+                idempotency_key=headers.get("Idempotency-Key", ""),
+                scheduled_header=headers.get("X-Punctual-Scheduled-Time", ""),
+                arrived=arrived,
+                answered=answer,
+            )
+        )
+        return answer
 
     def answer(self, path: str, status: int) -> None:
         """Answer ``status`` to calls on ``path`` from now on (default 204)."""
