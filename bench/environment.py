@@ -47,6 +47,12 @@ class Environment:
     run_dir: Path
 
 
+class QuietReceiver(harness.Receiver):
+    # A SIGKILLed replica resets its keep-alive connections: socketserver would print a
+    # traceback for each; they are expected here, and would bury the figures.
+    quiet_errors = True
+
+
 @contextlib.contextmanager
 def environment(label: str, *, keep: bool = False) -> Iterator[Environment]:
     """A fresh control plane (no fake node: the benchmarks create no pods), Redis, the CRD, a
@@ -59,11 +65,8 @@ def environment(label: str, *, keep: bool = False) -> Iterator[Environment]:
         with (
             LocalCluster(kwok=False, run_dir=run_dir / "cluster") as cluster,
             LocalRedis(run_dir=run_dir / "redis") as redis,
-            harness.Receiver() as receiver,
+            QuietReceiver() as receiver,
         ):
-            # A SIGKILLed replica resets its keep-alive connections: socketserver would print a
-            # traceback for each; they are expected here, and would bury the figures.
-            receiver._server.handle_error = lambda *_: None  # type: ignore[method-assign]
             install_crd(cluster)
             namespace = f"bench-{label}"
             cluster.api.post(
