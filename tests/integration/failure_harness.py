@@ -2,17 +2,30 @@
 ``operator_harness``: reading the operator's own metrics, watching conditions while something is
 down, and judging the receiver's record of calls slot by slot."""
 
+import contextlib
 import re
 import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import http_targets
-from operator_harness import Call, Operators, condition, now, read_all
+from operator_harness import (
+    Call,
+    Operators,
+    Receiver,
+    apply,
+    condition,
+    eventually,
+    http_target,
+    now,
+    read_all,
+    scheduled_job,
+)
 
 from localcluster import LocalCluster, ports
 
@@ -119,6 +132,38 @@ def gaps(
             missing.append(slot)
         slot += every
     return missing
+
+
+@contextlib.contextmanager
+def jobs_firing(
+    cluster: LocalCluster,
+    run_dir: Path,
+    *,
+    namespace: str,
+    redis_url: str,
+    receiver: Receiver,
+    names: Sequence[str],
+) -> Iterator[Operators]:
+    """Two replicas (redis lock) and a job ``every: 1s`` per name calling ``receiver``, each
+    called three times already: the steady state an outage test breaks."""
+    with Operators(
+        cluster, run_dir, namespace=namespace, replicas=2, lock_backend="redis", redis_url=redis_url
+    ) as operators:
+        apply(
+            cluster,
+            *(
+                scheduled_job(
+                    namespace,
+                    name,
+                    {"every": "1s", "target": http_target(receiver, namespace, name)},
+                )
+                for name in names
+            ),
+        )
+        for name in names:
+            job = f"{namespace}/{name}"
+            eventually(lambda job=job: len(receiver.calls(job)) >= 3, timeout=60, what=job)
+        yield operators
 
 
 class HeaderRecorder(http_targets.LocalHttpTarget):

@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from failure_harness import duplicates, first_slot_after, gaps, slots_of
+from failure_harness import duplicates, first_slot_after, gaps, jobs_firing, slots_of
 from operator_harness import (
     Call,
-    Operators,
     Receiver,
     apply,
     counts,
@@ -68,28 +67,14 @@ def restart(  # noqa: PLR0917 - fixtures
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Restart:
     namespace = module_namespace
-    with Operators(
+    with jobs_firing(
         cluster,
         tmp_path_factory.mktemp("operators"),
         namespace=namespace,
-        replicas=2,
-        lock_backend="redis",
         redis_url=redis_server.url,
+        receiver=receiver,
+        names=JOBS,
     ) as operators:
-        apply(
-            cluster,
-            *(
-                scheduled_job(
-                    namespace,
-                    name,
-                    {"every": "1s", "target": http_target(receiver, namespace, name)},
-                )
-                for name in JOBS
-            ),
-        )
-        for name in JOBS:
-            job = f"{namespace}/{name}"
-            eventually(lambda job=job: len(receiver.calls(job)) >= 3, timeout=60, what=job)
         cluster.stop_apiserver()
         down_at = now()
         time.sleep(DOWN)

@@ -17,17 +17,19 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from failure_harness import ConditionLog, duplicates, first_slot_after, lock_claims, slots_of
+from failure_harness import (
+    ConditionLog,
+    duplicates,
+    first_slot_after,
+    jobs_firing,
+    lock_claims,
+    slots_of,
+)
 from operator_harness import (
     Call,
-    Operators,
     Receiver,
-    apply,
-    eventually,
-    http_target,
     now,
     report,
-    scheduled_job,
 )
 
 from localcluster import LocalCluster, LocalRedis
@@ -72,28 +74,14 @@ def outage(  # noqa: PLR0917 - fixtures
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Outage:
     namespace = module_namespace
-    with Operators(
+    with jobs_firing(
         cluster,
         tmp_path_factory.mktemp("operators"),
         namespace=namespace,
-        replicas=2,
-        lock_backend="redis",
         redis_url=own_redis.url,
+        receiver=receiver,
+        names=JOBS,
     ) as operators:
-        apply(
-            cluster,
-            *(
-                scheduled_job(
-                    namespace,
-                    name,
-                    {"every": "1s", "target": http_target(receiver, namespace, name)},
-                )
-                for name in JOBS
-            ),
-        )
-        for name in JOBS:
-            job = f"{namespace}/{name}"
-            eventually(lambda job=job: len(receiver.calls(job)) >= 3, timeout=60, what=job)
         with ConditionLog(cluster, namespace) as conditions:
             errors_before = lock_claims(operators, outcome="error")
             own_redis.stop_server()
