@@ -41,6 +41,8 @@ REASON_LIMIT = 200
 REDACTED = "***"
 MESSAGE_CACHE = 32
 """Distinct (status, reason) answers whose message one executor remembers."""
+PREPARED = 2
+"""Upcoming slots whose headers one executor keeps ready (``prepare``)."""
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _BAD_HEADER_VALUE = re.compile(r"[\r\n\x00]")
@@ -133,16 +135,28 @@ class HttpExecutor:
         # (redacted) message of each status line the target answers, computed once.
         self._timeouts: dict[timedelta, aiohttp.ClientTimeout] = {}
         self._messages: dict[tuple[int, str], str] = {}
+        self._prepared: dict[str, dict[str, str]] = {}
+        """Slot id → its headers, built ahead (``prepare``); the newest ``PREPARED`` only."""
 
     def __repr__(self) -> str:
         return f"HttpExecutor({self._request.method} {self._display_url})"
 
-    async def __call__(self, context: seams.RunContext) -> seams.Outcome:
-        headers = {
+    def prepare(self, context: seams.RunContext) -> None:
+        """Build the headers of an upcoming slot now, while the loop waits for it
+        (``seams.PreparesRuns``)."""
+        self._prepared[context.slot_id] = self._slot_headers(context)
+        while len(self._prepared) > PREPARED:
+            del self._prepared[next(iter(self._prepared))]  # the oldest: its slot went by
+
+    def _slot_headers(self, context: seams.RunContext) -> dict[str, str]:
+        return {
             **self._headers,
             IDEMPOTENCY_KEY: context.slot_id,
             SCHEDULED_TIME: timeline.rfc3339(context.scheduled_time),
         }
+
+    async def __call__(self, context: seams.RunContext) -> seams.Outcome:
+        headers = self._prepared.pop(context.slot_id, None) or self._slot_headers(context)
         timeout = self._timeouts.get(context.timeout)
         if timeout is None:
             timeout = self._timeouts[context.timeout] = aiohttp.ClientTimeout(
@@ -197,6 +211,15 @@ class HttpExecutor:
         for secret in self._secrets:
             text = text.replace(secret, REDACTED)
         return text
+
+
+def new_session() -> aiohttp.ClientSession:
+    """The operator's one session for every HTTP target (its connection pool is shared).
+
+    Cookies are never kept: one run's answer must not change what the next run of that job, or
+    another job's on the same host, sends (and keeping them cost a jar lookup per request).
+    """
+    return aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar())
 
 
 def redact_url(url: str) -> str:

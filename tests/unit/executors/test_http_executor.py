@@ -40,6 +40,7 @@ class Target:
     status: int = 204
     reason: str | None = None
     body: bytes = b""
+    set_cookie: str | None = None
     hold: bool = False
     """Keep requests waiting until ``released`` is set (the fixture sets it at the end)."""
     released: asyncio.Event = field(default_factory=asyncio.Event)
@@ -59,7 +60,10 @@ class Target:
         )
         if self.hold:
             await self.released.wait()
-        return aiohttp.web.Response(status=self.status, reason=self.reason, body=self.body)
+        headers = {"Set-Cookie": self.set_cookie} if self.set_cookie else None
+        return aiohttp.web.Response(
+            status=self.status, reason=self.reason, body=self.body, headers=headers
+        )
 
 
 @pytest.fixture
@@ -81,10 +85,17 @@ async def session() -> AsyncIterator[aiohttp.ClientSession]:
 
 
 def context(
-    *, scheduled_time: datetime = SLOT, timeout: timedelta = timedelta(seconds=5)
+    *,
+    slot: datetime = SLOT,
+    scheduled_time: datetime | None = None,
+    timeout: timedelta = timedelta(seconds=5),
 ) -> seams.RunContext:
     return seams.RunContext(
-        job=JOB, slot=SLOT, slot_id=SLOT_ID, scheduled_time=scheduled_time, timeout=timeout
+        job=JOB,
+        slot=slot,
+        slot_id=slots.slot_id(JOB, slot),
+        scheduled_time=scheduled_time or slot,
+        timeout=timeout,
     )
 
 
@@ -130,6 +141,64 @@ class TestTheTargetLearnsWhichSlotItServes:
         copenhagen = datetime.fromisoformat("2026-11-30T02:30:00.250+01:00")
 
         assert timeline.rfc3339(copenhagen) == "2026-11-30T01:30:00.250Z"
+
+
+class TestTheOperatorsSession:
+    async def test_a_cookie_a_target_sets_is_never_sent_again(self, target: Target) -> None:
+        target.set_cookie = "session=abc"
+        # By name: aiohttp's jar would ignore cookies of an IP address anyway.
+        url = target.url().replace("127.0.0.1", "localhost")
+        async with http.new_session() as session:
+            executor = http.HttpExecutor(http.HttpRequest(url=url), session=session)
+            await executor(context())
+            await executor(context(slot=SLOT + timedelta(minutes=1)))
+
+        assert [request.headers.get("Cookie") for request in target.requests] == [None, None]
+
+
+class TestHeadersAreBuiltBeforeTheSlot:
+    def test_the_executor_prepares_runs(self, session: aiohttp.ClientSession) -> None:
+        executor = http.HttpExecutor(http.HttpRequest(url="http://target/run"), session=session)
+
+        assert isinstance(executor, seams.PreparesRuns)
+
+    async def test_a_prepared_slot_sends_the_headers_built_ahead(
+        self, target: Target, session: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), session=session)
+        executor.prepare(context())
+
+        def not_at_the_slot(instant: datetime) -> str:
+            raise AssertionError("the headers were built again at the slot")
+
+        monkeypatch.setattr(timeline, "rfc3339", not_at_the_slot)
+        await executor(context())
+
+        assert target.requests[0].headers["Idempotency-Key"] == SLOT_ID
+        assert target.requests[0].headers["X-Punctual-Scheduled-Time"] == "2026-11-30T01:30:00Z"
+
+    async def test_only_the_newest_prepared_slots_are_kept(
+        self, target: Target, session: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), session=session)
+        slots_ = [SLOT + timedelta(minutes=minutes) for minutes in range(http.PREPARED + 1)]
+        for slot in slots_:
+            executor.prepare(context(slot=slot))
+        built: list[datetime] = []
+        rfc3339 = timeline.rfc3339
+
+        def counted(instant: datetime) -> str:
+            built.append(instant)
+            return rfc3339(instant)
+
+        monkeypatch.setattr(timeline, "rfc3339", counted)
+        for slot in slots_:
+            await executor(context(slot=slot))
+
+        assert built == [SLOT]  # the oldest was let go: built at its slot; the others ahead
+        assert [request.headers["Idempotency-Key"] for request in target.requests] == [
+            slots.slot_id(JOB, slot) for slot in slots_
+        ]
 
 
 class TestTheRequestIsTheOneConfigured:
