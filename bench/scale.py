@@ -45,6 +45,7 @@ import csv
 import json
 import math
 import os
+import shlex
 import shutil
 import ssl
 import subprocess
@@ -804,6 +805,7 @@ class Bench:
             lock_backend="redis",
             redis_url=self.redis.url,
             status_interval=self.arguments.status_interval,
+            extra_args=shlex.split(self.arguments.operator_args),
         )
         running = ["r1"]
 
@@ -860,9 +862,10 @@ def _pct(ordered: Sequence[float], quantile: float) -> float:
 def summarize_profile(path: Path, top: int = 30, rate: int = 250) -> str:
     """Top functions of the event-loop thread, from py-spy's raw (collapsed) stacks.
 
-    Only stacks through ``BaseEventLoop._run_once`` count (other threads are idle waits: the
-    metrics server, the default executor), and samples in the selector's ``select`` are idle
-    time: the rest is the loop's busy time, split by own and inclusive samples.
+    Only stacks through ``Runner.run`` count (other threads are idle waits: the metrics server,
+    the default executor), and samples in the selector's ``select`` are idle time (py-spy leaves
+    out most idle samples): the rest is the loop's busy time, split by own and inclusive
+    samples. With uvloop, the loop's own work is C code: samples ending in ``Runner.run``.
     """
     own: collections.Counter[str] = collections.Counter()
     inclusive: collections.Counter[str] = collections.Counter()
@@ -874,7 +877,7 @@ def summarize_profile(path: Path, top: int = 30, rate: int = 250) -> str:
             continue
         count = int(count_text)
         frames = [_short(frame) for frame in stack.split(";")]
-        if not any(frame.startswith("BaseEventLoop._run_once ") for frame in frames):
+        if not any(frame.startswith("Runner.run ") for frame in frames):
             other += count
             continue
         if frames[-1].startswith("_PollLikeSelector.select ") or frames[-1].startswith(
@@ -1036,6 +1039,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--phases", default=",".join(PHASES), help="start is always run")
     parser.add_argument("--concurrency", type=int, default=50, help="API calls in flight")
     parser.add_argument("--status-interval", default="5s")
+    parser.add_argument(
+        "--operator-args",
+        default="",
+        help="more arguments for every replica (baseline: '--event-loop asyncio')",
+    )
     parser.add_argument("--burst-grace", type=float, default=20.0, help="seconds after a burst")
     parser.add_argument(
         "--profile-seconds", type=int, default=0, help="py-spy r1 for this long (0: no)"

@@ -272,6 +272,7 @@ class Operators:
         lock_backend: str = "kubernetes",
         redis_url: str | None = None,
         status_interval: str = "1s",
+        extra_args: Sequence[str] = (),
     ) -> None:
         self.cluster = cluster
         self.run_dir = run_dir
@@ -280,6 +281,7 @@ class Operators:
         self.redis_url = redis_url
         # 1 s rather than the default 5 s: status is what several tests wait for.
         self.status_interval = status_interval
+        self.extra_args = list(extra_args)
         self.replica_ids = [f"r{index}" for index in range(1, replicas + 1)]
         self.replicas: dict[str, Replica] = {}
 
@@ -320,6 +322,7 @@ class Operators:
         ]
         if self.redis_url is not None:
             argv += ["--redis-url", self.redis_url]
+        argv += self.extra_args
         process = processes.start(
             f"punctual-{replica_id}", argv, self.run_dir, env=self.cluster.env, cwd=REPO_ROOT
         )
