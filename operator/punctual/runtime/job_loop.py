@@ -10,7 +10,7 @@ import asyncio
 import collections
 import itertools
 import logging
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TypeVar
@@ -181,6 +181,7 @@ class JobLoop:
         # This replica's stagger delays its claims; it is not lateness of the job.
         delay = plan.offset + self._stagger
         upcoming = plan.schedule.next_after(cursor).at
+        claiming: asyncio.Task[asyncio.Task[None] | None] | None = None
         while True:
             self._store.slot_upcoming(self.job, scheduled_time=upcoming + plan.offset)
             # Before the wait, off the firing path: a cron next slot costs up to ~100 µs.
@@ -207,17 +208,37 @@ class JobLoop:
                 following = plan.schedule.next_after(newest).at
             if decision.given_up:
                 await self._count_missed(decision, armed)
-            for slot in decision.run:
-                # Shielded: once a claim is on its way, re-arming must not strand the slot
-                # claimed here and never run.
-                claiming = self._spawn(
-                    self._claim_and_start(slot, armed), name=f"claim {self._slot_id(slot)}"
-                )
-                started = await asyncio.shield(claiming)
-                if started is not None and len(decision.run) > 1:
-                    await asyncio.wait([started])  # catch-up runs go one after another, in order
+            claiming = await self._claim_in_order(decision.run, armed, previous=claiming)
             cursor, upcoming = newest, following
             self._handled_through = cursor
+
+    async def _claim_in_order(
+        self,
+        due: Sequence[datetime],
+        armed: _Armed,
+        *,
+        previous: "asyncio.Task[asyncio.Task[None] | None] | None",
+    ) -> "asyncio.Task[asyncio.Task[None] | None] | None":
+        """Claim and start ``due``; the task of the last claim.
+
+        Each claim is a task of its own (tracked, never cancelled by re-arming): once a claim
+        is on its way, it must not strand the slot claimed here and never run. The loop goes on
+        to the next slot meanwhile, unless catching up: those runs go one after another, in
+        order. Slots are claimed in order: the previous claim lands first (it has long landed,
+        unless the lock is slower than the schedule).
+        """
+        if previous is not None and not previous.done():
+            await asyncio.shield(previous)
+        claiming = previous
+        for slot in due:
+            claiming = self._spawn(
+                self._claim_and_start(slot, armed), name=f"claim {self._slot_id(slot)}"
+            )
+            if len(due) > 1:
+                started = await asyncio.shield(claiming)
+                if started is not None:
+                    await asyncio.wait([started])
+        return claiming
 
     def _prepare(self, preparer: seams.PreparesRuns, context: seams.RunContext) -> None:
         try:
