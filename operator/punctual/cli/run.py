@@ -94,6 +94,14 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         help="the most often one replica writes one job's status (default: 5s)",
     )
     parser.add_argument(
+        "--status-writes-per-second",
+        type=int,
+        default=100,
+        metavar="N",
+        help="the most statuses one replica writes per second, whatever the number of jobs "
+        "(default: 100); with more jobs, each job's status is written less often",
+    )
+    parser.add_argument(
         "--http-allowed-hosts",
         action="append",
         default=[],
@@ -126,6 +134,8 @@ def run(arguments: argparse.Namespace) -> int:
         interval = durations.parse(arguments.status_interval, field="--status-interval")
         if arguments.lock_backend == "redis" and not arguments.redis_url:
             raise InvalidSpecError("--redis-url", "required with --lock-backend redis")
+        if arguments.status_writes_per_second < 1:
+            raise InvalidSpecError("--status-writes-per-second", "must be at least 1")
         allowed_hosts = (
             allowlist.HostAllowlist.parse(arguments.http_allowed_hosts)
             if arguments.http_allowed_hosts
@@ -174,6 +184,7 @@ async def _operate(
             replica=arguments.replica_id,
             wall=clocks.system_wall,
             interval=status_interval,
+            writes_per_second=arguments.status_writes_per_second,
         )
         lock = await stack.enter_async_context(
             _lock(arguments, api=status_api, cache=cache, carrier=statuses)

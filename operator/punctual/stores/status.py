@@ -3,7 +3,12 @@
 The rule: each replica writes a job's status only when it has something new to say (it ran,
 skipped or missed a slot, or a condition changed), at most once per ``interval`` per job
 (default 5 s); condition changes are written at the next tick. A 1-second job therefore costs
-one status write per 5 seconds per replica that ran it, not one per run.
+one status write per 5 seconds per replica that ran it, not one per run. And one replica writes
+at most ``writes_per_second`` statuses (default 100), whatever the number of jobs: the API
+server's load (and every replica's, which sees each write as a watch event) is bounded. With
+more jobs than that rate allows, each job's status is written less often than ``interval``
+(10,000 jobs: every 100 s), condition changes first; what is pending meanwhile is coalesced
+(counts added up, only the run records the status can show kept).
 
 The kubernetes slot lock's claim is a status write of its own, one per slot: it carries what
 this replica has pending for the job (``carry``), so with that backend status rides along at
@@ -148,8 +153,11 @@ class StatusStore:
         interval: timedelta = timedelta(seconds=5),
         tick: timedelta = timedelta(milliseconds=250),
         concurrency: int = 16,
+        writes_per_second: int = 100,
         clock: Callable[[], float] | None = None,
     ) -> None:
+        if writes_per_second < 1:
+            raise ValueError("writes_per_second must be at least 1")
         self._api = api
         self._cache = cache
         self._replica = replica
@@ -157,6 +165,12 @@ class StatusStore:
         self._interval = interval.total_seconds()
         self._tick = tick.total_seconds()
         self._writers = asyncio.Semaphore(concurrency)
+        self._rate = float(writes_per_second)
+        self._burst = max(1.0, self._rate * self._tick)
+        self._allowance = self._burst
+        """Writes that may start now: refilled at ``_rate`` per second, up to a tick's worth
+        (no burst: every second starts ``_rate`` writes at most, give or take one tick's)."""
+        self._refilled: float | None = None
         self._clock = clock or (lambda: asyncio.get_running_loop().time())
         self._pending: dict[slots.JobRef, _Pending] = {}
         """In insertion order, which is the order of ``since``."""
@@ -189,6 +203,7 @@ class StatusStore:
         pending = self._note(job)
         pending.counts[_COUNT_KEYS[record.result]] += 1
         pending.records.append(record)
+        _trim(pending.records, self._history.get(job, History()))
         pending.claimed = _latest(pending.claimed, record.slot)
         if record.result in (
             seams.RunResult.FAILED,
@@ -273,8 +288,17 @@ class StatusStore:
         if due_only and now >= self._next_heartbeat:
             self._next_heartbeat = now + 1.0
             self._restate_active(now)
-        due = self._due(now) if due_only else list(self._pending)
+        due = self._due(now, limit=self._allowed(now)) if due_only else list(self._pending)
+        self._allowance -= len(due)
         await asyncio.gather(*(self._write(job) for job in due))
+
+    def _allowed(self, now: float) -> int:
+        """How many writes may start now (``writes_per_second``)."""
+        if self._refilled is not None:
+            refill = (now - self._refilled) * self._rate
+            self._allowance = min(self._burst, self._allowance + refill)
+        self._refilled = now
+        return max(0, math.floor(self._allowance + 1e-9))  # 0.1 s × 10/s is 0.9999…
 
     def _restate_active(self, now: float) -> None:
         """Runs in progress whose last statement is older than ``ACTIVE_HEARTBEAT`` are due
@@ -283,9 +307,9 @@ class StatusStore:
             if job not in self._pending and now - self._stated.get(job, now) >= ACTIVE_HEARTBEAT:
                 self._note(job).heartbeat = True
 
-    def _due(self, now: float) -> list[slots.JobRef]:
+    def _due(self, now: float, *, limit: int) -> list[slots.JobRef]:
         """The urgent jobs, then the others whose interval is over, oldest first: at most a
-        tick's share of all that is pending (and at least ``MIN_BATCH``).
+        tick's share of all that is pending (and at least ``MIN_BATCH``), and ``limit`` in all.
 
         Jobs that became pending together (armed together, runs on the same second) would
         otherwise be written together every interval, for ever: a bunch of writes, and as many
@@ -294,8 +318,9 @@ class StatusStore:
         order, which is the order of ``since`` (a write that failed goes back at the end and
         waits at most one more interval).
         """
-        urgent = [job for job in self._urgent if job in self._pending]
+        urgent = [job for job in self._urgent if job in self._pending][:limit]
         budget = max(MIN_BATCH, math.ceil(len(self._pending) * self._tick / self._interval))
+        budget = min(budget, limit - len(urgent))
         regular: list[slots.JobRef] = []
         for job, pending in self._pending.items():
             if len(regular) >= budget or now - pending.since < self._interval:
@@ -449,6 +474,22 @@ class StatusStore:
         body = self._cache.get(job)
         if body is not None:
             events.warn(body, reason=reason, message=message)
+
+
+def _trim(records: list[seams.RunRecord], history: History) -> None:
+    """Drop the records ``records`` has beyond what a status shows: the newest
+    ``history.succeeded`` successes and ``history.failed`` others (a job whose status is
+    written rarely would otherwise pile up a record per run). Records come oldest first."""
+    if len(records) <= history.succeeded + history.failed:
+        return
+    room = {True: history.succeeded, False: history.failed}
+    kept = []
+    for record in reversed(records):
+        succeeded = record.result == seams.RunResult.SUCCEEDED
+        if room[succeeded] > 0:
+            room[succeeded] -= 1
+            kept.append(record)
+    records[:] = reversed(kept)
 
 
 def _latest(first: datetime | None, second: datetime | None) -> datetime | None:

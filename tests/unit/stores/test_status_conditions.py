@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from punctual.kube import objects
+from punctual.runtime import seams
 from punctual.scheduling import slots
 from punctual.stores import status
 
@@ -170,3 +171,79 @@ class TestWritesAreSpreadOverTheInterval:
         await store._flush(due_only=True)
 
         assert len(api.patches) == 10
+
+
+class TestWritesPerSecondAreCapped:
+    """One replica writes at most ``writes_per_second`` statuses, whatever the number of jobs."""
+
+    @staticmethod
+    def store(api: FakeStatusApi, clock: list[float]) -> status.StatusStore:
+        return status.StatusStore(
+            api=api,  # type: ignore[arg-type]
+            cache=objects.ObjectCache(),
+            replica="r1",
+            wall=lambda: NOW,
+            interval=timedelta(seconds=1),
+            tick=timedelta(milliseconds=100),
+            writes_per_second=10,
+            clock=lambda: clock[0],
+        )
+
+    async def test_no_second_starts_more_writes_than_the_cap(self) -> None:
+        api, clock = FakeStatusApi(body(generation=1)), [0.0]
+        store = self.store(api, clock)
+        for i in range(100):
+            job = slots.JobRef(namespace="ns", name=f"job-{i:02d}", uid=f"uid-{i}")
+            store.slots_missed(job, count=1, newest=NOW)
+        per_second = []
+        for second in range(1, 5):
+            before = len(api.written)
+            for tick in range(10):
+                clock[0] = second + tick / 10
+                await store._flush(due_only=True)
+            per_second.append(len(api.written) - before)
+
+        assert per_second == [10, 10, 10, 10]
+
+    async def test_condition_changes_go_first(self) -> None:
+        api, clock = FakeStatusApi(body(generation=2)), [5.0]
+        store = self.store(api, clock)
+        for i in range(20):
+            job = slots.JobRef(namespace="ns", name=f"missed-{i:02d}", uid=f"uid-m{i}")
+            store.slots_missed(job, count=1, newest=NOW)
+        clock[0] = 10.0
+        for i in range(12):
+            job = slots.JobRef(namespace="ns", name=f"changed-{i:02d}", uid=f"uid-c{i}")
+            store.set_condition(job, READY, generation=2)
+
+        for tick in range(10):
+            clock[0] = 10.0 + tick / 10
+            await store._flush(due_only=True)
+
+        assert len(api.written) == 10
+        assert all(name.startswith("changed-") for name in api.written)
+
+    async def test_a_status_written_rarely_counts_every_run_and_shows_the_newest(self) -> None:
+        api, clock = FakeStatusApi(body(generation=1)), [0.0]
+        store = self.store(api, clock)
+        for second in range(50):
+            slot = NOW + timedelta(seconds=second)
+            store.run_finished(
+                JOB,
+                seams.RunRecord(
+                    slot=slot,
+                    scheduled_time=slot,
+                    result=seams.RunResult.FAILED if second == 10 else seams.RunResult.SUCCEEDED,
+                    started_at=slot,
+                    finished_at=slot,
+                    replica="r1",
+                ),
+            )
+        clock[0] = 2.0
+
+        await store._flush(due_only=True)
+
+        [patch] = api.patches
+        assert patch["counts"]["succeeded"] == 49
+        assert patch["counts"]["failed"] == 1
+        assert [run["slot"][17:19] for run in patch["recentRuns"]] == ["49", "48", "47", "10"]
