@@ -18,7 +18,7 @@ import uvloop
 
 from punctual import metrics
 from punctual.controller import handlers, reconciler, targets
-from punctual.executors import allowlist, http
+from punctual.executors import allowlist, http_connections
 from punctual.kube import client, jobs, objects, secrets, status
 from punctual.locks import (
     health,
@@ -201,7 +201,7 @@ async def _operate(
             stagger=stagger,
         )
         meters.scheduled_jobs.set_function(lambda: len(scheduler.armed))
-        session = await stack.enter_async_context(http.new_session())
+        connections = await stack.enter_async_context(http_connections.HttpConnections())
         jobs_api = jobs.JobsApi(api)
         # One watch of our Jobs for the whole operator, started by the first job-target run.
         job_watcher = jobs.JobWatcher(jobs_api, namespaces=arguments.namespace)
@@ -212,7 +212,7 @@ async def _operate(
             store=statuses,
             cache=cache,
             targets=targets.Targets(
-                session=session,
+                connections=connections,
                 secrets=secrets.SecretReader(api),
                 allowed_hosts=allowed_hosts,
                 jobs=jobs_api,
@@ -263,7 +263,7 @@ async def _operate(
 @dataclass
 class _Stopping:
     """The replica's stop, in order: every run ended and recorded, run leases released, every
-    status written (the API client, Redis and the HTTP session still open). Idempotent: called
+    status written (the API client, Redis and the HTTP connections still open). Idempotent: called
     by kopf's cleanup handler, and again by ``_operate`` as a safety net."""
 
     scheduler: supervisor.Supervisor

@@ -4,10 +4,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
-import aiohttp
-
 from punctual.api import models
-from punctual.executors import allowlist, http, job, queue
+from punctual.executors import allowlist, http, http_connections, job, queue
 from punctual.kube import jobs, secrets
 from punctual.locks import redis_stream
 from punctual.runtime import seams
@@ -40,7 +38,7 @@ class Targets:
     def __init__(
         self,
         *,
-        session: aiohttp.ClientSession,
+        connections: http_connections.HttpConnections,
         secrets: secrets.SecretReader,
         jobs: jobs.JobsApi | None = None,
         job_watcher: jobs.JobWatcher | None = None,
@@ -48,7 +46,7 @@ class Targets:
         meter_lock: Callable[[seams.SlotLock], seams.SlotLock] = lambda lock: lock,
         allowed_hosts: allowlist.HostAllowlist | None = None,
     ) -> None:
-        self._session = session
+        self._connections = connections
         self._secrets = secrets
         self._jobs = jobs
         self._job_watcher = job_watcher
@@ -131,10 +129,10 @@ class Targets:
             )
         secret_names = [source.secret_ref.name for source in target.headers_from or []]
         if not secret_names:
-            return http.HttpExecutor(request, session=self._session)
+            return http.HttpExecutor(request, connections=self._connections)
         return _WithSecretHeaders(
             request,
-            session=self._session,
+            connections=self._connections,
             reader=self._secrets,
             namespace=job.namespace,
             secret_names=secret_names,
@@ -148,13 +146,13 @@ class _WithSecretHeaders:
         self,
         request: http.HttpRequest,
         *,
-        session: aiohttp.ClientSession,
+        connections: http_connections.HttpConnections,
         reader: secrets.SecretReader,
         namespace: str,
         secret_names: list[str],
     ) -> None:
         self._request = request
-        self._session = session
+        self._connections = connections
         self._reader = reader
         self._namespace = namespace
         self._secret_names = secret_names
@@ -166,5 +164,7 @@ class _WithSecretHeaders:
                 namespace=self._namespace, name=name
             )
             headers.update(values)
-        executor = http.HttpExecutor(self._request, session=self._session, secret_headers=headers)
+        executor = http.HttpExecutor(
+            self._request, connections=self._connections, secret_headers=headers
+        )
         return await executor(context)

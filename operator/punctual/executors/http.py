@@ -9,6 +9,9 @@ any password in the URL, never appear in an outcome message, an exception or a l
 message of a run ends up in the object's status, readable by anyone who can read the object.
 """
 
+import asyncio
+import base64
+import importlib.metadata
 import logging
 import re
 import types
@@ -17,9 +20,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-import aiohttp
 import yarl
 
+from punctual.executors import http_connections
 from punctual.runtime import seams
 from punctual.scheduling import timeline
 
@@ -31,11 +34,9 @@ RESERVED_HEADERS = frozenset(name.lower() for name in (IDEMPOTENCY_KEY, SCHEDULE
 SCHEMES = frozenset({"http", "https"})
 
 TIMEOUT_MARGIN = timedelta(seconds=1)
-"""How far aiohttp's own timeout sits above the run's: the loop's timeout is the one that fires
-(and records TimedOut); aiohttp's only makes sure no socket outlives the run for long."""
-DRAIN_LIMIT = 1 << 20
-"""Bytes of a response body read (and discarded) so the connection can be reused; past this
-the connection is closed instead."""
+"""How far the executor's own timeout sits above the run's: the loop's timeout is the one that
+fires (and records TimedOut); the executor's only makes sure no call outlives the run for long."""
+USER_AGENT = f"punctual/{importlib.metadata.version('punctual-operator')}"
 REASON_LIMIT = 200
 """Characters of the server's reason phrase kept in the message (it lands in the status)."""
 REDACTED = "***"
@@ -108,35 +109,36 @@ class HttpRequest:
 
 
 class HttpExecutor:
-    """``seams.Executor`` that makes one HTTP call per run, on a shared ``ClientSession``.
+    """``seams.Executor`` that makes one HTTP call per run, on the operator's shared
+    ``HttpConnections`` (the caller's: this executor never closes them).
 
-    The session belongs to the caller (one per operator: its connection pool is shared by every
-    job); this executor never closes it.
+    The request is bytes built once (request line, headers, body); each slot adds its two
+    headers, ahead of the slot when the loop prepares it.
     """
 
     def __init__(
         self,
         request: HttpRequest,
         *,
-        session: aiohttp.ClientSession,
+        connections: http_connections.HttpConnections,
         secret_headers: Mapping[str, str] | None = None,
     ) -> None:
         secret_headers = dict(secret_headers or {})
         _check_headers(secret_headers, what="secret header")
         self._request = request
-        self._session = session
-        # Parsed and encoded once: aiohttp would do it again for a string on every run.
-        self._url = yarl.URL(request.url)
+        self._connections = connections
+        url = yarl.URL(request.url)
+        self._origin = http_connections.Origin(
+            scheme=url.scheme.lower(), host=url.raw_host or "", port=url.port or 0
+        )
         self._display_url = redact_url(request.url)
-        self._body = None if request.body is None else request.body.encode()
-        self._headers = _merge(request.headers, secret_headers)
+        body = b"" if request.body is None else request.body.encode()
+        self._head, self._body = _request_head(request, url, secret_headers, body=body), body
         self._secrets = _secret_texts(secret_headers.values(), request.url)
-        # Per-run work kept off the firing path: one ClientTimeout per run timeout, and the
-        # (redacted) message of each status line the target answers, computed once.
-        self._timeouts: dict[timedelta, aiohttp.ClientTimeout] = {}
+        # The (redacted) message of each status line the target answers, computed once.
         self._messages: dict[tuple[int, str], str] = {}
-        self._prepared: dict[str, dict[str, str]] = {}
-        """Slot id → its headers, built ahead (``prepare``); the newest ``PREPARED`` only."""
+        self._prepared: dict[str, bytes] = {}
+        """Slot id → its request, built ahead (``prepare``); the newest ``PREPARED`` only."""
 
     def __repr__(self) -> str:
         return f"HttpExecutor({self._request.method} {self._display_url})"
@@ -144,46 +146,34 @@ class HttpExecutor:
     def prepare(self, context: seams.RunContext) -> None:
         """Build the headers of an upcoming slot now, while the loop waits for it
         (``seams.PreparesRuns``)."""
-        self._prepared[context.slot_id] = self._slot_headers(context)
+        self._prepared[context.slot_id] = self._payload(context)
         while len(self._prepared) > PREPARED:
             del self._prepared[next(iter(self._prepared))]  # the oldest: its slot went by
 
-    def _slot_headers(self, context: seams.RunContext) -> dict[str, str]:
-        return {
-            **self._headers,
-            IDEMPOTENCY_KEY: context.slot_id,
-            SCHEDULED_TIME: timeline.rfc3339(context.scheduled_time),
-        }
+    def _payload(self, context: seams.RunContext) -> bytes:
+        slot_headers = (
+            f"{IDEMPOTENCY_KEY}: {context.slot_id}\r\n"
+            f"{SCHEDULED_TIME}: {timeline.rfc3339(context.scheduled_time)}\r\n\r\n"
+        )
+        return b"".join((self._head, slot_headers.encode(), self._body))
 
     async def __call__(self, context: seams.RunContext) -> seams.Outcome:
-        headers = self._prepared.pop(context.slot_id, None) or self._slot_headers(context)
-        timeout = self._timeouts.get(context.timeout)
-        if timeout is None:
-            timeout = self._timeouts[context.timeout] = aiohttp.ClientTimeout(
-                total=(context.timeout + TIMEOUT_MARGIN).total_seconds()
-            )
+        payload = self._prepared.pop(context.slot_id, None) or self._payload(context)
         try:
-            async with self._session.request(
-                self._request.method,
-                self._url,
-                headers=headers,
-                data=self._body,
-                timeout=timeout,
-                # A redirect could carry the secret headers to another host; a 3xx is an
-                # answer like any other (add it to successCodes if it means success).
-                allow_redirects=False,
-                raise_for_status=False,
-            ) as response:
-                if not response.content.is_eof():  # an empty answer (204) has nothing to read
-                    await _drain(response)
-                status, reason = response.status, response.reason
-        except (aiohttp.ClientError, OSError, ValueError) as error:
-            # TimeoutError is an OSError: aiohttp's own timeout lands here. The loop's timeout
-            # cancels this task instead (CancelledError), which passes through untouched.
+            # A redirect is not followed (it could carry the secret headers to another host): a
+            # 3xx is an answer like any other (add it to successCodes if it means success).
+            async with asyncio.timeout((context.timeout + TIMEOUT_MARGIN).total_seconds()):
+                answer = await self._connections.request(
+                    self._origin, payload, head_request=self._request.method == "HEAD"
+                )
+        except (OSError, http_connections.ProtocolError) as error:
+            # TimeoutError is an OSError: the executor's own timeout lands here. The loop's
+            # timeout cancels this task instead (CancelledError), which passes through.
             message = f"{self._request.method} {self._display_url}: {self._describe(error)}"
             logger.debug("slot %s: %s", context.slot_id, message)
             raise HttpTargetError(message) from None
-        message = self._message(status, reason or "")
+        status, reason = answer.status, answer.reason
+        message = self._message(status, reason)
         logger.debug(
             "slot %s: %s %s answered %s",
             context.slot_id,
@@ -213,15 +203,6 @@ class HttpExecutor:
         return text
 
 
-def new_session() -> aiohttp.ClientSession:
-    """The operator's one session for every HTTP target (its connection pool is shared).
-
-    Cookies are never kept: one run's answer must not change what the next run of that job, or
-    another job's on the same host, sends (and keeping them cost a jar lookup per request).
-    """
-    return aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar())
-
-
 def redact_url(url: str) -> str:
     """``url`` with any ``user:password@`` replaced by ``***@``, safe to log and to show."""
     return _USERINFO.sub(rf"\g<1>{REDACTED}@", url)
@@ -236,6 +217,35 @@ def _check_headers(headers: Mapping[str, str], *, what: str) -> None:
             raise ValueError(f"{what} {name} is set by Punctual for every run and cannot be set")
         if _BAD_HEADER_VALUE.search(value):
             raise ValueError(f"{what} {name} has a line break or NUL in its value")
+
+
+def _request_head(
+    request: HttpRequest, url: yarl.URL, secret_headers: Mapping[str, str], *, body: bytes
+) -> bytes:
+    """The request line and every header but the slot's two, as sent on every run.
+
+    URL credentials become Basic authorization (unless an Authorization header is given);
+    Content-Length is always this client's own.
+    """
+    defaults = {"Host": url.host_port_subcomponent or "", "User-Agent": USER_AGENT, "Accept": "*/*"}
+    if url.user is not None:
+        credentials = f"{url.user}:{url.password or ''}".encode()
+        defaults["Authorization"] = "Basic " + base64.b64encode(credentials).decode()
+    if body and "content-type" not in {name.lower() for name in request.headers}:
+        defaults["Content-Type"] = "application/octet-stream"
+    headers = _merge(defaults, request.headers, secret_headers)
+    headers = {name: value for name, value in headers.items() if name.lower() not in _FRAMING}
+    if body or request.method in _BODY_METHODS:
+        headers["Content-Length"] = str(len(body))
+    lines = [f"{request.method} {url.raw_path_qs or '/'} HTTP/1.1"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    return ("\r\n".join(lines) + "\r\n").encode()
+
+
+_FRAMING = frozenset({"content-length", "transfer-encoding", "connection"})
+"""Headers about the message's framing and the connection: this client's, never the spec's."""
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+"""Methods that announce an empty body (Content-Length: 0) rather than none."""
 
 
 def _merge(*layers: Mapping[str, str]) -> dict[str, str]:
@@ -261,13 +271,3 @@ def _status_line(status: int, reason: str) -> str:
     # The reason phrase is the server's text: already redacted, kept to one short line here.
     reason = _UNPRINTABLE.sub(" ", reason).strip()[:REASON_LIMIT]
     return f"HTTP {status} {reason}" if reason else f"HTTP {status}"
-
-
-async def _drain(response: aiohttp.ClientResponse) -> None:
-    """Read the body to its end (up to a limit) so the connection goes back to the pool."""
-    remaining = DRAIN_LIMIT
-    while remaining > 0:
-        chunk = await response.content.read(min(remaining, 64 * 1024))
-        if not chunk:
-            return
-        remaining -= len(chunk)

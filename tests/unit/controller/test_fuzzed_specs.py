@@ -294,7 +294,7 @@ def wiring() -> targets.Targets:
     # Every capability present: a Redis (never connected to: clients connect lazily), the Jobs
     # API. The session and the secret reader are only stored by the executors built here.
     return targets.Targets(
-        session=object(),  # type: ignore[arg-type]
+        connections=object(),  # type: ignore[arg-type]
         secrets=object(),  # type: ignore[arg-type]
         jobs=object(),  # type: ignore[arg-type]
         job_watcher=_IdleJobWatcher(),  # type: ignore[arg-type]

@@ -71,7 +71,7 @@ def test_a_malformed_pattern_is_refused_naming_it(pattern: str) -> None:
 
 def test_a_job_whose_host_is_not_allowed_is_reported_and_never_wired() -> None:
     wiring = targets.Targets(
-        session=object(),  # type: ignore[arg-type]
+        connections=object(),  # type: ignore[arg-type]
         secrets=object(),  # type: ignore[arg-type]
         allowed_hosts=HostAllowlist.parse(["*.svc.cluster.local"]),  # type: ignore[call-arg]
     )
@@ -88,7 +88,7 @@ def test_a_job_whose_host_is_not_allowed_is_reported_and_never_wired() -> None:
 
 def test_a_job_whose_host_is_allowed_is_wired() -> None:
     wiring = targets.Targets(
-        session=object(),  # type: ignore[arg-type]
+        connections=object(),  # type: ignore[arg-type]
         secrets=object(),  # type: ignore[arg-type]
         allowed_hosts=HostAllowlist.parse(["*.svc.cluster.local"]),  # type: ignore[call-arg]
     )

@@ -13,7 +13,7 @@ import aiohttp.test_utils
 import aiohttp.web
 import pytest
 
-from punctual.executors import http
+from punctual.executors import http, http_connections
 from punctual.runtime import seams
 from punctual.scheduling import slots, timeline
 
@@ -79,9 +79,9 @@ async def target() -> AsyncIterator[Target]:
 
 
 @pytest.fixture
-async def session() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as client:
-        yield client
+async def connections() -> AsyncIterator[http_connections.HttpConnections]:
+    async with http_connections.HttpConnections() as opened:
+        yield opened
 
 
 def context(
@@ -109,18 +109,18 @@ def closed_port_url() -> str:
 
 class TestTheTargetLearnsWhichSlotItServes:
     async def test_the_slot_id_is_the_idempotency_key(
-        self, target: Target, session: aiohttp.ClientSession
+        self, target: Target, connections: http_connections.HttpConnections
     ) -> None:
-        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), session=session)
+        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), connections=connections)
 
         await executor(context())
 
         assert target.requests[0].headers["Idempotency-Key"] == SLOT_ID
 
     async def test_the_scheduled_time_is_sent_in_rfc_3339_utc(
-        self, target: Target, session: aiohttp.ClientSession
+        self, target: Target, connections: http_connections.HttpConnections
     ) -> None:
-        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), session=session)
+        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), connections=connections)
 
         await executor(context(scheduled_time=SLOT + timedelta(milliseconds=12_345)))
 
@@ -129,9 +129,9 @@ class TestTheTargetLearnsWhichSlotItServes:
         )
 
     async def test_a_whole_second_has_no_fraction(
-        self, target: Target, session: aiohttp.ClientSession
+        self, target: Target, connections: http_connections.HttpConnections
     ) -> None:
-        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), session=session)
+        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), connections=connections)
 
         await executor(context())
 
@@ -143,29 +143,36 @@ class TestTheTargetLearnsWhichSlotItServes:
         assert timeline.rfc3339(copenhagen) == "2026-11-30T01:30:00.250Z"
 
 
-class TestTheOperatorsSession:
-    async def test_a_cookie_a_target_sets_is_never_sent_again(self, target: Target) -> None:
+class TestNothingCarriesOverFromOneRunToTheNext:
+    async def test_a_cookie_a_target_sets_is_never_sent_again(
+        self, target: Target, connections: http_connections.HttpConnections
+    ) -> None:
         target.set_cookie = "session=abc"
-        # By name: aiohttp's jar would ignore cookies of an IP address anyway.
         url = target.url().replace("127.0.0.1", "localhost")
-        async with http.new_session() as session:
-            executor = http.HttpExecutor(http.HttpRequest(url=url), session=session)
-            await executor(context())
-            await executor(context(slot=SLOT + timedelta(minutes=1)))
+        executor = http.HttpExecutor(http.HttpRequest(url=url), connections=connections)
+        await executor(context())
+        await executor(context(slot=SLOT + timedelta(minutes=1)))
 
         assert [request.headers.get("Cookie") for request in target.requests] == [None, None]
 
 
 class TestHeadersAreBuiltBeforeTheSlot:
-    def test_the_executor_prepares_runs(self, session: aiohttp.ClientSession) -> None:
-        executor = http.HttpExecutor(http.HttpRequest(url="http://target/run"), session=session)
+    def test_the_executor_prepares_runs(
+        self, connections: http_connections.HttpConnections
+    ) -> None:
+        executor = http.HttpExecutor(
+            http.HttpRequest(url="http://target/run"), connections=connections
+        )
 
         assert isinstance(executor, seams.PreparesRuns)
 
     async def test_a_prepared_slot_sends_the_headers_built_ahead(
-        self, target: Target, session: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch
+        self,
+        target: Target,
+        connections: http_connections.HttpConnections,
+        monkeypatch: pytest.MonkeyPatch,
     ) -> None:
-        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), session=session)
+        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), connections=connections)
         executor.prepare(context())
 
         def not_at_the_slot(instant: datetime) -> str:
@@ -178,9 +185,12 @@ class TestHeadersAreBuiltBeforeTheSlot:
         assert target.requests[0].headers["X-Punctual-Scheduled-Time"] == "2026-11-30T01:30:00Z"
 
     async def test_only_the_newest_prepared_slots_are_kept(
-        self, target: Target, session: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch
+        self,
+        target: Target,
+        connections: http_connections.HttpConnections,
+        monkeypatch: pytest.MonkeyPatch,
     ) -> None:
-        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), session=session)
+        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), connections=connections)
         slots_ = [SLOT + timedelta(minutes=minutes) for minutes in range(http.PREPARED + 1)]
         for slot in slots_:
             executor.prepare(context(slot=slot))
@@ -203,7 +213,7 @@ class TestHeadersAreBuiltBeforeTheSlot:
 
 class TestTheRequestIsTheOneConfigured:
     async def test_method_body_and_custom_headers_are_sent(
-        self, target: Target, session: aiohttp.ClientSession
+        self, target: Target, connections: http_connections.HttpConnections
     ) -> None:
         request = http.HttpRequest(
             url=target.url("/reports/run"),
@@ -211,7 +221,7 @@ class TestTheRequestIsTheOneConfigured:
             headers={"X-Env": "prod", "Content-Type": "application/json"},
             body='{"kind": "nightly"}',
         )
-        executor = http.HttpExecutor(request, session=session)
+        executor = http.HttpExecutor(request, connections=connections)
 
         await executor(context())
 
@@ -223,11 +233,11 @@ class TestTheRequestIsTheOneConfigured:
         assert received.body == b'{"kind": "nightly"}'
 
     async def test_secret_headers_are_sent(
-        self, target: Target, session: aiohttp.ClientSession
+        self, target: Target, connections: http_connections.HttpConnections
     ) -> None:
         executor = http.HttpExecutor(
             http.HttpRequest(url=target.url()),
-            session=session,
+            connections=connections,
             secret_headers={"Authorization": f"Bearer {SECRET}"},
         )
 
@@ -236,11 +246,11 @@ class TestTheRequestIsTheOneConfigured:
         assert target.requests[0].headers["Authorization"] == f"Bearer {SECRET}"
 
     async def test_a_secret_header_replaces_a_plain_one_of_the_same_name(
-        self, target: Target, session: aiohttp.ClientSession
+        self, target: Target, connections: http_connections.HttpConnections
     ) -> None:
         executor = http.HttpExecutor(
             http.HttpRequest(url=target.url(), headers={"x-token": "placeholder"}),
-            session=session,
+            connections=connections,
             secret_headers={"X-Token": SECRET},
         )
 
@@ -250,9 +260,11 @@ class TestTheRequestIsTheOneConfigured:
         assert "placeholder" not in target.requests[0].headers.values()
 
     async def test_the_default_method_is_post(
-        self, target: Target, session: aiohttp.ClientSession
+        self, target: Target, connections: http_connections.HttpConnections
     ) -> None:
-        await http.HttpExecutor(http.HttpRequest(url=target.url()), session=session)(context())
+        await http.HttpExecutor(http.HttpRequest(url=target.url()), connections=connections)(
+            context()
+        )
 
         assert target.requests[0].method == "POST"
 
@@ -260,39 +272,39 @@ class TestTheRequestIsTheOneConfigured:
 class TestTheStatusDecidesTheOutcome:
     @pytest.mark.parametrize("status", [200, 201, 204, 299])
     async def test_any_2xx_succeeds_by_default(
-        self, target: Target, session: aiohttp.ClientSession, status: int
+        self, target: Target, connections: http_connections.HttpConnections, status: int
     ) -> None:
         target.status = status
-        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), session=session)
+        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), connections=connections)
 
         outcome = await executor(context())
 
         assert outcome.succeeded
 
     async def test_the_message_is_the_status_line(
-        self, target: Target, session: aiohttp.ClientSession
+        self, target: Target, connections: http_connections.HttpConnections
     ) -> None:
-        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), session=session)
+        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), connections=connections)
 
         outcome = await executor(context())
 
         assert outcome.message == "HTTP 204 No Content"
 
     async def test_a_server_error_fails_the_run(
-        self, target: Target, session: aiohttp.ClientSession
+        self, target: Target, connections: http_connections.HttpConnections
     ) -> None:
         target.status = 503
-        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), session=session)
+        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), connections=connections)
 
         outcome = await executor(context())
 
         assert outcome == seams.Outcome(succeeded=False, message="HTTP 503 Service Unavailable")
 
     async def test_success_codes_narrow_what_succeeds(
-        self, target: Target, session: aiohttp.ClientSession
+        self, target: Target, connections: http_connections.HttpConnections
     ) -> None:
         request = http.HttpRequest(url=target.url(), success_codes=frozenset({202}))
-        executor = http.HttpExecutor(request, session=session)
+        executor = http.HttpExecutor(request, connections=connections)
 
         target.status = 200
         assert not (await executor(context())).succeeded
@@ -300,20 +312,20 @@ class TestTheStatusDecidesTheOutcome:
         assert (await executor(context())).succeeded
 
     async def test_success_codes_can_include_a_non_2xx_status(
-        self, target: Target, session: aiohttp.ClientSession
+        self, target: Target, connections: http_connections.HttpConnections
     ) -> None:
         target.status = 409  # e.g. "this slot was already handled"
         request = http.HttpRequest(url=target.url(), success_codes=frozenset({200, 409}))
 
-        outcome = await http.HttpExecutor(request, session=session)(context())
+        outcome = await http.HttpExecutor(request, connections=connections)(context())
 
         assert outcome.succeeded
 
     async def test_a_redirect_is_not_followed(
-        self, target: Target, session: aiohttp.ClientSession
+        self, target: Target, connections: http_connections.HttpConnections
     ) -> None:
         target.status = 307
-        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), session=session)
+        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), connections=connections)
 
         outcome = await executor(context())
 
@@ -322,11 +334,11 @@ class TestTheStatusDecidesTheOutcome:
         assert len(target.requests) == 1
 
     async def test_a_large_body_is_drained_without_trouble(
-        self, target: Target, session: aiohttp.ClientSession
+        self, target: Target, connections: http_connections.HttpConnections
     ) -> None:
         target.status = 200
-        target.body = b"x" * (3 * http.DRAIN_LIMIT)
-        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), session=session)
+        target.body = b"x" * (3 * http_connections.DRAIN_LIMIT)
+        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), connections=connections)
 
         assert (await executor(context())).succeeded
         assert (await executor(context())).succeeded
@@ -334,17 +346,21 @@ class TestTheStatusDecidesTheOutcome:
 
 class TestAnUnreachableTargetRaises:
     async def test_a_refused_connection_raises_a_described_error(
-        self, session: aiohttp.ClientSession
+        self, connections: http_connections.HttpConnections
     ) -> None:
-        executor = http.HttpExecutor(http.HttpRequest(url=closed_port_url()), session=session)
+        executor = http.HttpExecutor(
+            http.HttpRequest(url=closed_port_url()), connections=connections
+        )
 
         with pytest.raises(http.HttpTargetError, match=r"POST http://\*\*\*@127\.0\.0\.1:\d+/run"):
             await executor(context())
 
     async def test_the_error_does_not_chain_the_driver_exception(
-        self, session: aiohttp.ClientSession
+        self, connections: http_connections.HttpConnections
     ) -> None:
-        executor = http.HttpExecutor(http.HttpRequest(url=closed_port_url()), session=session)
+        executor = http.HttpExecutor(
+            http.HttpRequest(url=closed_port_url()), connections=connections
+        )
 
         with pytest.raises(http.HttpTargetError) as raised:
             await executor(context())
@@ -355,10 +371,10 @@ class TestAnUnreachableTargetRaises:
 
 class TestASlowTargetIsCutOff:
     async def test_the_loops_timeout_cancels_the_call(
-        self, target: Target, session: aiohttp.ClientSession
+        self, target: Target, connections: http_connections.HttpConnections
     ) -> None:
         target.hold = True
-        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), session=session)
+        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), connections=connections)
 
         # What the job loop does: its own timeout around the executor, which must see the
         # cancellation through (the loop then records TimedOut).
@@ -366,11 +382,11 @@ class TestASlowTargetIsCutOff:
             async with asyncio.timeout(0.2):
                 await executor(context(timeout=timedelta(seconds=0.2)))
 
-    async def test_aiohttps_own_timeout_sits_a_little_above_the_runs(
-        self, target: Target, session: aiohttp.ClientSession
+    async def test_the_executors_own_timeout_sits_a_little_above_the_runs(
+        self, target: Target, connections: http_connections.HttpConnections
     ) -> None:
         target.hold = True
-        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), session=session)
+        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), connections=connections)
         started = asyncio.get_running_loop().time()
 
         with pytest.raises(http.HttpTargetError, match="Timeout"):
@@ -383,14 +399,17 @@ class TestASlowTargetIsCutOff:
 
 class TestSecretsNeverShow:
     async def test_a_secret_echoed_in_the_reason_is_redacted(
-        self, target: Target, session: aiohttp.ClientSession, caplog: pytest.LogCaptureFixture
+        self,
+        target: Target,
+        connections: http_connections.HttpConnections,
+        caplog: pytest.LogCaptureFixture,
     ) -> None:
         caplog.set_level(logging.DEBUG)
         target.status = 401
         target.reason = f"token Bearer {SECRET} rejected"
         executor = http.HttpExecutor(
             http.HttpRequest(url=target.url()),
-            session=session,
+            connections=connections,
             secret_headers={"Authorization": f"Bearer {SECRET}"},
         )
 
@@ -401,13 +420,13 @@ class TestSecretsNeverShow:
         assert SECRET not in caplog.text
 
     async def test_any_secret_header_is_redacted_not_only_authorization(
-        self, target: Target, session: aiohttp.ClientSession
+        self, target: Target, connections: http_connections.HttpConnections
     ) -> None:
         target.status = 401
         target.reason = f"bad token {SECRET}"
         executor = http.HttpExecutor(
             http.HttpRequest(url=target.url()),
-            session=session,
+            connections=connections,
             secret_headers={"X-Api-Key": SECRET},
         )
 
@@ -416,12 +435,12 @@ class TestSecretsNeverShow:
         assert SECRET not in outcome.message
 
     async def test_url_credentials_are_not_in_errors_or_logs(
-        self, session: aiohttp.ClientSession, caplog: pytest.LogCaptureFixture
+        self, connections: http_connections.HttpConnections, caplog: pytest.LogCaptureFixture
     ) -> None:
         caplog.set_level(logging.DEBUG)
         executor = http.HttpExecutor(
             http.HttpRequest(url=closed_port_url()),
-            session=session,
+            connections=connections,
             secret_headers={"Authorization": f"Bearer {SECRET}"},
         )
 
@@ -434,11 +453,14 @@ class TestSecretsNeverShow:
             assert "user:" not in text
 
     async def test_url_credentials_are_redacted_in_successful_calls_logs(
-        self, target: Target, session: aiohttp.ClientSession, caplog: pytest.LogCaptureFixture
+        self,
+        target: Target,
+        connections: http_connections.HttpConnections,
+        caplog: pytest.LogCaptureFixture,
     ) -> None:
         caplog.set_level(logging.DEBUG)
         url = target.url().replace("http://", f"http://user:{PASSWORD}@")
-        executor = http.HttpExecutor(http.HttpRequest(url=url), session=session)
+        executor = http.HttpExecutor(http.HttpRequest(url=url), connections=connections)
 
         outcome = await executor(context())
 
@@ -457,7 +479,7 @@ class TestSecretsNeverShow:
         with pytest.raises(ValueError, match="X-Api-Key") as raised:
             http.HttpExecutor(
                 http.HttpRequest(url="http://example.com/"),
-                session=None,  # type: ignore[arg-type]  # never used: construction fails first
+                connections=None,  # type: ignore[arg-type]  # never used: construction fails first
                 secret_headers={"X-Api-Key": f"{SECRET}\r\nX-Injected: 1"},
             )
 
@@ -526,11 +548,11 @@ class TestPerRunWorkIsRememberedNotStale:
     answer or a new timeout is never served from what it kept."""
 
     async def test_each_answer_gets_its_own_redacted_message(
-        self, target: Target, session: aiohttp.ClientSession
+        self, target: Target, connections: http_connections.HttpConnections
     ) -> None:
         executor = http.HttpExecutor(
             http.HttpRequest(url=target.url()),
-            session=session,
+            connections=connections,
             secret_headers={"X-Api-Key": SECRET},
         )
         messages = []
@@ -540,11 +562,11 @@ class TestPerRunWorkIsRememberedNotStale:
 
         assert messages == ["HTTP 204 No Content", "HTTP 204 No Content", "HTTP 503 down ***"]
 
-    async def test_a_plan_with_another_timeout_gets_aiohttps_timeout_from_it(
-        self, target: Target, session: aiohttp.ClientSession
+    async def test_a_plan_with_another_timeout_gets_its_own_executor_timeout(
+        self, target: Target, connections: http_connections.HttpConnections
     ) -> None:
         target.hold = True
-        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), session=session)
+        executor = http.HttpExecutor(http.HttpRequest(url=target.url()), connections=connections)
         loop = asyncio.get_running_loop()
         elapsed = []
         for timeout in (0.1, 0.3):

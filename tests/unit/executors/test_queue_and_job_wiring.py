@@ -10,12 +10,11 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-import aiohttp
 import pytest
 
 from punctual.api import plans
 from punctual.controller import targets
-from punctual.executors import job, queue
+from punctual.executors import http_connections, job, queue
 from punctual.kube import jobs, secrets
 from punctual.locks import redis_stream
 from punctual.runtime import seams
@@ -53,8 +52,8 @@ def claim(*, scheduled: datetime | None = None) -> seams.Claim:
 
 
 @pytest.fixture
-async def session() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as opened:
+async def connections() -> AsyncIterator[http_connections.HttpConnections]:
+    async with http_connections.HttpConnections() as opened:
         yield opened
 
 
@@ -81,13 +80,13 @@ async def watcher() -> AsyncIterator[jobs.JobWatcher]:
 
 @pytest.fixture
 def wiring(
-    session: aiohttp.ClientSession, watcher: jobs.JobWatcher
+    connections: http_connections.HttpConnections, watcher: jobs.JobWatcher
 ) -> Callable[..., targets.Targets]:
     def wired(
         *, streams: redis_stream.StreamClaims | None = None, with_jobs: bool = True
     ) -> targets.Targets:
         return targets.Targets(
-            session=session,
+            connections=connections,
             secrets=cast(secrets.SecretReader, object()),
             jobs=cast(jobs.JobsApi, NoJobsApi()) if with_jobs else None,
             job_watcher=watcher if with_jobs else None,
