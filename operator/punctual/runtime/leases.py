@@ -8,9 +8,8 @@ neither done nor counted: ``bench/chaos.py`` shows one such slot per kill, on av
 
 How (see ``RunLeases`` for the storage contract):
 
-- When a run is still going ``hold_after`` (100 ms) after it started, its replica holds a
-  *lease* on it: who runs it, which attempt, since when, and a deadline ``ttl`` ahead (15 s by
-  default).
+- When a run starts, its replica holds a *lease* on it: who runs it, which attempt, since when,
+  and a deadline ``ttl`` ahead (15 s by default).
 - Every ``heartbeat`` (5 s) the replica renews the deadlines of all the runs it holds in one
   round trip; a finished run's lease is released.
 - Every ``scan`` (5 s) each replica lists the leases past their deadline, across all jobs, in
@@ -24,14 +23,10 @@ How (see ``RunLeases`` for the storage contract):
   more (deleted while their replica was dead) are dropped by the backend after a day.
 
 The cost: a replica with no expired lease pays one round trip per ``scan``, however many jobs
-it schedules. A run that ends before its hold went out costs nothing, and most runs do: an HTTP
-call answers within milliseconds, so only runs longer than ``hold_after`` are written (at 1,000
-runs per second, holding every run at once took an eighth of the event loop). The holds due go
-out in one round trip and the pending releases in one more, one write in flight at a time
-(runs that start or end meanwhile ride in the next). The hold is not put off to the next
-heartbeat to save more: a run is protected only from the moment its hold lands. Until then (its
-first ``hold_after``) a replica killed leaves the run unrecorded; an HTTP run has reached its
-target by then, so the target saw it, and a Job run has been created.
+it schedules. The pending holds go out in one round trip and the pending releases in one more,
+one write in flight at a time (runs that start or end meanwhile ride in the next); a run that
+ends before its hold went out costs nothing. The hold is not put off to the next heartbeat to
+save more: a run is protected only from the moment its hold lands.
 
 The bound: a run whose replica died is recorded within ``ttl + scan`` (20 s by default) of the
 replica's last heartbeat, plus the status write interval to show in status (as long as fewer
@@ -77,8 +72,6 @@ class LeaseRules:
     scan: timedelta = timedelta(seconds=5)
     retry: timedelta = timedelta(seconds=1)
     """How soon the heartbeat writes again what the backend did not take (unavailable)."""
-    hold_after: timedelta = timedelta(milliseconds=100)
-    """How long a run goes on before its lease is written: shorter runs cost no round trip."""
     page: int = 100
     """Expired leases listed per round trip of a scan."""
     pages: int = 10
@@ -151,9 +144,8 @@ class Heartbeat:
         self._rules = rules
         self._running: dict[str, Lease] = {}
         """Runs started here and not finished (nor taken over), by slot id."""
-        self._to_hold: dict[str, float] = {}
-        """Of ``_running``: not written yet (or the backend did not take them), each with the
-        loop time from which it is due to be."""
+        self._to_hold: set[str] = set()
+        """Of ``_running``: not written yet (or the backend did not take them)."""
         self._held: set[str] = set()
         """Of ``_running``: written, renewed every heartbeat."""
         self._to_release: dict[str, Lease] = {}
@@ -182,12 +174,8 @@ class Heartbeat:
         self._to_release.pop(lease.slot_id, None)
         self._running[lease.slot_id] = lease
         self._held.discard(lease.slot_id)
-        if not self._to_hold:
-            self._wake.set()  # the heartbeat sleeps until the first hold due: this one
-        self._to_hold.pop(lease.slot_id, None)
-        self._to_hold[lease.slot_id] = (
-            asyncio.get_running_loop().time() + self._rules.hold_after.total_seconds()
-        )
+        self._to_hold.add(lease.slot_id)
+        self._wake.set()  # hold it at once: the run is unprotected until then
 
     def run_finished(self, job: slots.JobRef, record: seams.RunRecord) -> None:
         slot_id = slots.slot_id(job, record.slot)
@@ -195,7 +183,9 @@ class Heartbeat:
         if lease is None:
             return  # not started here, or taken over by another replica
         self._held.discard(slot_id)
-        if self._to_hold.pop(slot_id, None) is None:  # else never written: nothing to release
+        if slot_id in self._to_hold:
+            self._to_hold.discard(slot_id)  # never written: nothing to release
+        else:
             self._to_release[slot_id] = lease  # written, or its hold is on the wire
             self._wake.set()
 
@@ -210,18 +200,13 @@ class Heartbeat:
     # -- the I/O ---------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Until cancelled: hold the leases of runs as they fall due, release those of runs
-        recorded, renew all every heartbeat."""
+        """Until cancelled: hold new leases at once, renew all every heartbeat."""
         loop = asyncio.get_running_loop()
         heartbeat, retry = self._rules.heartbeat.total_seconds(), self._rules.retry.total_seconds()
         next_renewal = loop.time() + heartbeat
         while True:
-            now = loop.time()
-            timeout = max(0.0, next_renewal - now)
-            if self._to_hold:  # the first hold due; one due already was not taken: soon again
-                first = min(self._to_hold.values())
-                timeout = min(timeout, retry if first <= now else first - now)
-            if self._to_release:  # the backend did not take them: soon again
+            timeout = max(0.0, next_renewal - loop.time())
+            if self._to_hold or self._to_release:  # the backend did not take them: soon again
                 timeout = min(timeout, retry)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=timeout)
@@ -242,20 +227,16 @@ class Heartbeat:
             self._to_release.clear()
 
     async def _flush(self) -> None:
-        """The holds due, then pending releases: one round trip each, at most."""
-        now = asyncio.get_running_loop().time()
-        holding = [self._running[slot_id] for slot_id, due in self._to_hold.items() if due <= now]
-        for lease in holding:
-            del self._to_hold[lease.slot_id]
+        """Pending holds, then pending releases: one round trip each, at most."""
+        holding = [self._running[slot_id] for slot_id in self._to_hold]
+        self._to_hold = set()
         try:
             if holding:
                 await self._leases.hold(holding, ttl=self._rules.ttl)
         except seams.LockUnavailableError as error:
             logger.warning("run leases not written, trying again: %s", error)
             # Those finished meanwhile are in ``_to_release``: their hold may have landed.
-            self._to_hold.update(
-                (lease.slot_id, now) for lease in holding if self._is_running(lease)
-            )
+            self._to_hold.update(lease.slot_id for lease in holding if self._is_running(lease))
         else:
             self._held.update(lease.slot_id for lease in holding if self._is_running(lease))
         releasing, self._to_release = self._to_release, {}

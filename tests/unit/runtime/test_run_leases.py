@@ -22,11 +22,6 @@ FAST = LeaseRules(
     heartbeat=timedelta(milliseconds=20),
     ttl=timedelta(milliseconds=60),
     scan=timedelta(milliseconds=20),
-    hold_after=timedelta(),
-)
-
-HOLDING_AFTER_30MS = LeaseRules(
-    heartbeat=timedelta(seconds=1), ttl=timedelta(seconds=3), hold_after=timedelta(milliseconds=30)
 )
 
 
@@ -134,37 +129,6 @@ class Recorder:
 
 
 class TestTheHeartbeat:
-    async def test_holds_no_lease_for_a_run_shorter_than_hold_after(self) -> None:
-        backend = MemoryLeases()
-        heartbeat = Heartbeat(backend, replica="r1", rules=HOLDING_AFTER_30MS)
-        task = asyncio.create_task(heartbeat.run())
-        try:
-            heartbeat.run_started(JOB, started())
-            await asyncio.sleep(0.01)
-            heartbeat.run_finished(JOB, finished())
-            await asyncio.sleep(0.05)
-        finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-
-        assert sum(backend.calls.values()) == 0
-
-    async def test_holds_a_lease_for_a_run_still_going_after_hold_after(self) -> None:
-        backend = MemoryLeases()
-        heartbeat = Heartbeat(backend, replica="r1", rules=HOLDING_AFTER_30MS)
-        task = asyncio.create_task(heartbeat.run())
-        try:
-            heartbeat.run_started(JOB, started())
-            await asyncio.sleep(0.01)
-            early = dict(backend.leases)
-            await until(lambda: backend.calls["hold"] == 1)
-        finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-
-        assert early == {}
-        assert list(backend.leases) == [slots.slot_id(JOB, SLOT)]
-
     async def test_holds_a_lease_for_a_run_as_soon_as_it_starts(self) -> None:
         backend = MemoryLeases()
         heartbeat = Heartbeat(backend, replica="r1", rules=FAST)
@@ -304,7 +268,6 @@ class TestTheHeartbeat:
             heartbeat=timedelta(milliseconds=100),
             ttl=timedelta(milliseconds=300),
             retry=timedelta(milliseconds=10),
-            hold_after=timedelta(),
         )
         heartbeat = Heartbeat(backend, replica="r1", rules=rules)
         heartbeat.run_started(JOB, started())
