@@ -1,11 +1,21 @@
-"""The newest body of each ScheduledJob this replica has seen.
+"""The newest body of each ScheduledJob this replica has seen, trimmed to what its users read.
 
 Fed by watch events and by the responses to this replica's own writes, so optimistic writes
 (status patches, claims) usually start from a current ``resourceVersion`` without a read.
+
+Only what the status writer, the kubernetes lock and Events read is kept: the object's
+identity, its ``resourceVersion`` and ``generation``, and its ``status``. Not the spec, labels,
+annotations (a ``kubectl apply`` leaves a copy of the whole object there) or ``managedFields``
+(an entry per field manager, rewritten by every status write): kept whole, the bodies were
+about a quarter of a replica's memory per job.
 """
+
+from typing import Any
 
 from punctual.kube import resources
 from punctual.scheduling import slots
+
+_METADATA = ("name", "namespace", "uid", "resourceVersion", "generation")
 
 
 class ObjectCache:
@@ -17,13 +27,26 @@ class ObjectCache:
         ref = resources.job_ref(body)
         known = self._bodies.get(ref)
         if known is None or not _is_older(body, than=known):
-            self._bodies[ref] = body
+            self._bodies[ref] = _trimmed(body)
 
     def get(self, ref: slots.JobRef) -> resources.Body | None:
         return self._bodies.get(ref)
 
     def forget(self, ref: slots.JobRef) -> None:
         self._bodies.pop(ref, None)
+
+
+def _trimmed(body: resources.Body) -> resources.Body:
+    """A plain dict of what the cache's users read; ``status`` is shared, not copied (bodies
+    are never changed in place: every write answers a new one)."""
+    metadata = body["metadata"]
+    trimmed: dict[str, Any] = {
+        "metadata": {key: metadata[key] for key in _METADATA if key in metadata},
+    }
+    for key in ("apiVersion", "kind", "status"):
+        if key in body:
+            trimmed[key] = body[key]
+    return trimmed
 
 
 def _is_older(body: resources.Body, *, than: resources.Body) -> bool:
