@@ -241,6 +241,10 @@ async def _operate(
         handlers.register(kopf_registry, scheduled_jobs, stopping)
         settings = kopf.OperatorSettings()
         settings.posting.level = logging.WARNING  # our Events are explicit, not log lines
+        # on.event handlers only: kopf's deep copy of every body to diff it is for nothing.
+        settings.persistence.diffbase_storage = handlers.NoDiffBase()
+        # The initial listing in pages: 10,000 objects are not one response held at once.
+        settings.watching.chunk_size = 500
         try:
             await kopf.operator(
                 registry=kopf_registry,
