@@ -9,7 +9,6 @@ any password in the URL, never appear in an outcome message, an exception or a l
 message of a run ends up in the object's status, readable by anyone who can read the object.
 """
 
-import asyncio
 import base64
 import importlib.metadata
 import logging
@@ -18,7 +17,6 @@ import types
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
 
 import yarl
 
@@ -33,9 +31,6 @@ SCHEDULED_TIME = "X-Punctual-Scheduled-Time"
 RESERVED_HEADERS = frozenset(name.lower() for name in (IDEMPOTENCY_KEY, SCHEDULED_TIME))
 SCHEMES = frozenset({"http", "https"})
 
-TIMEOUT_MARGIN = timedelta(seconds=1)
-"""How far the executor's own timeout sits above the run's: the loop's timeout is the one that
-fires (and records TimedOut); the executor's only makes sure no call outlives the run for long."""
 USER_AGENT = f"punctual/{importlib.metadata.version('punctual-operator')}"
 REASON_LIMIT = 200
 """Characters of the server's reason phrase kept in the message (it lands in the status)."""
@@ -162,13 +157,12 @@ class HttpExecutor:
         try:
             # A redirect is not followed (it could carry the secret headers to another host): a
             # 3xx is an answer like any other (add it to successCodes if it means success).
-            async with asyncio.timeout((context.timeout + TIMEOUT_MARGIN).total_seconds()):
-                answer = await self._connections.request(
-                    self._origin, payload, head_request=self._request.method == "HEAD"
-                )
+            # No timeout of its own: the loop's, around every run, cancels the call (the
+            # CancelledError passes through untouched) and the connection is closed.
+            answer = await self._connections.request(
+                self._origin, payload, head_request=self._request.method == "HEAD"
+            )
         except (OSError, http_connections.ProtocolError) as error:
-            # TimeoutError is an OSError: the executor's own timeout lands here. The loop's
-            # timeout cancels this task instead (CancelledError), which passes through.
             message = f"{self._request.method} {self._display_url}: {self._describe(error)}"
             logger.debug("slot %s: %s", context.slot_id, message)
             raise HttpTargetError(message) from None
