@@ -82,6 +82,8 @@ class JobLoop:
         self._draining: asyncio.Task[None] | None = None
         self._armed: _Armed | None = None
         self._handled_through: datetime | None = None
+        self._last_slot: datetime | None = None
+        self._last_slot_id = ""
 
     @property
     def active_slots(self) -> list[datetime]:
@@ -512,7 +514,10 @@ class JobLoop:
                 self._start(queued_slot, armed)
 
     def _slot_id(self, slot: datetime) -> str:
-        return slots.slot_id(self.job, slot)
+        # The same slot's id is asked for four times (prepared, claimed, named, started): kept.
+        if slot != self._last_slot:
+            self._last_slot, self._last_slot_id = slot, slots.slot_id(self.job, slot)
+        return self._last_slot_id
 
 
 _CANCELLED_EARLY = (seams.RunResult.FAILED, "cancelled before it started")
