@@ -312,3 +312,23 @@ class TestCallsInFlightAreBounded:
         assert len(answers) == 10
         assert server.most_in_flight == 3
         assert server.connections == 3
+
+    async def test_a_call_cancelled_while_waiting_for_its_turn_takes_no_place(
+        self, serve: Serve
+    ) -> None:
+        server = await serve(Server([NO_CONTENT]))
+        server.hold = asyncio.Event()
+        async with HttpConnections(limit_per_origin=1) as connections:
+            first = asyncio.create_task(connections.request(server.origin, REQUEST))
+            waiting = [
+                asyncio.create_task(connections.request(server.origin, REQUEST)) for _ in range(3)
+            ]
+            await asyncio.sleep(0.05)
+            waiting[1].cancel()
+            server.hold.set()
+            answers = await asyncio.gather(first, waiting[0], waiting[2])
+            later = await connections.request(server.origin, REQUEST)
+
+        assert [answer.status for answer in [*answers, later]] == [204] * 4
+        assert waiting[1].cancelled()
+        assert server.most_in_flight == 1
