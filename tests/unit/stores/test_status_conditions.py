@@ -122,6 +122,22 @@ async def test_an_object_without_status_gets_its_conditions() -> None:
     assert patches[0]["conditions"][0]["type"] == "Ready"
 
 
+def ticking_store(
+    api: FakeStatusApi, clock: list[float], *, writes_per_second: int = 100
+) -> status.StatusStore:
+    """A store whose interval is 1 s and tick 100 ms, on the test's clock (``clock[0]``)."""
+    return status.StatusStore(
+        api=api,  # type: ignore[arg-type]
+        cache=objects.ObjectCache(),
+        replica="r1",
+        wall=lambda: NOW,
+        interval=timedelta(seconds=1),
+        tick=timedelta(milliseconds=100),
+        writes_per_second=writes_per_second,
+        clock=lambda: clock[0],
+    )
+
+
 class TestWritesAreSpreadOverTheInterval:
     """Jobs that became pending together are not all written in the same tick."""
 
@@ -131,15 +147,7 @@ class TestWritesAreSpreadOverTheInterval:
         ]
         api = FakeStatusApi(body(generation=1))
         clock = [0.0]
-        store = status.StatusStore(
-            api=api,  # type: ignore[arg-type]
-            cache=objects.ObjectCache(),
-            replica="r1",
-            wall=lambda: NOW,
-            interval=timedelta(seconds=1),
-            tick=timedelta(milliseconds=100),
-            clock=lambda: clock[0],
-        )
+        store = ticking_store(api, clock)
         for job in jobs:
             store.slots_missed(job, count=1, newest=NOW)  # something new to say about each
         written: list[list[str]] = []
@@ -176,22 +184,9 @@ class TestWritesAreSpreadOverTheInterval:
 class TestWritesPerSecondAreCapped:
     """One replica writes at most ``writes_per_second`` statuses, whatever the number of jobs."""
 
-    @staticmethod
-    def store(api: FakeStatusApi, clock: list[float]) -> status.StatusStore:
-        return status.StatusStore(
-            api=api,  # type: ignore[arg-type]
-            cache=objects.ObjectCache(),
-            replica="r1",
-            wall=lambda: NOW,
-            interval=timedelta(seconds=1),
-            tick=timedelta(milliseconds=100),
-            writes_per_second=10,
-            clock=lambda: clock[0],
-        )
-
     async def test_no_second_starts_more_writes_than_the_cap(self) -> None:
         api, clock = FakeStatusApi(body(generation=1)), [0.0]
-        store = self.store(api, clock)
+        store = ticking_store(api, clock, writes_per_second=10)
         for i in range(100):
             job = slots.JobRef(namespace="ns", name=f"job-{i:02d}", uid=f"uid-{i}")
             store.slots_missed(job, count=1, newest=NOW)
@@ -207,7 +202,7 @@ class TestWritesPerSecondAreCapped:
 
     async def test_condition_changes_go_first(self) -> None:
         api, clock = FakeStatusApi(body(generation=2)), [5.0]
-        store = self.store(api, clock)
+        store = ticking_store(api, clock, writes_per_second=10)
         for i in range(20):
             job = slots.JobRef(namespace="ns", name=f"missed-{i:02d}", uid=f"uid-m{i}")
             store.slots_missed(job, count=1, newest=NOW)
@@ -225,7 +220,7 @@ class TestWritesPerSecondAreCapped:
 
     async def test_a_status_written_rarely_counts_every_run_and_shows_the_newest(self) -> None:
         api, clock = FakeStatusApi(body(generation=1)), [0.0]
-        store = self.store(api, clock)
+        store = ticking_store(api, clock, writes_per_second=10)
         for second in range(50):
             slot = NOW + timedelta(seconds=second)
             store.run_finished(
