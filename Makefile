@@ -57,10 +57,11 @@ format: ## Apply ruff's fixes and formatting
 	$(UV_RUN) ruff format .
 
 .PHONY: bench
-bench: ## Benchmarks: Punctual's slot loop against a naive sleep loop, and next-slot cost
+bench: ## Benchmarks: Punctual's slot loop against a naive sleep loop, next-slot cost, HTTP client CPU
 	@PUNCTUAL_SKIP_CONTROL_PLANE=1 hack/install.sh
 	@$(UV_RUN) python bench/loop_drift.py
 	@$(UV_RUN) python bench/next_slot.py
+	@$(UV_RUN) python bench/http_client.py
 
 .PHONY: bench-scale
 bench-scale: install ## At scale on the local control plane + Redis: lateness, costs, restarts, bursts (ARGS=--help)

@@ -1,0 +1,120 @@
+"""CPU per call of the HTTP target's client, against aiohttp's request path, side by side.
+
+One local receiver (``bench/scale_receiver.py``, a process of its own, answering 204), keep-alive
+connections, calls one after another on uvloop. Each round times ``--calls`` calls of each
+client with ``time.process_time`` (this process's CPU only, not the receiver's); the rounds
+alternate, so that what else runs on the machine weighs on both alike. Printed: microseconds of
+CPU per call, the median of the rounds, and the ratio.
+
+Usage: python bench/http_client.py [--calls 5000] [--rounds 3]
+"""
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from pathlib import Path
+
+import aiohttp
+import uvloop
+import yarl
+
+from localcluster import ports
+from punctual.executors import http, http_connections
+from punctual.runtime import seams
+from punctual.scheduling import slots
+from punctual.scheduling.timeline import parse_rfc3339
+
+RECEIVER = Path(__file__).with_name("scale_receiver.py")
+JOB = slots.JobRef(namespace="bench", name="http", uid="uid-1")
+SLOT = parse_rfc3339("2026-01-01T00:00:00Z")
+
+
+def context() -> seams.RunContext:
+    return seams.RunContext(
+        job=JOB,
+        slot=SLOT,
+        slot_id=slots.slot_id(JOB, SLOT),
+        scheduled_time=SLOT,
+        timeout=timedelta(minutes=1),
+    )
+
+
+async def punctual_calls(url: str, calls: int) -> float:
+    async with http_connections.HttpConnections() as connections:
+        executor = http.HttpExecutor(http.HttpRequest(url=url), connections=connections)
+        run = context()
+        await executor(run)  # the connection is open before the clock starts
+        started = time.process_time()
+        for _ in range(calls):
+            executor.prepare(run)  # as the loop does, before each slot
+            await executor(run)
+        return time.process_time() - started
+
+
+async def aiohttp_calls(url: str, calls: int) -> float:
+    run = context()
+    headers = {http.IDEMPOTENCY_KEY: run.slot_id, http.SCHEDULED_TIME: "2026-01-01T00:00:00Z"}
+    target = yarl.URL(url)
+    timeout = aiohttp.ClientTimeout(total=60)
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as session:
+        async with session.post(target, headers=headers) as response:
+            await response.read()
+        started = time.process_time()
+        for _ in range(calls):
+            async with session.request(
+                "POST",
+                target,
+                headers=headers,
+                timeout=timeout,
+                allow_redirects=False,
+                raise_for_status=False,
+            ) as response:
+                await response.read()
+        return time.process_time() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=5000)
+    parser.add_argument("--rounds", type=int, default=3)
+    arguments = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        ready = Path(scratch) / "ready"
+        port = ports.free_port()
+        receiver = subprocess.Popen(
+            [sys.executable, str(RECEIVER), "--port", str(port), "--ready-file", str(ready)]
+        )
+        try:
+            while not ready.exists():
+                time.sleep(0.05)
+            url = f"http://127.0.0.1:{port}/run"
+            clients: dict[str, Callable[[str, int], Awaitable[float]]] = {
+                "punctual (http_connections)": punctual_calls,
+                "aiohttp": aiohttp_calls,
+            }
+            seconds: dict[str, list[float]] = {name: [] for name in clients}
+            for _ in range(arguments.rounds):
+                for name, client in clients.items():
+                    seconds[name].append(uvloop.run(client(url, arguments.calls)))
+        finally:
+            receiver.terminate()
+            receiver.wait()
+    micros = {
+        name: statistics.median(values) / arguments.calls * 1e6 for name, values in seconds.items()
+    }
+    for name, value in micros.items():
+        print(f"{name:30} {value:8.1f} µs of CPU per call")
+    ratio = micros["aiohttp"] / micros["punctual (http_connections)"]
+    print(
+        f"aiohttp / punctual: {ratio:.1f}×  ({arguments.calls} calls × {arguments.rounds} rounds)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
