@@ -53,10 +53,10 @@ _COUNT_KEYS = {
 }
 _RUNS = {seams.RunResult.SUCCEEDED, seams.RunResult.FAILED, seams.RunResult.TIMED_OUT}
 MIN_BATCH = 4
+"""Writes a tick may start whatever the spread (a few writes at once cost nothing)."""
 ACTIVE_HEARTBEAT = 30.0
 """Seconds: a run in progress is stated again at least this often, with a fresh
 ``heartbeatTime``, so that a heartbeat older than this tells users its replica stopped."""
-"""Writes a tick may start whatever the spread (a few writes at once cost nothing)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
