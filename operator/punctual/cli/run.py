@@ -113,8 +113,8 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "--event-loop",
         choices=[loop.value for loop in EventLoop],
         default=EventLoop.UVLOOP.value,
-        help="uvloop (default: the same asyncio API, its loop written in C, about half the "
-        "CPU per run) or the standard library's asyncio loop",
+        help="uvloop (default: the same asyncio API, its loop written in C) or the standard "
+        "library's asyncio loop",
     )
     parser.set_defaults(handler=run)
 
