@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import yarl
 
-from punctual.executors import http_connections
+from punctual.executors import http_connections, prepared
 from punctual.runtime import seams
 from punctual.scheduling import timeline
 
@@ -37,8 +37,6 @@ REASON_LIMIT = 200
 REDACTED = "***"
 MESSAGE_CACHE = 32
 """Distinct (status, reason) answers whose message one executor remembers."""
-PREPARED = 2
-"""Upcoming slots whose headers one executor keeps ready (``prepare``)."""
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _BAD_HEADER_VALUE = re.compile(r"[\r\n\x00]")
@@ -132,18 +130,15 @@ class HttpExecutor:
         self._secrets = _secret_texts(secret_headers.values(), request.url)
         # The (redacted) message of each status line the target answers, computed once.
         self._messages: dict[tuple[int, str], str] = {}
-        self._prepared: dict[str, bytes] = {}
-        """Slot id → its request, built ahead (``prepare``); the newest ``PREPARED`` only."""
+        self._prepared = prepared.Prepared(self._payload)
 
     def __repr__(self) -> str:
         return f"HttpExecutor({self._request.method} {self._display_url})"
 
     def prepare(self, context: seams.RunContext) -> None:
-        """Build the headers of an upcoming slot now, while the loop waits for it
-        (``seams.PreparesRuns``)."""
-        self._prepared[context.slot_id] = self._payload(context)
-        while len(self._prepared) > PREPARED:
-            del self._prepared[next(iter(self._prepared))]  # the oldest: its slot went by
+        """Build the request of an upcoming slot now, while the loop waits for it: at the slot,
+        the run only sends it (``seams.PreparesRuns``)."""
+        self._prepared.prepare(context)
 
     def _payload(self, context: seams.RunContext) -> bytes:
         slot_headers = (
@@ -153,7 +148,7 @@ class HttpExecutor:
         return b"".join((self._head, slot_headers.encode(), self._body))
 
     async def __call__(self, context: seams.RunContext) -> seams.Outcome:
-        payload = self._prepared.pop(context.slot_id, None) or self._payload(context)
+        payload = self._prepared.take(context)
         try:
             # A redirect is not followed (it could carry the secret headers to another host): a
             # 3xx is an answer like any other (add it to successCodes if it means success).

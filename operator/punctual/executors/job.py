@@ -22,15 +22,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from punctual.executors import prepared
 from punctual.kube import jobs
 from punctual.runtime import seams
 from punctual.scheduling import slots, timeline
 
 logger = logging.getLogger(__name__)
-
-_PREPARED = 2
-"""Jobs built ahead and kept until their run takes them: the upcoming slot's, and the one
-before in case its run has not started yet (a run started late builds its own)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +58,7 @@ class JobExecutor:
         self._template = template
         self._active_deadline = active_deadline
         self._history = history
-        self._prepared: dict[str, jobs.JobRequest] = {}
-        """Slot id → its Job, built ahead (``prepare``); the newest ``_PREPARED`` only."""
+        self._prepared = prepared.Prepared(self._request)
 
     def __repr__(self) -> str:
         return f"JobExecutor({self._owner.namespace}/{self._owner.name})"
@@ -73,12 +69,10 @@ class JobExecutor:
     def prepare(self, context: seams.RunContext) -> None:
         """Build and serialise the Job of an upcoming slot now, while the loop waits for it:
         at the slot, the run only sends it (``seams.PreparesRuns``)."""
-        self._prepared[context.slot_id] = self._request(context)
-        while len(self._prepared) > _PREPARED:
-            del self._prepared[next(iter(self._prepared))]  # the oldest: its slot went by
+        self._prepared.prepare(context)
 
     async def __call__(self, context: seams.RunContext) -> seams.Outcome:
-        request = self._prepared.pop(context.slot_id, None) or self._request(context)
+        request = self._prepared.take(context)
         name = request.name
         state, created = await self._api.create(request)
         if not created and not self._is_ours(state, context):

@@ -13,7 +13,7 @@ import aiohttp.test_utils
 import aiohttp.web
 import pytest
 
-from punctual.executors import http, http_connections
+from punctual.executors import http, http_connections, prepared
 from punctual.runtime import seams
 from punctual.scheduling import slots, timeline
 
@@ -191,7 +191,7 @@ class TestHeadersAreBuiltBeforeTheSlot:
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         executor = http.HttpExecutor(http.HttpRequest(url=target.url()), connections=connections)
-        slots_ = [SLOT + timedelta(minutes=minutes) for minutes in range(http.PREPARED + 1)]
+        slots_ = [SLOT + timedelta(minutes=minutes) for minutes in range(prepared.KEPT + 1)]
         for slot in slots_:
             executor.prepare(context(slot=slot))
         built: list[datetime] = []
