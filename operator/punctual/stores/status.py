@@ -32,16 +32,17 @@ import contextlib
 import dataclasses
 import logging
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from punctual.kube import events, objects, status
 from punctual.runtime import seams
 from punctual.scheduling import overlap, slots, timeline
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 _COUNT_KEYS = {
     seams.RunResult.SUCCEEDED: "succeeded",
@@ -71,6 +72,31 @@ class Condition:
 class History:
     succeeded: int = 3
     failed: int = 3
+
+    def shown(
+        self,
+        newest_first: Iterable[_T],
+        *,
+        succeeded: Callable[[_T], bool],
+        key: Callable[[_T], str] | None = None,
+    ) -> list[_T]:
+        """Of ``newest_first``, what a status shows: the first ``succeeded`` successes and
+        ``failed`` others (and, with ``key``, the first of each key only)."""
+        seen: set[str] = set()
+        room = {True: self.succeeded, False: self.failed}
+        kept: list[_T] = []
+        for item in newest_first:
+            success = succeeded(item)
+            if room[success] <= 0:
+                continue
+            if key is not None:
+                name = key(item)
+                if name in seen:
+                    continue
+                seen.add(name)
+            room[success] -= 1
+            kept.append(item)
+        return kept
 
 
 @dataclass
@@ -482,14 +508,10 @@ def _trim(records: list[seams.RunRecord], history: History) -> None:
     written rarely would otherwise pile up a record per run). Records come oldest first."""
     if len(records) <= history.succeeded + history.failed:
         return
-    room = {True: history.succeeded, False: history.failed}
-    kept = []
-    for record in reversed(records):
-        succeeded = record.result == seams.RunResult.SUCCEEDED
-        if room[succeeded] > 0:
-            room[succeeded] -= 1
-            kept.append(record)
-    records[:] = reversed(kept)
+    shown = history.shown(
+        reversed(records), succeeded=lambda record: record.result == seams.RunResult.SUCCEEDED
+    )
+    records[:] = reversed(shown)
 
 
 def _latest(first: datetime | None, second: datetime | None) -> datetime | None:
@@ -542,19 +564,12 @@ def _slot_key(run: Mapping[str, Any]) -> datetime:
 
 def _recent(runs: list[dict[str, Any]], history: History) -> list[dict[str, Any]]:
     """Newest first, one entry per slot, at most ``history`` successes and failures."""
-    seen: set[str] = set()
-    kept: list[dict[str, Any]] = []
-    room = {True: history.succeeded, False: history.failed}
-    for run in sorted(runs, key=_slot_key, reverse=True):
-        succeeded = run["result"] == seams.RunResult.SUCCEEDED
+    return history.shown(
+        sorted(runs, key=_slot_key, reverse=True),
+        succeeded=lambda run: run["result"] == seams.RunResult.SUCCEEDED,
         # A lost run and its retry are two entries of the same slot.
-        key = f"{run['slot']}/{run['result'] == seams.RunResult.LOST}"
-        if key in seen or room[succeeded] <= 0:
-            continue
-        seen.add(key)
-        room[succeeded] -= 1
-        kept.append(run)
-    return kept
+        key=lambda run: f"{run['slot']}/{run['result'] == seams.RunResult.LOST}",
+    )
 
 
 def _newest(runs: list[Mapping[str, Any] | None]) -> Mapping[str, Any] | None:
