@@ -11,11 +11,13 @@ waits for ``release``. ``meddle`` is another replica writing in between.
 
 import asyncio
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any
 
-from punctual.kube import status
+from punctual.kube import objects, status
 from punctual.scheduling import slots
+from punctual.stores import status as status_store
 
 JOB = slots.JobRef(namespace="reports", name="nightly", uid="uid-1")
 
@@ -101,3 +103,23 @@ def _merge(target: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any
         else:
             merged[key] = copy.deepcopy(value)
     return merged
+
+
+def store_on(
+    api: FakeStatusApi,
+    *,
+    wall: Callable[[], datetime],
+    clock: Callable[[], float] | None = None,
+    cache: objects.ObjectCache | None = None,
+) -> status_store.StatusStore:
+    """One replica's status store writing through ``api``, its cache (``cache``, or a new one)
+    knowing the object as ``api`` has it."""
+    cache = objects.ObjectCache() if cache is None else cache
+    cache.remember(api.body)
+    return status_store.StatusStore(
+        api=api,  # type: ignore[arg-type]
+        cache=cache,
+        replica="r1",
+        wall=wall,
+        clock=clock,
+    )

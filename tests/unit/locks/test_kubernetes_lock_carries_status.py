@@ -14,8 +14,7 @@ from punctual.kube import objects
 from punctual.locks import kubernetes
 from punctual.runtime import seams
 from punctual.scheduling import slots, timeline
-from punctual.stores import status as status_store
-from status_api_double import JOB, FakeStatusApi, scheduled_job
+from status_api_double import JOB, FakeStatusApi, scheduled_job, store_on
 
 PREVIOUS = datetime(2026, 11, 30, 1, 29, 59, tzinfo=UTC)
 SLOT = PREVIOUS + timedelta(seconds=1)
@@ -34,14 +33,7 @@ class Replica:
     def __init__(self, api: FakeStatusApi, *, carrying: bool = True) -> None:
         self.api = api
         cache = objects.ObjectCache()
-        cache.remember(api.body)
-        self.store = status_store.StatusStore(
-            api=api,  # type: ignore[arg-type]
-            cache=cache,
-            replica="r1",
-            wall=lambda: SLOT,
-            clock=lambda: 0.0,
-        )
+        self.store = store_on(api, wall=lambda: SLOT, clock=lambda: 0.0, cache=cache)
         self.lock = kubernetes.KubernetesLock(
             api=api,  # type: ignore[arg-type]
             cache=cache,

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from punctual.kube import objects, status
+from punctual.kube import status
 from punctual.runtime import seams
 from punctual.stores import status as status_store
-from status_api_double import JOB, FakeStatusApi, scheduled_job
+from status_api_double import JOB, FakeStatusApi, scheduled_job, store_on
 
 SLOT = datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
 READY = status_store.Condition(
@@ -36,16 +36,8 @@ def succeeded(slot: datetime = SLOT) -> seams.RunRecord:
     )
 
 
-def store_on(api: FakeStatusApi) -> status_store.StatusStore:
-    cache = objects.ObjectCache()
-    cache.remember(api.body)
-    return status_store.StatusStore(
-        api=api,  # type: ignore[arg-type]
-        cache=cache,
-        replica="r1",
-        wall=lambda: SLOT,
-        clock=lambda: 0.0,
-    )
+def on_api(api: FakeStatusApi) -> status_store.StatusStore:
+    return store_on(api, wall=lambda: SLOT, clock=lambda: 0.0)
 
 
 async def a_claim(
@@ -78,7 +70,7 @@ async def test_a_claim_carries_what_the_replica_has_to_say_and_the_writer_has_no
     None
 ):
     api = FakeStatusApi(scheduled_job())
-    store = store_on(api)
+    store = on_api(api)
     store.set_condition(JOB, READY, generation=1)
     store.run_finished(JOB, succeeded())
 
@@ -94,12 +86,12 @@ async def test_a_claim_carries_what_the_replica_has_to_say_and_the_writer_has_no
 async def test_with_nothing_pending_a_claim_carries_nothing() -> None:
     api = FakeStatusApi(scheduled_job())
 
-    assert await a_claim(api, store_on(api)) == {}
+    assert await a_claim(api, on_api(api)) == {}
 
 
 async def test_what_a_refused_claim_carried_is_written_later_once() -> None:
     api = FakeStatusApi(scheduled_job())
-    store = store_on(api)
+    store = on_api(api)
     store.run_finished(JOB, succeeded())
 
     await a_claim(api, store, fault="conflict")
@@ -110,7 +102,7 @@ async def test_what_a_refused_claim_carried_is_written_later_once() -> None:
 
 async def test_a_claim_that_failed_before_landing_loses_nothing() -> None:
     api = FakeStatusApi(scheduled_job())
-    store = store_on(api)
+    store = on_api(api)
     store.run_finished(JOB, succeeded())
 
     await a_claim(api, store, fault="unavailable")
@@ -120,7 +112,7 @@ async def test_a_claim_that_failed_before_landing_loses_nothing() -> None:
 
 async def test_a_claim_that_landed_but_whose_answer_was_lost_is_not_counted_twice() -> None:
     api = FakeStatusApi(scheduled_job())
-    store = store_on(api)
+    store = on_api(api)
     store.run_finished(JOB, succeeded())
 
     await a_claim(api, store, fault="answer lost")
@@ -131,7 +123,7 @@ async def test_a_claim_that_landed_but_whose_answer_was_lost_is_not_counted_twic
 
 async def test_what_is_in_doubt_rides_the_next_claim_only_if_the_object_does_not_show_it() -> None:
     api = FakeStatusApi(scheduled_job())
-    store = store_on(api)
+    store = on_api(api)
     store.run_finished(JOB, succeeded())
     await a_claim(api, store, fault="unavailable")
     store.run_finished(JOB, succeeded(SLOT + timedelta(seconds=1)))
@@ -149,7 +141,7 @@ async def test_runs_recorded_while_a_claim_is_on_its_way_wait_for_the_next_write
     fault: str | None,
 ) -> None:
     api = FakeStatusApi(scheduled_job())
-    store = store_on(api)
+    store = on_api(api)
     store.run_finished(JOB, succeeded())
 
     await a_claim(
@@ -164,7 +156,7 @@ async def test_runs_recorded_while_a_claim_is_on_its_way_wait_for_the_next_write
 
 async def test_a_status_write_cancelled_after_it_landed_is_not_counted_again() -> None:
     api = FakeStatusApi(scheduled_job())
-    store = store_on(api)
+    store = on_api(api)
     store.run_finished(JOB, succeeded())
     api.faults.append("answer held")
     writing = asyncio.create_task(store._flush(due_only=False))

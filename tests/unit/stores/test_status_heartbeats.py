@@ -10,11 +10,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from punctual.kube import objects
 from punctual.runtime import seams
 from punctual.scheduling import timeline
 from punctual.stores import status as status_store
-from status_api_double import JOB, FakeStatusApi, scheduled_job
+from status_api_double import JOB, FakeStatusApi, scheduled_job, store_on
 
 pytestmark = pytest.mark.looptime(start=time.monotonic, noop_cycles=1)
 
@@ -32,14 +31,7 @@ def api() -> FakeStatusApi:
 
 @pytest.fixture
 def store(api: FakeStatusApi) -> status_store.StatusStore:
-    cache = objects.ObjectCache()
-    cache.remember(api.body)
-    return status_store.StatusStore(
-        api=api,  # type: ignore[arg-type]
-        cache=cache,
-        replica="r1",
-        wall=wall,
-    )
+    return store_on(api, wall=wall)
 
 
 @contextlib.asynccontextmanager
