@@ -6,10 +6,15 @@ client with ``time.process_time`` (this process's CPU only, not the receiver's);
 alternate, so that what else runs on the machine weighs on both alike. Printed: microseconds of
 CPU per call, the median of the rounds, and the ratio.
 
-Usage: python bench/http_client.py [--calls 5000] [--rounds 3]
+Then what keeping connections per namespace costs (no connection carries two namespaces'
+requests): 10,000 jobs calling the same receiver, spread over 1, 100 and 1,000 namespaces, in
+bursts of 1,000 slots due at once; CPU per call and the connections opened, beside one namespace.
+
+Usage: python bench/http_client.py [--calls 5000] [--rounds 3] [--jobs 10000]
 """
 
 import argparse
+import asyncio
 import statistics
 import subprocess
 import sys
@@ -34,11 +39,11 @@ JOB = slots.JobRef(namespace="bench", name="http", uid="uid-1")
 SLOT = parse_rfc3339("2026-01-01T00:00:00Z")
 
 
-def context() -> seams.RunContext:
+def context(job: slots.JobRef = JOB) -> seams.RunContext:
     return seams.RunContext(
-        job=JOB,
+        job=job,
         slot=SLOT,
-        slot_id=slots.slot_id(JOB, SLOT),
+        slot_id=slots.slot_id(job, SLOT),
         scheduled_time=SLOT,
         timeout=timedelta(minutes=1),
     )
@@ -78,10 +83,34 @@ async def aiohttp_calls(url: str, calls: int) -> float:
         return time.process_time() - started
 
 
+BURST = 1000
+"""Slots due at the same instant, as at the top of a minute."""
+NAMESPACES = (1, 100, 1000)
+
+
+async def tenant_calls(url: str, jobs: int, namespaces: int) -> tuple[float, int]:
+    """CPU per call over ``jobs`` calls, one per job, in bursts; connections opened."""
+    opened = 0
+    async with http_connections.HttpConnections() as connections:
+        request = http.HttpRequest(url=url)
+        executor = http.HttpExecutor(request, connections=connections)
+        runs = [
+            context(slots.JobRef(namespace=f"ns-{n % namespaces}", name=f"j{n}", uid=f"u{n}"))
+            for n in range(jobs)
+        ]
+        started = time.process_time()
+        for first in range(0, jobs, BURST):
+            burst = runs[first : first + BURST]
+            await asyncio.gather(*(executor(run) for run in burst))
+            opened = max(opened, connections.open_connections)
+        return (time.process_time() - started) / jobs, opened
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=10_000)
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         ready = Path(scratch) / "ready"
@@ -101,6 +130,11 @@ def main() -> int:
             for _ in range(arguments.rounds):
                 for name, client in clients.items():
                     seconds[name].append(uvloop.run(client(url, arguments.calls)))
+            tenancy: dict[int, list[tuple[float, int]]] = {n: [] for n in NAMESPACES}
+            for _ in range(arguments.rounds):
+                for namespaces in NAMESPACES:
+                    measured = uvloop.run(tenant_calls(url, arguments.jobs, namespaces))
+                    tenancy[namespaces].append(measured)
         finally:
             receiver.terminate()
             receiver.wait()
@@ -113,6 +147,15 @@ def main() -> int:
     print(
         f"aiohttp / punctual: {ratio:.1f}×  ({arguments.calls} calls × {arguments.rounds} rounds)"
     )
+    alone = statistics.median(cpu for cpu, _ in tenancy[1])
+    print(f"{arguments.jobs} jobs, bursts of {BURST}, connections kept per namespace:")
+    for namespaces, measured in tenancy.items():
+        cpu = statistics.median(cpu for cpu, _ in measured)
+        opened = max(count for _, count in measured)
+        print(
+            f"  {namespaces:5} namespace(s): {cpu * 1e6:6.1f} µs of CPU per call "
+            f"({cpu / alone:.2f}× one namespace's), {opened} connections open at most"
+        )
     return 0
 
 

@@ -8,6 +8,7 @@ import gc
 import logging
 import os
 import socket
+import urllib.parse
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -107,7 +108,9 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         default=[],
         metavar="PATTERNS",
         help="HTTP targets may call only these hosts: host names, '*.suffix', IP addresses or "
-        "networks, each optionally with :PORT; comma-separated or repeated (default: any host)",
+        "networks, each optionally with :PORT; comma-separated or repeated (default: any host "
+        "but link-local addresses, cloud metadata endpoints and the API server, which are "
+        "refused unless an address or network pattern here names them)",
     )
     parser.add_argument(
         "--event-loop",
@@ -201,7 +204,12 @@ async def _operate(
             stagger=stagger,
         )
         meters.scheduled_jobs.set_function(lambda: len(scheduler.armed))
-        connections = await stack.enter_async_context(http_connections.HttpConnections())
+        guard = allowlist.AddressGuard.default(
+            api_server=await _api_server(api.configuration.host), allowed=allowed_hosts
+        )
+        connections = await stack.enter_async_context(
+            http_connections.HttpConnections(refuse=guard.refusal)
+        )
         jobs_api = jobs.JobsApi(api)
         # One watch of our Jobs for the whole operator, started by the first job-target run.
         job_watcher = jobs.JobWatcher(jobs_api, namespaces=arguments.namespace)
@@ -215,6 +223,7 @@ async def _operate(
                 connections=connections,
                 secrets=secrets.SecretReader(api),
                 allowed_hosts=allowed_hosts,
+                guard=guard,
                 jobs=jobs_api,
                 job_watcher=job_watcher,
                 streams=streams,
@@ -262,6 +271,19 @@ async def _operate(
             # Done already by kopf's cleanup on a normal stop; not when kopf failed to start,
             # was cancelled, or its cleanup was cut short.
             await stopping.stop()
+
+
+async def _api_server(url: str) -> list[tuple[str, int]]:
+    """Each (address, port) the API server is reached at: HTTP targets are refused there."""
+    parts = urllib.parse.urlsplit(url)
+    port = parts.port or allowlist.DEFAULT_PORTS.get(parts.scheme, 443)
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(
+            parts.hostname, port, type=socket.SOCK_STREAM
+        )
+    except OSError:
+        return []  # the API client will say why it cannot reach it
+    return sorted({(str(info[4][0]), port) for info in infos})
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """From ``spec.target`` to an executor, and to the lock that claims the job's slots."""
 
+import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -45,6 +46,7 @@ class Targets:
         streams: redis_stream.StreamClaims | None = None,
         meter_lock: Callable[[seams.SlotLock], seams.SlotLock] = lambda lock: lock,
         allowed_hosts: allowlist.HostAllowlist | None = None,
+        guard: allowlist.AddressGuard | None = None,
     ) -> None:
         self._connections = connections
         self._secrets = secrets
@@ -53,6 +55,7 @@ class Targets:
         self._streams = streams
         self._meter_lock = meter_lock
         self._allowed_hosts = allowed_hosts
+        self._guard = guard or allowlist.AddressGuard(allowed=allowed_hosts)
 
     def wire(self, job: slots.JobRef, spec: models.ScheduledJobSpec) -> Wiring:
         """An executor (and lock) for ``spec.target``.
@@ -126,6 +129,15 @@ class Targets:
                 HOST_NOT_ALLOWED,
                 f"spec.target.http.url: {http.redact_url(target.url)} is not a host this "
                 f"operator may call (--http-allowed-hosts {self._allowed_hosts})",
+            )
+        url = urllib.parse.urlsplit(target.url)
+        port = url.port or allowlist.DEFAULT_PORTS[url.scheme.lower()]
+        refusal = self._guard.refusal(url.hostname or "", port)
+        if refusal is not None:  # an IP literal; names are checked on each address they resolve to
+            raise TargetUnavailableError(
+                HOST_NOT_ALLOWED,
+                f"spec.target.http.url: {url.hostname} is {refusal}: this operator calls it only "
+                "if --http-allowed-hosts names it",
             )
         secret_names = [source.secret_ref.name for source in target.headers_from or []]
         if not secret_names:

@@ -17,6 +17,14 @@ operator's owner chose. Patterns, one per entry, case-insensitive:
 The check is on the URL as written in the spec (redirects are never followed, so the URL is
 the only host a run talks to). It does not stop a name that the allowlist admits from
 resolving to an address it would not: DNS belongs to the cluster's owner.
+
+Without any allowlist, and beside one, some addresses are refused by default (``AddressGuard``):
+link-local networks (``169.254.0.0/16``, where clouds serve instance metadata and credentials,
+and ``fe80::/10``), ``fd00:ec2::254`` (a cloud metadata endpoint on IPv6) and the API server's
+own address and port as the operator reaches it. They are checked on the URL's IP literal when
+the job is armed, and on every address a host name resolves to before each connection, so a
+name pointing there is refused too. A network or address pattern of ``--http-allowed-hosts``
+that covers one of them allows it (``*`` does not: it must be named).
 """
 
 import ipaddress
@@ -31,6 +39,7 @@ _WITH_PORT = re.compile(r"\A(?P<host>\[[^\]]+\]|[^:\[\]]+)(:(?P<port>[0-9]{1,5})
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +132,13 @@ class HostAllowlist:
             raise ValueError("--http-allowed-hosts: no pattern given")
         return cls(patterns)
 
+    def names_address(self, address: IpAddress, port: int) -> bool:
+        """Whether a network or address pattern (not ``*``, not a name) covers ``address``."""
+        return any(
+            pattern.network is not None and pattern.admits(str(address), port)
+            for pattern in self.patterns
+        )
+
     def admits(self, url: str) -> bool:
         """Whether ``url`` (an absolute http:// or https:// URL) names an allowed host and port."""
         parts = urllib.parse.urlsplit(url)
@@ -137,3 +153,63 @@ class HostAllowlist:
 
     def __str__(self) -> str:
         return ", ".join(pattern.text for pattern in self.patterns)
+
+
+@dataclass(frozen=True, slots=True)
+class RefusedAddresses:
+    """A network HTTP targets never reach by default, at one port or at any, and why."""
+
+    network: Network
+    why: str
+    port: int | None = None
+
+    def covers(self, address: IpAddress, port: int) -> bool:
+        return (
+            address.version == self.network.version
+            and address in self.network
+            and (self.port is None or port == self.port)
+        )
+
+
+DEFAULT_REFUSED = (
+    RefusedAddresses(
+        ipaddress.ip_network("169.254.0.0/16"), "link-local (where clouds serve instance metadata)"
+    ),
+    RefusedAddresses(ipaddress.ip_network("fe80::/10"), "link-local"),
+    RefusedAddresses(ipaddress.ip_network("fd00:ec2::254/128"), "a cloud metadata endpoint"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AddressGuard:
+    """The addresses HTTP targets never reach unless ``--http-allowed-hosts`` names them."""
+
+    refused: tuple[RefusedAddresses, ...] = DEFAULT_REFUSED
+    allowed: HostAllowlist | None = None
+
+    @classmethod
+    def default(
+        cls, *, api_server: Iterable[tuple[str, int]], allowed: HostAllowlist | None
+    ) -> "AddressGuard":
+        """The default refusals, and the API server at each (address, port) it is reached at."""
+        servers = tuple(
+            RefusedAddresses(ipaddress.ip_network(address), "the Kubernetes API server", port)
+            for address, port in api_server
+        )
+        return cls(refused=DEFAULT_REFUSED + servers, allowed=allowed)
+
+    def refusal(self, address: str, port: int) -> str | None:
+        """Why ``address`` (an IP address; anything else is not this guard's) at ``port`` must
+        not be called, or ``None``."""
+        try:
+            ip = ipaddress.ip_address(address.split("%", 1)[0])  # an IPv6 zone is not the address
+        except ValueError:
+            return None
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped  # ::ffff:169.254.169.254 is 169.254.169.254
+        for refused in self.refused:
+            if refused.covers(ip, port):
+                if self.allowed is not None and self.allowed.names_address(ip, port):
+                    return None
+                return refused.why
+        return None

@@ -9,6 +9,7 @@ any password in the URL, never appear in an outcome message, an exception or a l
 message of a run ends up in the object's status, readable by anyone who can read the object.
 """
 
+import asyncio
 import base64
 import importlib.metadata
 import logging
@@ -40,6 +41,7 @@ MESSAGE_CACHE = 32
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _BAD_HEADER_VALUE = re.compile(r"[\r\n\x00]")
+_URL_UNSAFE = re.compile(r"[\x00-\x20\x7f]")
 # Any scheme (a rejected ftp:// URL is shown too); greedy up to the authority's last "@", so a
 # stray unencoded "@" in a password cannot leave half of it behind.
 _USERINFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/?#\s]*@")
@@ -66,6 +68,12 @@ class HttpRequest:
     """Statuses that count as success; ``None`` means any 2xx."""
 
     def __post_init__(self) -> None:
+        if _URL_UNSAFE.search(self.url):
+            # Parsers drop or encode them differently (yarl drops CR and LF): refused, not guessed.
+            raise ValueError(
+                f"target URL must not contain spaces or control characters, "
+                f"got {redact_url(self.url)!r}"
+            )
         parts = urllib.parse.urlsplit(self.url)
         if parts.scheme.lower() not in SCHEMES or not parts.hostname:
             raise ValueError(
@@ -155,7 +163,12 @@ class HttpExecutor:
             # No timeout of its own: the loop's, around every run, cancels the call (the
             # CancelledError passes through untouched) and the connection is closed.
             answer = await self._connections.request(
-                self._origin, payload, head_request=self._request.method == "HEAD"
+                self._origin,
+                payload,
+                namespace=context.job.namespace,
+                # The answer's body is drained at most until the run's own deadline.
+                deadline=asyncio.get_running_loop().time() + context.timeout.total_seconds(),
+                head_request=self._request.method == "HEAD",
             )
         except (OSError, http_connections.ProtocolError) as error:
             message = f"{self._request.method} {self._display_url}: {self._describe(error)}"

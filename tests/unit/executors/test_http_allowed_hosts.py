@@ -9,7 +9,7 @@ import pytest
 from punctual.api import plans
 from punctual.cli import run as run_command
 from punctual.controller import targets
-from punctual.executors.allowlist import HostAllowlist
+from punctual.executors.allowlist import AddressGuard, HostAllowlist
 from punctual.scheduling import slots
 
 JOB = slots.JobRef(namespace="ns", name="job", uid="uid-1")
@@ -107,3 +107,64 @@ def test_the_command_line_takes_the_allowlist() -> None:
     )
 
     assert HostAllowlist.parse(arguments.http_allowed_hosts).admits("http://10.0.0.7/")
+
+
+API_SERVER = [("10.96.0.1", 443), ("127.0.0.1", 6443)]
+
+
+@pytest.mark.parametrize(
+    ("address", "port", "why"),
+    [
+        ("169.254.169.254", 80, "link-local"),
+        ("169.254.1.1", 8080, "link-local"),
+        ("fe80::1", 80, "link-local"),
+        ("fe80::1%eth0", 80, "link-local"),
+        ("::ffff:169.254.169.254", 80, "link-local"),
+        ("fd00:ec2::254", 80, "cloud metadata"),
+        ("10.96.0.1", 443, "API server"),
+        ("127.0.0.1", 6443, "API server"),
+    ],
+)
+def test_by_default_some_addresses_are_refused(address: str, port: int, why: str) -> None:
+    guard = AddressGuard.default(api_server=API_SERVER, allowed=None)
+
+    assert why in (guard.refusal(address, port) or "")
+
+
+@pytest.mark.parametrize(
+    ("address", "port"),
+    [("127.0.0.1", 18080), ("10.96.0.1", 80), ("10.0.0.7", 443), ("::1", 80), ("example.com", 80)],
+)
+def test_everything_else_is_not_the_guards_to_refuse(address: str, port: int) -> None:
+    guard = AddressGuard.default(api_server=API_SERVER, allowed=None)
+
+    assert guard.refusal(address, port) is None
+
+
+@pytest.mark.parametrize(
+    ("allowed", "refused"),
+    [("169.254.169.254", False), ("169.254.0.0/16:80", False), ("*", True), ("10.0.0.0/8", True)],
+)
+def test_a_refused_address_is_allowed_only_when_a_pattern_names_it(
+    allowed: str, refused: bool
+) -> None:
+    guard = AddressGuard.default(api_server=[], allowed=HostAllowlist.parse([allowed]))
+
+    assert (guard.refusal("169.254.169.254", 80) is not None) is refused
+
+
+def test_a_job_calling_the_metadata_endpoint_is_refused_without_any_allowlist() -> None:
+    wiring = targets.Targets(
+        connections=object(),  # type: ignore[arg-type]
+        secrets=object(),  # type: ignore[arg-type]
+    )
+    spec = plans.parse_spec(
+        {"every": "10s", "target": {"http": {"url": "http://169.254.169.254/latest/meta-data/"}}}
+    )
+
+    with pytest.raises(targets.TargetUnavailableError) as refused:
+        wiring.wire(JOB, spec)
+
+    assert refused.value.reason == "HostNotAllowed"
+    assert "169.254.169.254 is link-local" in str(refused.value)
+    assert "--http-allowed-hosts" in str(refused.value)

@@ -1,110 +1,22 @@
 """The HTTP target's connections: one call at a time per connection, kept alive and reused when
 the answer's framing allows it, closed when it does not; a call ends at its status line.
 
-A raw local server answers each request with the next of its scripted answers (bytes, written
-as they are), so that every framing, and every way a server can misbehave, can be played.
+Their server is ``scripted_server``'s.
 """
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 
 import pytest
+from scripted_server import CLOSE, NO_CONTENT, REQUEST, TENANT, Serve, Server
 
 from punctual.executors import http_connections
-from punctual.executors.http_connections import Answer, HttpConnections, Origin
-
-REQUEST = b"POST /run HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
-NO_CONTENT = b"HTTP/1.1 204 No Content\r\n\r\n"
-CLOSE = b""
-"""A scripted answer of nothing: the server closes the connection instead."""
-
-
-@dataclass
-class Server:
-    """Answers the n-th request it reads (on any connection) with ``answers[n]`` (the last one
-    again after them), then closes the connection if the answer is ``CLOSE`` or n is in
-    ``close_after``; ``later[n]`` bytes follow after ``pause``."""
-
-    answers: list[bytes]
-    later: dict[int, bytes] = field(default_factory=dict)
-    close_after: set[int] = field(default_factory=set)
-    pause: float = 0.05
-    connections: int = 0
-    requests: int = 0
-    port: int = 0
-    in_flight: int = 0
-    most_in_flight: int = 0
-    hold: asyncio.Event | None = None
-
-    handlers: set["asyncio.Task[object]"] = field(default_factory=set)
-
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self.handlers.add(task)
-        self.connections += 1
-        try:
-            while True:
-                try:
-                    await reader.readuntil(b"\r\n\r\n")
-                except (asyncio.IncompleteReadError, ConnectionError):
-                    return
-                index = self.requests
-                self.requests += 1
-                self.in_flight += 1
-                self.most_in_flight = max(self.most_in_flight, self.in_flight)
-                if self.hold is not None:
-                    await self.hold.wait()
-                self.in_flight -= 1
-                answer = self.answers[min(index, len(self.answers) - 1)]
-                if answer == CLOSE:
-                    return
-                writer.write(answer)
-                if index in self.later:
-                    await writer.drain()
-                    await asyncio.sleep(self.pause)
-                    writer.write(self.later[index])
-                await writer.drain()
-                if index in self.close_after:
-                    return
-        finally:
-            writer.close()
-
-    @property
-    def origin(self) -> Origin:
-        return Origin(scheme="http", host="127.0.0.1", port=self.port)
-
-
-Serve = Callable[[Server], Awaitable[Server]]
-
-
-@pytest.fixture
-async def serve() -> AsyncIterator[Serve]:
-    servers: list[tuple[Server, asyncio.Server]] = []
-
-    async def start(server: Server) -> Server:
-        listening = await asyncio.start_server(server.handle, "127.0.0.1", 0)
-        servers.append((server, listening))
-        server.port = listening.sockets[0].getsockname()[1]
-        return server
-
-    yield start
-    for server, listening in servers:
-        listening.close()
-        for handler in server.handlers:
-            handler.cancel()
-        await asyncio.gather(*server.handlers, return_exceptions=True)
-
-
-@pytest.fixture
-async def connections() -> AsyncIterator[HttpConnections]:
-    async with HttpConnections() as opened:
-        yield opened
+from punctual.executors.http_connections import Answer, HttpConnections
 
 
 async def calls(connections: HttpConnections, server: Server, count: int) -> list[Answer]:
-    return [await connections.request(server.origin, REQUEST) for _ in range(count)]
+    return [
+        await connections.request(server.origin, REQUEST, namespace=TENANT) for _ in range(count)
+    ]
 
 
 class TestAConnectionIsKeptAlive:
@@ -151,12 +63,12 @@ class TestAConnectionIsKeptAlive:
         loop = asyncio.get_running_loop()
         started = loop.time()
 
-        answer = await connections.request(server.origin, REQUEST)
+        answer = await connections.request(server.origin, REQUEST, namespace=TENANT)
 
         assert answer.status == 200
         assert loop.time() - started < 0.15
         await asyncio.sleep(0.3)  # the rest of the body came and was drained
-        await connections.request(server.origin, REQUEST)
+        await connections.request(server.origin, REQUEST, namespace=TENANT)
         assert server.connections == 1
 
     async def test_an_interim_100_continue_is_skipped(
@@ -164,7 +76,9 @@ class TestAConnectionIsKeptAlive:
     ) -> None:
         server = await serve(Server([b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\n\r\n"]))
 
-        assert await connections.request(server.origin, REQUEST) == Answer(201, "Created")
+        assert await connections.request(server.origin, REQUEST, namespace=TENANT) == Answer(
+            201, "Created"
+        )
 
     async def test_a_head_answer_has_no_body_whatever_its_length_says(
         self, serve: Serve, connections: HttpConnections
@@ -172,7 +86,9 @@ class TestAConnectionIsKeptAlive:
         server = await serve(Server([b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"]))
 
         for _ in range(2):
-            answer = await connections.request(server.origin, REQUEST, head_request=True)
+            answer = await connections.request(
+                server.origin, REQUEST, namespace=TENANT, head_request=True
+            )
             assert answer.status == 200
         assert server.connections == 1
 
@@ -225,10 +141,10 @@ class TestAConnectionIsClosed:
         server.hold = asyncio.Event()
         with pytest.raises(TimeoutError):
             async with asyncio.timeout(0.05):
-                await connections.request(server.origin, REQUEST)
+                await connections.request(server.origin, REQUEST, namespace=TENANT)
         server.hold.set()
 
-        await connections.request(server.origin, REQUEST)
+        await connections.request(server.origin, REQUEST, namespace=TENANT)
 
         assert server.connections == 2
 
@@ -252,7 +168,7 @@ class TestAConnectionTheServerClosed:
         server = await serve(Server([CLOSE]))
 
         with pytest.raises(http_connections.ConnectionClosedError):
-            await connections.request(server.origin, REQUEST)
+            await connections.request(server.origin, REQUEST, namespace=TENANT)
         assert server.requests == 1
 
     async def test_in_the_middle_of_an_answer_is_not_sent_again(
@@ -261,10 +177,10 @@ class TestAConnectionTheServerClosed:
         server = await serve(
             Server([NO_CONTENT, b"HTTP/1.1 200 OK\r\nContent-Le"], close_after={1})
         )
-        await connections.request(server.origin, REQUEST)
+        await connections.request(server.origin, REQUEST, namespace=TENANT)
 
         with pytest.raises(http_connections.ConnectionClosedError):
-            await connections.request(server.origin, REQUEST)
+            await connections.request(server.origin, REQUEST, namespace=TENANT)
         assert server.requests == 2
 
 
@@ -286,14 +202,16 @@ class TestAnAnswerThatIsNotHttpRaises:
         server = await serve(Server([answer, NO_CONTENT]))
 
         try:
-            await connections.request(server.origin, REQUEST)
+            await connections.request(server.origin, REQUEST, namespace=TENANT)
         except http_connections.ProtocolError:
             pass
         else:  # the bad chunk comes after the status line: the call had its answer
             assert answer.endswith(b"zz\r\n")
         await asyncio.sleep(0.01)
 
-        assert await connections.request(server.origin, REQUEST) == Answer(204, "No Content")
+        assert await connections.request(server.origin, REQUEST, namespace=TENANT) == Answer(
+            204, "No Content"
+        )
         assert server.connections == 2
 
 
@@ -303,7 +221,8 @@ class TestCallsInFlightAreBounded:
         server.hold = asyncio.Event()
         async with HttpConnections(limit_per_origin=3) as connections:
             calling = [
-                asyncio.create_task(connections.request(server.origin, REQUEST)) for _ in range(10)
+                asyncio.create_task(connections.request(server.origin, REQUEST, namespace=TENANT))
+                for _ in range(10)
             ]
             await asyncio.sleep(0.05)
             server.hold.set()
@@ -319,15 +238,18 @@ class TestCallsInFlightAreBounded:
         server = await serve(Server([NO_CONTENT]))
         server.hold = asyncio.Event()
         async with HttpConnections(limit_per_origin=1) as connections:
-            first = asyncio.create_task(connections.request(server.origin, REQUEST))
+            first = asyncio.create_task(
+                connections.request(server.origin, REQUEST, namespace=TENANT)
+            )
             waiting = [
-                asyncio.create_task(connections.request(server.origin, REQUEST)) for _ in range(3)
+                asyncio.create_task(connections.request(server.origin, REQUEST, namespace=TENANT))
+                for _ in range(3)
             ]
             await asyncio.sleep(0.05)
             waiting[1].cancel()
             server.hold.set()
             answers = await asyncio.gather(first, waiting[0], waiting[2])
-            later = await connections.request(server.origin, REQUEST)
+            later = await connections.request(server.origin, REQUEST, namespace=TENANT)
 
         assert [answer.status for answer in [*answers, later]] == [204] * 4
         assert waiting[1].cancelled()

@@ -499,6 +499,38 @@ class TestOnlyValidRequestsAreAccepted:
 
         assert PASSWORD not in str(raised.value)
 
+    @pytest.mark.parametrize(
+        "url",
+        [
+            "http://example.com/a\r\nX-Injected: 1",
+            "http://exam\nple.com/",
+            "http://example.com/a b",
+        ],
+        ids=["crlf-in-path", "lf-in-host", "space"],
+    )
+    def test_a_url_with_line_breaks_or_spaces_is_refused_not_repaired(self, url: str) -> None:
+        with pytest.raises(ValueError, match="spaces or control characters"):
+            http.HttpRequest(url=url)
+
+    @pytest.mark.parametrize("value", ["a\r\nX-Injected: 1", "a\nb", "a\x00b"])
+    def test_a_header_value_with_a_line_break_or_nul_is_refused(self, value: str) -> None:
+        with pytest.raises(ValueError, match="line break or NUL"):
+            http.HttpRequest(url="http://example.com/", headers={"X-Env": value})
+
+    @pytest.mark.parametrize("value", ["token\r\nX-Injected: 1", "token\x00"])
+    async def test_so_is_a_secret_header_value_and_the_secret_is_not_shown(
+        self, value: str
+    ) -> None:
+        async with http_connections.HttpConnections() as connections:
+            with pytest.raises(ValueError, match="line break or NUL") as raised:
+                http.HttpExecutor(
+                    http.HttpRequest(url="http://example.com/"),
+                    connections=connections,
+                    secret_headers={"Authorization": value},
+                )
+
+        assert "token" not in str(raised.value)
+
     def test_https_is_accepted(self) -> None:
         assert http.HttpRequest(url="https://example.com/run").url == "https://example.com/run"
 
