@@ -152,7 +152,8 @@ class Targets:
 
 
 class _WithSecretHeaders:
-    """Reads the Secrets at each run (cached by the reader), so rotation is picked up."""
+    """Reads the Secrets at each run (cached by the reader), so rotation is picked up; the
+    executor is built again only when their values changed (its request bytes are built once)."""
 
     def __init__(
         self,
@@ -168,6 +169,7 @@ class _WithSecretHeaders:
         self._reader = reader
         self._namespace = namespace
         self._secret_names = secret_names
+        self._executor: tuple[dict[str, str], http.HttpExecutor] | None = None
 
     async def __call__(self, context: seams.RunContext) -> seams.Outcome:
         headers: dict[str, str] = {}
@@ -176,7 +178,9 @@ class _WithSecretHeaders:
                 namespace=self._namespace, name=name
             )
             headers.update(values)
-        executor = http.HttpExecutor(
-            self._request, connections=self._connections, secret_headers=headers
-        )
-        return await executor(context)
+        if self._executor is None or self._executor[0] != headers:
+            executor = http.HttpExecutor(
+                self._request, connections=self._connections, secret_headers=headers
+            )
+            self._executor = (headers, executor)
+        return await self._executor[1](context)

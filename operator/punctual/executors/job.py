@@ -25,7 +25,7 @@ from typing import Any
 from punctual.executors import prepared
 from punctual.kube import jobs
 from punctual.runtime import seams
-from punctual.scheduling import slots, timeline
+from punctual.scheduling import slots
 
 logger = logging.getLogger(__name__)
 
@@ -100,12 +100,16 @@ class JobExecutor:
         """The slots of this ScheduledJob's Jobs that have not ended, whoever created them."""
         prefix = f"{self._owner.namespace}/{self._owner.name}/{self._owner.uid}/"
         running = []
-        for state in self._watcher.jobs_of(self._owner.uid):
+        for state in self._watcher.jobs_of(self._owner):
             slot_id = state.slot_id or ""
             if state.end is None and not state.deleting and slot_id.startswith(prefix):
-                millis = slot_id.removeprefix(prefix)
-                if millis.isdigit():
-                    running.append(timeline.EPOCH + timedelta(milliseconds=int(millis)))
+                try:
+                    _, slot = slots.parse_slot_id(slot_id)
+                except ValueError:
+                    # Annotations are anyone's to write: one that is no slot id ("²", digits
+                    # past the year 9999) is no run, and must not hide the others.
+                    continue
+                running.append(slot)
         return running
 
     def _request(self, context: seams.RunContext) -> jobs.JobRequest:
@@ -125,7 +129,7 @@ class JobExecutor:
 
     async def _clean_up(self) -> None:
         """Delete the finished Jobs beyond the history limits (best effort, logged)."""
-        finished = [state for state in self._watcher.jobs_of(self._owner.uid) if state.end]
+        finished = [state for state in self._watcher.jobs_of(self._owner) if state.end]
         succeeded = jobs.sorted_by_slot(s for s in finished if s.end and s.end.succeeded)
         failed = jobs.sorted_by_slot(s for s in finished if s.end and not s.end.succeeded)
         doomed = [*succeeded[self._history.succeeded :], *failed[self._history.failed :]]

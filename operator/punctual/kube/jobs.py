@@ -420,9 +420,15 @@ class JobWatcher:
     def known(self, namespace: str, name: str) -> JobState | None:
         return self._jobs.get((namespace, name))
 
-    def jobs_of(self, owner_uid: str) -> list[JobState]:
-        """The Jobs in the cache whose controller is the ScheduledJob with ``owner_uid``."""
-        return list(self._by_owner.get(owner_uid, {}).values())
+    def jobs_of(self, owner: slots.JobRef) -> list[JobState]:
+        """The Jobs in the cache whose controller is the ScheduledJob ``owner``.
+
+        In ``owner``'s namespace only: an owner reference is a uid anyone who may create Jobs
+        can write, and a Job in another namespace naming ``owner`` is not ``owner``'s (counting
+        it, or deleting it as history, would let one tenant act on another's schedule).
+        """
+        owned = self._by_owner.get(owner.uid, {}).values()
+        return [state for state in owned if state.namespace == owner.namespace]
 
     async def ended(self, job: JobState) -> JobEnd:
         """Wait until ``job`` (this incarnation of its name) completes, fails or is deleted."""

@@ -134,6 +134,17 @@ def _with_slot(patch: dict[str, Any], slot: datetime) -> dict[str, Any]:
 
 
 def _is_ahead(claim: seams.Claim, body: resources.Body) -> bool:
-    """Whether the slot is newer than the object's high-water mark."""
+    """Whether the slot is newer than the object's high-water mark.
+
+    A mark this operator cannot read (written by hand, in a form the API server accepts but
+    Python does not read, such as a lowercase ``z``) is no mark: the claim goes ahead and its
+    write, under the version it read as precondition, replaces it with a readable one. Refusing
+    instead would stop the job's slots for good, with nothing in its status to say why.
+    """
     last = body.get("status", {}).get("lastScheduleTime")
-    return last is None or claim.slot > timeline.parse_rfc3339(last)
+    if last is None:
+        return True
+    try:
+        return claim.slot > timeline.parse_rfc3339(last)
+    except (TypeError, ValueError):
+        return True

@@ -21,6 +21,7 @@ for more than a day.
 
 import asyncio
 import itertools
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Self
@@ -38,7 +39,10 @@ KEEP = timedelta(days=1)
 """How long lease keys outlive their last hold or renewal: far beyond any lease, bounded."""
 MAX_BATCH = 512
 """Leases per script call at most, so that no call holds Redis up for long."""
+MAX_REPLICA_LENGTH = 253
+"""A replica is named after its pod: a longer name in a run's hash is not one we wrote."""
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_WHOLE_NUMBER = re.compile(r"[0-9]{1,16}")
 
 _NOW = """
 local t = redis.call('TIME')
@@ -141,7 +145,34 @@ def _ms(value: timedelta) -> int:
 
 
 def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+    # Whatever else writes to this Redis may leave bytes that are not UTF-8 (a member of the
+    # runs in flight, a field of a run): they read as escapes, never as an exception that would
+    # end the heartbeat or the detector. Such a slot id parses as no job this replica schedules.
+    return value.decode(errors="backslashreplace") if isinstance(value, bytes) else str(value)
+
+
+def _whole_number(text: str | None) -> int | None:
+    """``text`` as HOLD wrote it (decimal digits); None for anything else."""
+    return int(text) if text is not None and _WHOLE_NUMBER.fullmatch(text) else None
+
+
+def _started(text: str | None) -> datetime | None:
+    """The run's start as HOLD wrote it (milliseconds; 0 for none); None for anything else."""
+    millis = _whole_number(text)
+    if not millis:
+        return None
+    try:
+        return _EPOCH + timedelta(milliseconds=millis)
+    except OverflowError:  # past the year 9999
+        return None
+
+
+def _replica(text: str | None) -> str:
+    """The replica named in a run's hash, as HOLD wrote it (a pod's name); ``?`` otherwise, so
+    that no odd value reaches a run record, an Event or a log line."""
+    if text and len(text) <= MAX_REPLICA_LENGTH and text.isprintable():
+        return text
+    return "?"
 
 
 class RedisRunLeases:
@@ -219,17 +250,20 @@ class RedisRunLeases:
 
     @staticmethod
     def _lease(slot_id: str, run: list[Any]) -> leases.Lease:
+        """The lease taken over. The script has removed it already: a field that does not
+        read as HOLD wrote it counts as missing, and the lease is still recorded (raising here
+        would lose every lease of the take-over). The slot comes from the slot id (the key the
+        run was claimed and taken over by), never from the hash's copy of it."""
         fields = {_text(k): _text(v) for k, v in zip(run[::2], run[1::2], strict=True)}
         job, slot = slots.parse_slot_id(slot_id)
-        slot_ms = int(fields.get("slot") or _millis(slot))
-        started_ms = int(fields.get("startedAt") or 0)
+        attempt = _whole_number(fields.get("attempt"))
         return leases.Lease(
             job=job,
-            slot=_EPOCH + timedelta(milliseconds=slot_ms),
+            slot=slot,
             slot_id=slot_id,
-            replica=fields.get("replica", "?"),
-            attempt=int(fields.get("attempt") or 1),
-            started_at=_EPOCH + timedelta(milliseconds=started_ms) if started_ms else None,
+            replica=_replica(fields.get("replica")),
+            attempt=attempt if attempt else 1,
+            started_at=_started(fields.get("startedAt")),
         )
 
     async def _batched(

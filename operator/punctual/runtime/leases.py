@@ -310,7 +310,10 @@ class LossDetector:
     async def run(self) -> None:
         while True:
             await asyncio.sleep(self._rules.scan.total_seconds())
-            await self.scan()
+            try:
+                await self.scan()
+            except Exception:  # a bug, or a reply nobody foresaw: the next scan looks again
+                logger.exception("looking for lost runs failed")
 
     async def scan(self) -> int:
         """One look at the expired leases of all jobs; how many lost runs this replica took

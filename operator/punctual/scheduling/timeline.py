@@ -98,9 +98,14 @@ def parse_rfc3339(text: str) -> datetime:
     """An aware UTC datetime from an RFC 3339 timestamp (as the API server writes them).
 
     A timestamp without an offset is refused (ValueError): read in the host's zone, it would
-    mean different instants on replicas in different zones.
+    mean different instants on replicas in different zones. So is one whose instant is outside
+    the years 1 to 9999 in UTC (``0001-01-01T00:00:00+01:00``, which anyone may write in an
+    annotation): ValueError too, the one error callers expect, never an OverflowError.
     """
     instant = datetime.fromisoformat(text)
     if instant.tzinfo is None:
         raise ValueError(f"{text!r} has no UTC offset")
-    return instant.astimezone(UTC)
+    try:
+        return instant.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{text!r} is out of range") from None

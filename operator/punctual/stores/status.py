@@ -387,6 +387,9 @@ class StatusStore:
             except asyncio.CancelledError:
                 self._keep(job, pending.doubted())  # for the final flush at shutdown
                 raise
+            except Exception:  # a bug: this job's write failed, the writer (every job's) goes on
+                logger.exception("status of %s/%s not written", job.namespace, job.name)
+                pending = pending.doubted()
         self._keep(job, pending)
 
     @contextlib.contextmanager
@@ -456,10 +459,8 @@ class StatusStore:
         last_success = _max_text([current.get("lastSuccessfulTime"), *succeeded])
         if last_success is not None:
             composed["lastSuccessfulTime"] = last_success
-        known_last = current.get("lastScheduleTime")
-        if pending.claimed is not None and (
-            known_last is None or pending.claimed > timeline.parse_rfc3339(known_last)
-        ):
+        known_last = _instant(current.get("lastScheduleTime"))
+        if pending.claimed is not None and (known_last is None or pending.claimed > known_last):
             composed["lastScheduleTime"] = timeline.rfc3339(pending.claimed)
         if job in self._upcoming:
             composed["nextRunTime"] = timeline.rfc3339(self._upcoming[job])
@@ -558,14 +559,33 @@ def _as_active(run: seams.ActiveRun, *, heartbeat: datetime) -> dict[str, Any]:
     return active
 
 
+def _instant(text: Any) -> datetime | None:
+    """``text`` as an instant; None for what this operator cannot read.
+
+    Status is outside input: whoever may write ``scheduledjobs/status`` can put there any
+    timestamp the API server's date-time check accepts, and it accepts forms Python does not
+    read (a lowercase ``z``) or cannot hold in UTC (``0001-01-01T00:00:00+01:00``). Such a
+    value counts as absent, and the write replaces it, instead of failing every write.
+    """
+    try:
+        return timeline.parse_rfc3339(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def _readable(run: Mapping[str, Any] | None) -> bool:
+    return run is not None and _instant(run.get("slot")) is not None
+
+
 def _slot_key(run: Mapping[str, Any]) -> datetime:
     return timeline.parse_rfc3339(run["slot"])
 
 
 def _recent(runs: list[dict[str, Any]], history: History) -> list[dict[str, Any]]:
-    """Newest first, one entry per slot, at most ``history`` successes and failures."""
+    """Newest first, one entry per slot, at most ``history`` successes and failures (entries
+    whose slot cannot be read are dropped)."""
     return history.shown(
-        sorted(runs, key=_slot_key, reverse=True),
+        sorted(filter(_readable, runs), key=_slot_key, reverse=True),
         succeeded=lambda run: run["result"] == seams.RunResult.SUCCEEDED,
         # A lost run and its retry are two entries of the same slot.
         key=lambda run: f"{run['slot']}/{run['result'] == seams.RunResult.LOST}",
@@ -573,12 +593,12 @@ def _recent(runs: list[dict[str, Any]], history: History) -> list[dict[str, Any]
 
 
 def _newest(runs: list[Mapping[str, Any] | None]) -> Mapping[str, Any] | None:
-    present = [run for run in runs if run]
+    present = [run for run in runs if run is not None and _readable(run)]
     return max(present, key=_slot_key) if present else None
 
 
 def _max_text(timestamps: list[str | None]) -> str | None:
-    present = [text for text in timestamps if text]
+    present = [text for text in timestamps if text and _instant(text) is not None]
     return max(present, key=timeline.parse_rfc3339) if present else None
 
 

@@ -1,4 +1,5 @@
-"""What the target kind changes in a plan: the job target's loop timeout and shortest period."""
+"""What the target kind changes in a plan: the job target's loop timeout and shortest period,
+and the queue target's stream, which may not be one of the operator's own Redis keys."""
 
 from datetime import timedelta
 from typing import Any
@@ -6,6 +7,8 @@ from typing import Any
 import pytest
 
 from punctual.api import plans
+from punctual.locks import redis as redis_lock
+from punctual.locks import redis_leases
 from punctual.scheduling.errors import InvalidSpecError
 
 UID = "0b6f2c1e-8d2a-4c7e-9a51-3f1d2e4b5a69"
@@ -44,3 +47,26 @@ class TestTheJobTargetsShortestPeriod:
 
     def test_other_targets_may_fire_more_often(self) -> None:
         assert plan(QUEUE, every="250ms").schedule.shortest_period == timedelta(milliseconds=250)
+
+
+class TestTheQueueTargetsStream:
+    @pytest.mark.parametrize(
+        "stream",
+        [
+            pytest.param("punctual:runs", id="the-runs-in-flight"),
+            pytest.param("punctual:run:other/job/uid/1796002200000", id="a-run-lease"),
+            pytest.param("punctual:slot:other/job/uid/1796002200000", id="another-jobs-slot"),
+        ],
+    )
+    def test_that_is_one_of_the_operators_own_keys_is_refused(self, stream: str) -> None:
+        with pytest.raises(InvalidSpecError, match=r"^spec\.target\.queue\.stream: "):
+            plan({"queue": {"stream": stream}})
+
+    @pytest.mark.parametrize("stream", ["reports:jobs", "punctual:examples", "punctual:runsheet"])
+    def test_any_other_is_taken(self, stream: str) -> None:
+        plan({"queue": {"stream": stream}})  # no InvalidSpecError
+
+    def test_the_keys_refused_are_the_ones_the_locks_write(self) -> None:
+        assert redis_lock.KEY_PREFIX in plans.OPERATOR_KEY_PREFIXES
+        assert redis_leases.RUN_PREFIX in plans.OPERATOR_KEY_PREFIXES
+        assert redis_leases.RUNS_KEY in plans.OPERATOR_KEYS

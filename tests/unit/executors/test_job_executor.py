@@ -84,8 +84,10 @@ class FakeWatcher:
         self.followed.append(job_state)
         return self.end
 
-    def jobs_of(self, owner_uid: str) -> list[jobs.JobState]:
-        return [s for s in self.cache if s.owner_uid == owner_uid]
+    def jobs_of(self, owner: slots.JobRef) -> list[jobs.JobState]:
+        return [
+            s for s in self.cache if s.owner_uid == owner.uid and s.namespace == owner.namespace
+        ]
 
     def known(self, namespace: str, name: str) -> jobs.JobState | None:
         return next((s for s in self.cache if s.name == name), None)
@@ -298,3 +300,18 @@ class TestRunningSlots:
         ]
 
         assert sorted(executor(api, watcher).running_slots()) == [earlier, SLOT]
+
+    @pytest.mark.parametrize(
+        "slot_id",
+        [
+            pytest.param(f"{slots.slot_id(OWNER, SLOT)[:-13]}\u00b2", id="a-unicode-digit"),
+            pytest.param(f"{slots.slot_id(OWNER, SLOT)[:-13]}{'9' * 30}", id="past-year-9999"),
+            pytest.param(f"{slots.slot_id(OWNER, SLOT)[:-13]}1/2", id="more-parts"),
+        ],
+    )
+    def test_a_job_annotated_with_no_slot_id_is_no_run_and_hides_none(
+        self, api: FakeApi, watcher: FakeWatcher, slot_id: str
+    ) -> None:
+        watcher.cache = [state(SLOT), state(SLOT - timedelta(minutes=1), slot_id=slot_id)]
+
+        assert executor(api, watcher).running_slots() == [SLOT]

@@ -14,6 +14,7 @@ from typing import Any, cast
 import pytest
 
 from punctual.kube import jobs
+from punctual.scheduling import slots
 
 OWNER = "owner-uid"
 OTHER_OWNER = "other-owner-uid"
@@ -28,17 +29,20 @@ def job(
     owner: str = OWNER,
     condition: str | None = None,
     reason: str = "",
+    namespace: str = "ns",
+    annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     conditions = [] if condition is None else [{"type": condition, "status": "True"}]
     if reason:
         conditions[0]["reason"] = reason
     return {
         "metadata": {
-            "namespace": "ns",
+            "namespace": namespace,
             "name": name,
             "uid": uid or f"uid-{name}",
             "resourceVersion": str(rv),
             "ownerReferences": [{"kind": "ScheduledJob", "uid": owner, "controller": True}],
+            "annotations": dict(annotations or {}),
         },
         "status": {"conditions": conditions},
     }
@@ -190,7 +194,34 @@ class TestARunLearnsHowItsJobEnded:
         ended.cancel()
 
 
+def owner(namespace: str = "ns") -> slots.JobRef:
+    return slots.JobRef(namespace=namespace, name="nightly", uid=OWNER)
+
+
 class TestTheWatchGoesOn:
+    @pytest.mark.parametrize(
+        "scheduled_time",
+        [
+            pytest.param("0001-01-01T00:00:00+01:00", id="before-year-one-in-utc"),
+            pytest.param("2026-01-01T00:00:00z", id="a-lowercase-z"),
+            pytest.param("tomorrow", id="no-timestamp"),
+        ],
+    )
+    async def test_past_a_job_whose_scheduled_time_annotation_cannot_be_read(
+        self, api: FakeJobsApi, watcher: jobs.JobWatcher, scheduled_time: str
+    ) -> None:
+        await watcher.listed()
+        ended = await waiting(watcher, job("b", rv=2))
+        odd = job("a", rv=3, annotations={jobs.SCHEDULED_TIME_ANNOTATION: scheduled_time})
+
+        api.push(event("ADDED", odd), event("MODIFIED", job("b", rv=4, condition="Complete")))
+
+        assert (await asyncio.wait_for(ended, 1)).succeeded
+        known = watcher.known("ns", "a")
+        assert known is not None
+        assert known.scheduled_time is None
+        assert len(api.watches) == 1  # one stream: nothing broke it
+
     async def test_it_resumes_from_the_last_resource_version_after_a_stream_ends(
         self, api: FakeJobsApi, watcher: jobs.JobWatcher
     ) -> None:
@@ -230,7 +261,16 @@ class TestTheCache:
         api.listing = ([job("a"), job("b", owner=OTHER_OWNER), job("c")], "5")
         await watcher.listed()
 
-        assert sorted(s.name for s in watcher.jobs_of(OWNER)) == ["a", "c"]
+        assert sorted(s.name for s in watcher.jobs_of(owner())) == ["a", "c"]
+
+    async def test_a_job_in_another_namespace_naming_the_same_owner_is_not_its(
+        self, api: FakeJobsApi, watcher: jobs.JobWatcher
+    ) -> None:
+        api.listing = ([job("a"), job("b", namespace="another-tenant")], "5")
+        await watcher.listed()
+
+        assert [s.name for s in watcher.jobs_of(owner())] == ["a"]
+        assert [s.name for s in watcher.jobs_of(owner("another-tenant"))] == ["b"]
 
     async def test_an_older_event_does_not_replace_a_newer_state(
         self, api: FakeJobsApi, watcher: jobs.JobWatcher

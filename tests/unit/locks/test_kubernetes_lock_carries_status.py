@@ -162,3 +162,22 @@ class TestClaimsOfOneJobTakeTurns:
         assert [patch["lastScheduleTime"] for patch in api.landed] == [
             timeline.rfc3339(s) for s in slots_given_up
         ]
+
+
+class TestAHighWaterMarkWrittenByHand:
+    @pytest.mark.parametrize(
+        "text",
+        [
+            pytest.param("2026-11-30T01:29:59z", id="a-lowercase-z"),
+            pytest.param("0001-01-01T00:00:00+01:00", id="before-year-one-in-utc"),
+        ],
+    )
+    async def test_that_cannot_be_read_is_no_mark_and_the_claim_replaces_it(
+        self, text: str
+    ) -> None:
+        replica = Replica(FakeStatusApi(scheduled_job(lastScheduleTime=text)))
+
+        assert await replica.lock.claim(claim_of(SLOT))
+
+        assert replica.api.status["lastScheduleTime"] == timeline.rfc3339(SLOT)
+        assert not await replica.lock.claim(claim_of(SLOT))  # readable again: claimed once

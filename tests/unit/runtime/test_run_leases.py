@@ -389,6 +389,29 @@ class TestTheLossDetector:
         assert await detector.scan() == 2
         assert on_lost.lost == [other]
 
+    async def test_a_scan_that_fails_unexpectedly_does_not_stop_the_next_ones(self) -> None:
+        backend = MemoryLeases()
+        lease = a_lease()
+        backend.expire(lease)
+        listed = backend.expired
+        failures = [RuntimeError("a reply nobody foresaw")]
+
+        async def expired_failing_once(*, limit: int, skip: int = 0) -> list[str]:
+            if failures:
+                raise failures.pop()
+            return await listed(limit=limit, skip=skip)
+
+        backend.expired = expired_failing_once  # type: ignore[method-assign]
+        on_lost = Recorder()
+        detector = LossDetector(backend, jobs=lambda: [JOB], on_lost=on_lost, rules=FAST)
+        task = asyncio.create_task(detector.run())
+        try:
+            await until(lambda: on_lost.lost == [lease])
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        assert not failures
+
     async def test_leaves_alone_a_lease_whose_slot_id_it_cannot_read(self) -> None:
         backend = MemoryLeases()
         lease = a_lease()

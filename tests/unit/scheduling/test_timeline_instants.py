@@ -110,3 +110,16 @@ class TestATimestampWithoutAnOffsetIsNotReadInTheHostZone:
         except ValueError:
             return
         assert parsed == as_utc
+
+
+class TestATimestampOutOfRangeInUtc:
+    @pytest.mark.parametrize(
+        "text",
+        [
+            pytest.param("0001-01-01T00:00:00+01:00", id="before-year-one"),
+            pytest.param("9999-12-31T23:59:59-01:00", id="after-year-9999"),
+        ],
+    )
+    def test_is_a_value_error_like_any_unreadable_timestamp(self, text: str) -> None:
+        with pytest.raises(ValueError, match="out of range"):
+            timeline.parse_rfc3339(text)
