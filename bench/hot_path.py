@@ -34,9 +34,10 @@ sys.path[:0] = [str(REPO / "hack")]
 
 from localcluster import LocalRedis, ports, processes  # noqa: E402
 from punctual import metrics  # noqa: E402
+from punctual.contracts import protocols, records  # noqa: E402
 from punctual.executors import http  # noqa: E402
 from punctual.locks import memory, metered, redis  # noqa: E402
-from punctual.runtime import clocks, seams, supervisor  # noqa: E402
+from punctual.runtime import clocks, supervisor  # noqa: E402
 from punctual.scheduling import durations, interval, overlap, plans, slots  # noqa: E402
 from punctual.stores import fanout  # noqa: E402
 from punctual.stores import metered as metered_store  # noqa: E402
@@ -54,12 +55,12 @@ class Lateness:
     def slot_upcoming(self, job: slots.JobRef, *, scheduled_time: datetime) -> None:
         pass
 
-    def run_started(self, job: slots.JobRef, run: seams.ActiveRun) -> None:
+    def run_started(self, job: slots.JobRef, run: records.ActiveRun) -> None:
         if self.since is not None and run.scheduled_time >= self.since:
             self.values.append((run.started_at - run.scheduled_time) / timedelta(milliseconds=1))
 
-    def run_finished(self, job: slots.JobRef, record: seams.RunRecord) -> None:
-        if self.since is not None and record.result is not seams.RunResult.SUCCEEDED:
+    def run_finished(self, job: slots.JobRef, record: records.RunRecord) -> None:
+        if self.since is not None and record.result is not records.RunResult.SUCCEEDED:
             self.failed += 1
             if self.failed <= 3:
                 print(f"run failed: {record.result} {record.message}", flush=True)
@@ -74,8 +75,8 @@ class Lateness:
         pass
 
 
-async def _null(_: seams.RunContext) -> seams.Outcome:
-    return seams.Outcome(succeeded=True)
+async def _null(_: records.RunContext) -> records.Outcome:
+    return records.Outcome(succeeded=True)
 
 
 def spread(values: list[float]) -> str:
@@ -97,9 +98,9 @@ async def run(
     lateness = Lateness()
     meters = metrics.Metrics(prometheus_client.CollectorRegistry())
     store = fanout.FanoutStore(lateness, metered_store.MeteredStore(meters))
-    lock: seams.SlotLock
+    lock: protocols.SlotLock
     if redis_url:
-        inner: seams.SlotLock = redis.RedisLock.from_url(redis_url)
+        inner: protocols.SlotLock = redis.RedisLock.from_url(redis_url)
     else:
         inner = memory.MemoryLock()
     lock = metered.MeteredLock(inner, meters=meters, backend=arguments.lock)
@@ -115,7 +116,7 @@ async def run(
                 offset=slots.jitter_offset(uid, jitter=jitter, period=every),
                 timeout=timedelta(seconds=5),
             )
-            executor: seams.Executor = (
+            executor: protocols.Executor = (
                 http.HttpExecutor(http.HttpRequest(url=f"{target}/{job.name}"), session=session)
                 if target
                 else _null

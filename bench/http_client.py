@@ -29,8 +29,8 @@ import uvloop
 import yarl
 
 from localcluster import ports
+from punctual.contracts import records
 from punctual.executors import http, http_connections
-from punctual.runtime import seams
 from punctual.scheduling import slots
 from punctual.scheduling.timeline import parse_rfc3339
 
@@ -39,8 +39,8 @@ JOB = slots.JobRef(namespace="bench", name="http", uid="uid-1")
 SLOT = parse_rfc3339("2026-01-01T00:00:00Z")
 
 
-def context(job: slots.JobRef = JOB) -> seams.RunContext:
-    return seams.RunContext(
+def context(job: slots.JobRef = JOB) -> records.RunContext:
+    return records.RunContext(
         job=job,
         slot=SLOT,
         slot_id=slots.slot_id(job, SLOT),

@@ -13,8 +13,9 @@ import statistics
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from punctual.contracts import records
 from punctual.locks import memory as memory_lock
-from punctual.runtime import clocks, seams, supervisor
+from punctual.runtime import clocks, supervisor
 from punctual.scheduling import interval, plans, slots
 from punctual.stores import memory as memory_store
 
@@ -48,11 +49,11 @@ async def punctual(scenario: Scenario) -> list[timedelta]:
     done = asyncio.Event()
     job = slots.JobRef(namespace="bench", name="drift", uid="bench")
 
-    async def work(_: seams.RunContext) -> seams.Outcome:
+    async def work(_: records.RunContext) -> records.Outcome:
         if len(store.jobs[job].started) >= scenario.ticks:
             done.set()
         await asyncio.sleep(scenario.work.total_seconds())
-        return seams.Outcome(succeeded=True)
+        return records.Outcome(succeeded=True)
 
     scheduler = supervisor.Supervisor(
         wall=clocks.system_wall,

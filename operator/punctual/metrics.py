@@ -9,7 +9,7 @@ from typing import Final
 
 import prometheus_client
 
-from punctual.runtime import seams
+from punctual.contracts import records
 
 LATENESS_BUCKETS: Final = (
     0.0005,
@@ -33,7 +33,7 @@ LATENESS_BUCKETS: Final = (
 
 CLAIM_OUTCOMES: Final = ("won", "lost", "error")
 RECORDED_RESULTS: Final = tuple(
-    result for result in seams.RunResult if result is not seams.RunResult.MISSED
+    result for result in records.RunResult if result is not records.RunResult.MISSED
 )
 """The results a run record can carry; missed slots are reported as counts, not records."""
 

@@ -12,8 +12,8 @@ import pytest
 import redis.asyncio
 
 from localcluster import LocalRedis, ports
+from punctual.contracts import protocols, records
 from punctual.locks import redis as redis_lock
-from punctual.runtime import seams
 from punctual.scheduling import slots
 
 SLOT = datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
@@ -31,8 +31,10 @@ def a_job() -> slots.JobRef:
 
 def claim(
     job: slots.JobRef, holder: str, *, slot: datetime = SLOT, ttl: timedelta = TTL
-) -> seams.Claim:
-    return seams.Claim(job=job, slot=slot, slot_id=slots.slot_id(job, slot), holder=holder, ttl=ttl)
+) -> records.Claim:
+    return records.Claim(
+        job=job, slot=slot, slot_id=slots.slot_id(job, slot), holder=holder, ttl=ttl
+    )
 
 
 @pytest.fixture
@@ -175,7 +177,9 @@ class TestAPasswordProtectedServer:
         wrong = "wr0ng-passw0rd"
         lock = redis_lock.RedisLock.from_url(f"redis://:{wrong}@127.0.0.1:{password_server.port}/0")
         try:
-            with pytest.raises(seams.LockUnavailableError, match="AuthenticationError") as raised:
+            with pytest.raises(
+                protocols.LockUnavailableError, match="AuthenticationError"
+            ) as raised:
                 await lock.claim(claim(a_job(), "replica-a:1"))
         finally:
             await lock.close()
@@ -186,7 +190,7 @@ class TestAPasswordProtectedServer:
     async def test_no_password_fails_closed(self, password_server: LocalRedis) -> None:
         lock = redis_lock.RedisLock.from_url(f"redis://127.0.0.1:{password_server.port}/0")
         try:
-            with pytest.raises(seams.LockUnavailableError):
+            with pytest.raises(protocols.LockUnavailableError):
                 await lock.claim(claim(a_job(), "replica-a:1"))
         finally:
             await lock.close()
@@ -202,7 +206,7 @@ class TestADeadServerFailsClosedQuickly:
             doomed_server.stop()
 
             started = time.monotonic()
-            with pytest.raises(seams.LockUnavailableError, match="not claimed"):
+            with pytest.raises(protocols.LockUnavailableError, match="not claimed"):
                 await lock.claim(claim(a_job(), "replica-a:2"))
             assert time.monotonic() - started < FAIL_FAST
         finally:
@@ -212,10 +216,10 @@ class TestADeadServerFailsClosedQuickly:
         lock = redis_lock.RedisLock.from_url(f"redis://127.0.0.1:{ports.free_port()}/0")
         try:
             started = time.monotonic()
-            with pytest.raises(seams.LockUnavailableError):
+            with pytest.raises(protocols.LockUnavailableError):
                 await lock.claim(claim(a_job(), "replica-a:1"))
             assert time.monotonic() - started < FAIL_FAST
-            with pytest.raises(seams.LockUnavailableError):
+            with pytest.raises(protocols.LockUnavailableError):
                 await lock.ping()
         finally:
             await lock.close()

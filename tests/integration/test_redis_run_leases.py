@@ -13,9 +13,10 @@ import pytest
 import redis
 
 from localcluster import LocalRedis
+from punctual.contracts.records import Lease
 from punctual.locks import redis_leases
 from punctual.locks.redis_leases import RedisRunLeases
-from punctual.runtime.leases import Lease, LossDetector
+from punctual.runtime.leases import LossDetector
 from punctual.scheduling import slots
 
 SLOT = datetime(2026, 11, 30, 1, 30, tzinfo=UTC)

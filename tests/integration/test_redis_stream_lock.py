@@ -14,9 +14,9 @@ import pytest
 import redis.asyncio
 
 from localcluster import LocalRedis
+from punctual.contracts import protocols, records
 from punctual.locks import redis as redis_lock
 from punctual.locks import redis_stream
-from punctual.runtime import seams
 from punctual.scheduling import slots
 
 SLOT = datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
@@ -33,8 +33,8 @@ def a_stream() -> str:
 
 def claim(
     job: slots.JobRef, holder: str, *, slot: datetime = SLOT, run: bool = True
-) -> seams.Claim:
-    return seams.Claim(
+) -> records.Claim:
+    return records.Claim(
         job=job,
         slot=slot,
         slot_id=slots.slot_id(job, slot),
@@ -171,7 +171,7 @@ class TestNeverClaimedWithoutItsEntry:
         await raw.set(stream, "not a stream")
         lock = streams.lock_for(stream=stream, payload=None, max_len=None)
 
-        with pytest.raises(seams.LockUnavailableError, match="holds a string, not a stream"):
+        with pytest.raises(protocols.LockUnavailableError, match="holds a string, not a stream"):
             await lock.claim(claim(job, "r1:1"))
 
         assert await raw.exists(redis_lock.slot_key(slots.slot_id(job, SLOT))) == 0
@@ -185,7 +185,7 @@ class TestNeverClaimedWithoutItsEntry:
         # ("The ID specified in XADD is equal or smaller than the target stream top item").
         await raw.xadd(stream, {"x": "1"}, id="18446744073709551615-18446744073709551615")
 
-        with pytest.raises(seams.LockUnavailableError, match="XADD failed, slot released"):
+        with pytest.raises(protocols.LockUnavailableError, match="XADD failed, slot released"):
             await lock.claim(claim(job, "r1:1"))
 
         assert await raw.exists(redis_lock.slot_key(slots.slot_id(job, SLOT))) == 0
@@ -197,7 +197,7 @@ class TestNeverClaimedWithoutItsEntry:
         dead = redis_stream.StreamClaims.from_url(f"redis://127.0.0.1:{ports.free_port()}/0")
         lock = dead.lock_for(stream=a_stream(), payload=None, max_len=None)
         try:
-            with pytest.raises(seams.LockUnavailableError, match="not claimed"):
+            with pytest.raises(protocols.LockUnavailableError, match="not claimed"):
                 await lock.claim(claim(a_job(), "r1:1"))
         finally:
             await dead.close()

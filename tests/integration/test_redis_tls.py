@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from localcluster import LocalRedis, certs
+from punctual.contracts import protocols, records
 from punctual.locks import redis as redis_lock
-from punctual.runtime import seams
 from punctual.scheduling import slots
 
 PASSWORD = "tls-and-auth"
@@ -18,9 +18,9 @@ WRONG_PASSWORD = "n0t-the-passw0rd"
 SLOT = datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
 
 
-def a_claim(holder: str) -> seams.Claim:
+def a_claim(holder: str) -> records.Claim:
     job = slots.JobRef(namespace="reports", name="nightly", uid=str(uuid.uuid4()))
-    return seams.Claim(
+    return records.Claim(
         job=job,
         slot=SLOT,
         slot_id=slots.slot_id(job, SLOT),
@@ -53,7 +53,7 @@ class TestATlsRedisWithAPassword:
         plain = tls_server.url.replace("rediss://", "redis://").split("?")[0]
         lock = redis_lock.RedisLock.from_url(plain)
         try:
-            with pytest.raises(seams.LockUnavailableError) as caught:
+            with pytest.raises(protocols.LockUnavailableError) as caught:
                 await lock.claim(a_claim("replica-a:1"))
         finally:
             await lock.close()
@@ -66,7 +66,7 @@ class TestATlsRedisWithAPassword:
         url = tls_server.url.replace(str(tls_server.ca_file), str(stranger.ca_cert))
         lock = redis_lock.RedisLock.from_url(url)
         try:
-            with pytest.raises(seams.LockUnavailableError):
+            with pytest.raises(protocols.LockUnavailableError):
                 await lock.claim(a_claim("replica-a:1"))
         finally:
             await lock.close()
@@ -74,15 +74,15 @@ class TestATlsRedisWithAPassword:
     async def test_refuses_a_wrong_password(self, tls_server: LocalRedis) -> None:
         lock = redis_lock.RedisLock.from_url(tls_server.url.replace(PASSWORD, WRONG_PASSWORD))
         try:
-            with pytest.raises(seams.LockUnavailableError) as caught:
+            with pytest.raises(protocols.LockUnavailableError) as caught:
                 await lock.claim(a_claim("replica-a:1"))
         finally:
             await lock.close()
         assert WRONG_PASSWORD not in str(caught.value)
 
 
-def a_claim_for(claim: seams.Claim, *, holder: str) -> seams.Claim:
+def a_claim_for(claim: records.Claim, *, holder: str) -> records.Claim:
     """The same slot, claimed by someone else."""
-    return seams.Claim(
+    return records.Claim(
         job=claim.job, slot=claim.slot, slot_id=claim.slot_id, holder=holder, ttl=claim.ttl
     )

@@ -23,6 +23,7 @@ from typing import Annotated
 import pydantic
 from pydantic import alias_generators
 
+from punctual.contracts import records
 from punctual.scheduling import dst, durations, missed, overlap, timeline
 from punctual.scheduling.errors import InvalidSpecError
 
@@ -458,21 +459,6 @@ class ScheduledJobSpec(_ApiModel):
 # -- status ----------------------------------------------------------------------------------
 
 
-class RunResult(enum.StrEnum):
-    """How a slot ended, as users read it in status.
-
-    The same words as ``punctual.runtime.seams.RunResult``; the API layer may not import the
-    runtime, and a unit test keeps the two in step.
-    """
-
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-    TIMED_OUT = "TimedOut"
-    SKIPPED_OVERLAP = "SkippedOverlap"
-    MISSED = "Missed"
-    LOST = "Lost"
-
-
 class ConditionStatus(enum.StrEnum):
     TRUE = "True"
     FALSE = "False"
@@ -539,7 +525,7 @@ class RunRecord(_ApiModel):
         default=None,
         description="finishedAt minus startedAt, in whole milliseconds.",
     )
-    result: RunResult = pydantic.Field(
+    result: records.RunResult = pydantic.Field(
         description="Succeeded, Failed, TimedOut (cancelled at spec.timeout), SkippedOverlap "
         "(an earlier run was still going, see spec.concurrencyPolicy), Missed (see "
         "spec.missedRuns) or Lost (the operator replica running it died; see "

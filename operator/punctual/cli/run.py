@@ -18,6 +18,7 @@ import prometheus_client
 import uvloop
 
 from punctual import metrics
+from punctual.contracts import protocols
 from punctual.controller import handlers, reconciler, targets
 from punctual.executors import allowlist, http_connections
 from punctual.kube import client, jobs, objects, secrets, status
@@ -30,7 +31,7 @@ from punctual.locks import (
     redis_leases,
     redis_stream,
 )
-from punctual.runtime import clocks, leases, seams, supervisor
+from punctual.runtime import clocks, leases, supervisor
 from punctual.scheduling import durations
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.stores import fanout
@@ -194,7 +195,7 @@ async def _operate(
         )
         tracked = health.HealthTrackingLock(lock, backend=arguments.lock_backend)
         durable = await stack.enter_async_context(_durable_runs(arguments))
-        stores: list[seams.RunStore] = [statuses, metered_store.MeteredStore(meters)]
+        stores: list[protocols.RunStore] = [statuses, metered_store.MeteredStore(meters)]
         stores += [durable.heartbeat] if durable is not None else []
         scheduler = supervisor.Supervisor(
             wall=clocks.system_wall,
@@ -320,8 +321,8 @@ async def _lock(
     *,
     api: status.StatusApi,
     cache: objects.ObjectCache,
-    carrier: seams.StatusCarrier,
-) -> AsyncIterator[seams.SlotLock]:
+    carrier: protocols.StatusCarrier,
+) -> AsyncIterator[protocols.SlotLock]:
     match arguments.lock_backend:
         case "redis":
             lock = redis.RedisLock.from_url(arguments.redis_url)
@@ -377,7 +378,7 @@ class _DurableRuns:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        with contextlib.suppress(seams.LockUnavailableError):
+        with contextlib.suppress(protocols.LockUnavailableError):
             await self.heartbeat.close()
 
 

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from punctual.api import plans
+from punctual.contracts import protocols
 from punctual.controller import targets
 from punctual.kube import events, objects, resources
 from punctual.locks import health
-from punctual.runtime import seams, supervisor
+from punctual.runtime import supervisor
 from punctual.scheduling import slots, timeline
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.stores import status
@@ -42,7 +43,7 @@ class Reconciler:
         store: status.StatusStore,
         cache: objects.ObjectCache,
         targets: targets.Targets,
-        wall: seams.WallClock,
+        wall: protocols.WallClock,
         lock_health: health.HealthTrackingLock | None = None,
     ) -> None:
         self._scheduler = scheduler

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from punctual.api import models
+from punctual.contracts import protocols, records
 from punctual.executors import allowlist, http, http_connections, job, queue
 from punctual.kube import jobs, secrets
 from punctual.locks import redis_stream
-from punctual.runtime import seams
 from punctual.scheduling import durations, slots
 from punctual.scheduling.errors import InvalidSpecError
 
@@ -30,8 +30,8 @@ class TargetUnavailableError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Wiring:
-    executor: seams.Executor
-    lock: seams.SlotLock | None = None
+    executor: protocols.Executor
+    lock: protocols.SlotLock | None = None
     """The job's own slot lock; ``None``: the operator's."""
 
 
@@ -44,7 +44,7 @@ class Targets:
         jobs: jobs.JobsApi | None = None,
         job_watcher: jobs.JobWatcher | None = None,
         streams: redis_stream.StreamClaims | None = None,
-        meter_lock: Callable[[seams.SlotLock], seams.SlotLock] = lambda lock: lock,
+        meter_lock: Callable[[protocols.SlotLock], protocols.SlotLock] = lambda lock: lock,
         allowed_hosts: allowlist.HostAllowlist | None = None,
         guard: allowlist.AddressGuard | None = None,
     ) -> None:
@@ -85,7 +85,7 @@ class Targets:
 
     def _job(
         self, owner: slots.JobRef, target: models.JobTarget, spec: models.ScheduledJobSpec
-    ) -> seams.Executor:
+    ) -> protocols.Executor:
         if self._jobs is None or self._job_watcher is None:
             raise TargetUnavailableError(
                 "JobsUnavailable", "spec.target.job: this operator does not create Jobs"
@@ -111,7 +111,7 @@ class Targets:
             history=job.JobHistory(succeeded=spec.history.succeeded, failed=spec.history.failed),
         )
 
-    def _http(self, job: slots.JobRef, target: models.HttpTarget) -> seams.Executor:
+    def _http(self, job: slots.JobRef, target: models.HttpTarget) -> protocols.Executor:
         try:
             request = http.HttpRequest(
                 url=target.url,
@@ -171,7 +171,7 @@ class _WithSecretHeaders:
         self._secret_names = secret_names
         self._executor: tuple[dict[str, str], http.HttpExecutor] | None = None
 
-    async def __call__(self, context: seams.RunContext) -> seams.Outcome:
+    async def __call__(self, context: records.RunContext) -> records.Outcome:
         headers: dict[str, str] = {}
         for name in self._secret_names:
             values: Mapping[str, str] = await self._reader.read(

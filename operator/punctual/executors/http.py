@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 import yarl
 
+from punctual.contracts import records
 from punctual.executors import http_connections, prepared
-from punctual.runtime import seams
 from punctual.scheduling import timeline
 
 logger = logging.getLogger(__name__)
@@ -110,7 +110,7 @@ class HttpRequest:
 
 
 class HttpExecutor:
-    """``seams.Executor`` that makes one HTTP call per run, on the operator's shared
+    """``protocols.Executor`` that makes one HTTP call per run, on the operator's shared
     ``HttpConnections`` (the caller's: this executor never closes them).
 
     The request is bytes built once (request line, headers, body); each slot adds its two
@@ -143,19 +143,19 @@ class HttpExecutor:
     def __repr__(self) -> str:
         return f"HttpExecutor({self._request.method} {self._display_url})"
 
-    def prepare(self, context: seams.RunContext) -> None:
+    def prepare(self, context: records.RunContext) -> None:
         """Build the request of an upcoming slot now, while the loop waits for it: at the slot,
-        the run only sends it (``seams.PreparesRuns``)."""
+        the run only sends it (``protocols.PreparesRuns``)."""
         self._prepared.prepare(context)
 
-    def _payload(self, context: seams.RunContext) -> bytes:
+    def _payload(self, context: records.RunContext) -> bytes:
         slot_headers = (
             f"{IDEMPOTENCY_KEY}: {context.slot_id}\r\n"
             f"{SCHEDULED_TIME}: {timeline.rfc3339(context.scheduled_time)}\r\n\r\n"
         )
         return b"".join((self._head, slot_headers.encode(), self._body))
 
-    async def __call__(self, context: seams.RunContext) -> seams.Outcome:
+    async def __call__(self, context: records.RunContext) -> records.Outcome:
         payload = self._prepared.take(context)
         try:
             # A redirect is not followed (it could carry the secret headers to another host): a
@@ -183,7 +183,7 @@ class HttpExecutor:
             self._display_url,
             message,
         )
-        return seams.Outcome(succeeded=self._request.is_success(status), message=message)
+        return records.Outcome(succeeded=self._request.is_success(status), message=message)
 
     def _message(self, status: int, reason: str) -> str:
         key = (status, reason)

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from punctual.contracts import records
 from punctual.executors import prepared
 from punctual.kube import jobs
-from punctual.runtime import seams
 from punctual.scheduling import slots
 
 logger = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ class JobHistory:
 
 
 class JobExecutor:
-    """``seams.Executor`` for one ScheduledJob; also ``Abortable``, ``NamesJobs``,
+    """``protocols.Executor`` for one ScheduledJob; also ``Abortable``, ``NamesJobs``,
     ``PreparesRuns`` and ``SeesRuns``: the concurrency policy counts every unfinished Job of the
     ScheduledJob (from the shared watch), not only the runs of this replica, as CronJob counts
     its active Jobs."""
@@ -63,30 +63,32 @@ class JobExecutor:
     def __repr__(self) -> str:
         return f"JobExecutor({self._owner.namespace}/{self._owner.name})"
 
-    def job_name(self, context: seams.RunContext) -> str:
+    def job_name(self, context: records.RunContext) -> str:
         return jobs.job_name(self._owner.name, context.slot)
 
-    def prepare(self, context: seams.RunContext) -> None:
+    def prepare(self, context: records.RunContext) -> None:
         """Build and serialise the Job of an upcoming slot now, while the loop waits for it:
-        at the slot, the run only sends it (``seams.PreparesRuns``)."""
+        at the slot, the run only sends it (``protocols.PreparesRuns``)."""
         self._prepared.prepare(context)
 
-    async def __call__(self, context: seams.RunContext) -> seams.Outcome:
+    async def __call__(self, context: records.RunContext) -> records.Outcome:
         request = self._prepared.take(context)
         name = request.name
         state, created = await self._api.create(request)
         if not created and not self._is_ours(state, context):
-            return seams.Outcome(
+            return records.Outcome(
                 False, f"Job {name} exists and was not created for this slot: not touched"
             )
         end = await self._watcher.ended(state)
         await self._clean_up()
         if end.succeeded:
-            return seams.Outcome(True, f"Job {name} complete")
+            return records.Outcome(True, f"Job {name} complete")
         detail = f"{end.reason}: {end.message}" if end.message else end.reason
-        return seams.Outcome(False, f"Job {name} failed: {detail}", timed_out=end.deadline_exceeded)
+        return records.Outcome(
+            False, f"Job {name} failed: {detail}", timed_out=end.deadline_exceeded
+        )
 
-    async def abort(self, context: seams.RunContext) -> None:
+    async def abort(self, context: records.RunContext) -> None:
         """Delete the slot's Job (and, in the background, its pods), if it is ours."""
         name = self.job_name(context)
         namespace = self._owner.namespace
@@ -112,7 +114,7 @@ class JobExecutor:
                 running.append(slot)
         return running
 
-    def _request(self, context: seams.RunContext) -> jobs.JobRequest:
+    def _request(self, context: records.RunContext) -> jobs.JobRequest:
         return jobs.JobRequest.of(
             jobs.job_manifest(
                 self._template,
@@ -124,7 +126,7 @@ class JobExecutor:
             )
         )
 
-    def _is_ours(self, state: jobs.JobState, context: seams.RunContext) -> bool:
+    def _is_ours(self, state: jobs.JobState, context: records.RunContext) -> bool:
         return state.owner_uid == self._owner.uid and state.slot_id == context.slot_id
 
     async def _clean_up(self) -> None:

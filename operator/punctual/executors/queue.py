@@ -7,7 +7,7 @@ which entry it was: ``enqueued <entry id>``. Consumers do the work.
 
 from typing import Protocol
 
-from punctual.runtime import seams
+from punctual.contracts import records
 
 
 class Entries(Protocol):
@@ -17,7 +17,7 @@ class Entries(Protocol):
 
 
 class QueueExecutor:
-    """``seams.Executor`` of one queue-target job."""
+    """``protocols.Executor`` of one queue-target job."""
 
     def __init__(self, entries: Entries, *, stream: str) -> None:
         self._entries = entries
@@ -26,7 +26,7 @@ class QueueExecutor:
     def __repr__(self) -> str:
         return f"QueueExecutor({self._stream!r})"
 
-    async def __call__(self, context: seams.RunContext) -> seams.Outcome:
+    async def __call__(self, context: records.RunContext) -> records.Outcome:
         entry = self._entries.take_entry(context.slot_id)
         # A won claim always appended the entry; only its id can be missing (a lost reply).
-        return seams.Outcome(True, f"enqueued {entry or '(id unknown)'}")
+        return records.Outcome(True, f"enqueued {entry or '(id unknown)'}")

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Protocol, runtime_checkable
 
-from punctual.runtime import seams
+from punctual.contracts import protocols, records
 
 logger = logging.getLogger(__name__)
 
@@ -36,11 +36,11 @@ class Pingable(Protocol):
 
 
 class HealthTrackingLock:
-    """``seams.SlotLock`` around ``inner`` that tracks whether the backend answers."""
+    """``protocols.SlotLock`` around ``inner`` that tracks whether the backend answers."""
 
     def __init__(
         self,
-        inner: seams.SlotLock,
+        inner: protocols.SlotLock,
         *,
         backend: str,
         probe_every: timedelta = timedelta(seconds=1),
@@ -69,10 +69,10 @@ class HealthTrackingLock:
     def subscribe(self, listener: Listener) -> None:
         self._listeners.append(listener)
 
-    async def claim(self, claim: seams.Claim) -> bool:
+    async def claim(self, claim: records.Claim) -> bool:
         try:
             won = await self._inner.claim(claim)
-        except seams.LockUnavailableError as error:
+        except protocols.LockUnavailableError as error:
             self._mark(available=False, detail=str(error))
             raise
         self._mark(available=True)
@@ -87,7 +87,7 @@ class HealthTrackingLock:
             await asyncio.sleep(self._probe_every)
             try:
                 await self._inner.ping()
-            except seams.LockUnavailableError as error:
+            except protocols.LockUnavailableError as error:
                 self._mark(available=False, detail=str(error))
             except Exception:  # a probe that fails oddly is no news: try again
                 logger.exception("probing the %s lock backend failed", self._backend)

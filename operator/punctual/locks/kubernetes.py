@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
+from punctual.contracts import protocols, records
 from punctual.kube import objects, resources, status
-from punctual.runtime import seams
 from punctual.scheduling import slots, timeline
 
 
@@ -42,7 +42,7 @@ class KubernetesLock:
         *,
         api: status.StatusApi,
         cache: objects.ObjectCache,
-        carrier: seams.StatusCarrier | None = None,
+        carrier: protocols.StatusCarrier | None = None,
         attempts: int = 8,
     ) -> None:
         self._api = api
@@ -51,7 +51,7 @@ class KubernetesLock:
         self._attempts = attempts
         self._turns: dict[slots.JobRef, _Turn] = {}
 
-    async def claim(self, claim: seams.Claim) -> bool:
+    async def claim(self, claim: records.Claim) -> bool:
         turn = self._turns.setdefault(claim.job, _Turn())
         turn.users += 1
         try:
@@ -62,7 +62,7 @@ class KubernetesLock:
             if not turn.users:
                 del self._turns[claim.job]
 
-    async def _claim(self, claim: seams.Claim) -> bool:
+    async def _claim(self, claim: records.Claim) -> bool:
         try:
             body = self._cache.get(claim.job) or await self._read(claim)
             for _ in range(self._attempts):
@@ -78,14 +78,14 @@ class KubernetesLock:
         except status.GoneError:
             return False
         except status.UnavailableError as error:
-            raise seams.LockUnavailableError(str(error)) from error
-        raise seams.LockUnavailableError(f"{self._attempts} conflicting writes in a row")
+            raise protocols.LockUnavailableError(str(error)) from error
+        raise protocols.LockUnavailableError(f"{self._attempts} conflicting writes in a row")
 
-    async def _write(self, claim: seams.Claim, body: resources.Body) -> resources.Body:
+    async def _write(self, claim: records.Claim, body: resources.Body) -> resources.Body:
         """One compare-and-swap on ``body``'s version: the slot, and whatever status rides."""
         return await _to_the_end(self._carrying_write(claim, body))
 
-    async def _carrying_write(self, claim: seams.Claim, body: resources.Body) -> resources.Body:
+    async def _carrying_write(self, claim: records.Claim, body: resources.Body) -> resources.Body:
         current = body.get("status") or {}
         carried: contextlib.AbstractContextManager[dict[str, Any]] = (
             self._carrier.carry(claim.job, current)
@@ -99,7 +99,7 @@ class KubernetesLock:
                 resource_version=body["metadata"]["resourceVersion"],
             )
 
-    async def _read(self, claim: seams.Claim) -> resources.Body:
+    async def _read(self, claim: records.Claim) -> resources.Body:
         body = await self._api.read(claim.job)
         self._cache.remember(body)
         return body
@@ -133,7 +133,7 @@ def _with_slot(patch: dict[str, Any], slot: datetime) -> dict[str, Any]:
     return {**patch, "lastScheduleTime": timeline.rfc3339(slot)}
 
 
-def _is_ahead(claim: seams.Claim, body: resources.Body) -> bool:
+def _is_ahead(claim: records.Claim, body: resources.Body) -> bool:
     """Whether the slot is newer than the object's high-water mark.
 
     A mark this operator cannot read (written by hand, in a form the API server accepts but

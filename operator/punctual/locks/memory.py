@@ -1,13 +1,13 @@
-"""An in-process slot lock: one replica only (development and unit tests)."""
+from punctual.contracts import records
 
-from punctual.runtime import seams
+"""An in-process slot lock: one replica only (development and unit tests)."""
 
 
 class MemoryLock:
     def __init__(self) -> None:
         self._holders: dict[str, str] = {}
 
-    async def claim(self, claim: seams.Claim) -> bool:
+    async def claim(self, claim: records.Claim) -> bool:
         # Expiry is moot in one process: a slot is never claimed twice by design.
         return self._holders.setdefault(claim.slot_id, claim.holder) == claim.holder
 

@@ -1,13 +1,13 @@
 """A slot lock wrapper that counts claims: won, lost, or error (the backend gave no answer)."""
 
 from punctual import metrics
-from punctual.runtime import seams
+from punctual.contracts import protocols, records
 
 
 class MeteredLock:
-    """``seams.SlotLock`` around ``inner``, counting into ``punctual_lock_claims_total``."""
+    """``protocols.SlotLock`` around ``inner``, counting into ``punctual_lock_claims_total``."""
 
-    def __init__(self, inner: seams.SlotLock, *, meters: metrics.Metrics, backend: str) -> None:
+    def __init__(self, inner: protocols.SlotLock, *, meters: metrics.Metrics, backend: str) -> None:
         self._inner = inner
         self._backend = backend
         meters.claim_outcomes(backend)
@@ -20,7 +20,7 @@ class MeteredLock:
     def __repr__(self) -> str:
         return f"MeteredLock({self._inner!r})"
 
-    async def claim(self, claim: seams.Claim) -> bool:
+    async def claim(self, claim: records.Claim) -> bool:
         try:
             won = await self._inner.claim(claim)
         except Exception:

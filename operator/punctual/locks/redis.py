@@ -25,8 +25,8 @@ import redis.asyncio.retry
 import redis.backoff
 import redis.exceptions
 
+from punctual.contracts import records
 from punctual.locks import redis_pipelines
-from punctual.runtime import seams
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ class _Claim(redis_pipelines.Request[bool]):
 
 
 class RedisLock(redis_pipelines.PipelinedClaims[_Claim]):
-    """``seams.SlotLock`` on one Redis (standalone or behind a primary endpoint)."""
+    """``protocols.SlotLock`` on one Redis (standalone or behind a primary endpoint)."""
 
     backend = "redis"
 
@@ -166,7 +166,7 @@ class RedisLock(redis_pipelines.PipelinedClaims[_Claim]):
     def __repr__(self) -> str:
         return f"RedisLock({self._description})"
 
-    async def claim(self, claim: seams.Claim) -> bool:
+    async def claim(self, claim: records.Claim) -> bool:
         request = _Claim(
             key=slot_key(claim.slot_id),
             holder=claim.holder.encode(),

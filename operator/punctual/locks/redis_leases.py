@@ -1,4 +1,4 @@
-"""Run leases on Redis (``runtime.leases.RunLeases``): who runs which slot, until when.
+"""Run leases on Redis (``runtime.protocols.RunLeases``): who runs which slot, until when.
 
 One key per run, one sorted set for all of them:
 
@@ -29,8 +29,8 @@ from typing import Any, Self
 import redis.asyncio
 import redis.exceptions
 
+from punctual.contracts import protocols, records
 from punctual.locks import redis as redis_lock
-from punctual.runtime import leases, seams
 from punctual.scheduling import slots
 
 RUN_PREFIX = "punctual:run:"
@@ -196,8 +196,8 @@ class RedisRunLeases:
     async def close(self) -> None:
         await self._client.aclose()
 
-    async def hold(self, leases_: Sequence[leases.Lease], *, ttl: timedelta) -> None:
-        def call(batch: Sequence[leases.Lease]) -> Awaitable[Any]:
+    async def hold(self, leases_: Sequence[records.Lease], *, ttl: timedelta) -> None:
+        def call(batch: Sequence[records.Lease]) -> Awaitable[Any]:
             args: list[str | int] = [_ms(ttl), _ms(KEEP)]
             for lease in batch:
                 args += [
@@ -211,8 +211,8 @@ class RedisRunLeases:
 
         await self._batched(leases_, call)
 
-    async def renew(self, leases_: Sequence[leases.Lease], *, ttl: timedelta) -> list[str]:
-        def call(batch: Sequence[leases.Lease]) -> Awaitable[Any]:
+    async def renew(self, leases_: Sequence[records.Lease], *, ttl: timedelta) -> list[str]:
+        def call(batch: Sequence[records.Lease]) -> Awaitable[Any]:
             args: list[str | int] = [_ms(ttl), _ms(KEEP)]
             for lease in batch:
                 args += [lease.slot_id, lease.replica]
@@ -221,8 +221,8 @@ class RedisRunLeases:
         replies = await self._batched(leases_, call)
         return [_text(slot_id) for slot_id in itertools.chain.from_iterable(replies)]
 
-    async def release(self, leases_: Sequence[leases.Lease]) -> None:
-        def call(batch: Sequence[leases.Lease]) -> Awaitable[Any]:
+    async def release(self, leases_: Sequence[records.Lease]) -> None:
+        def call(batch: Sequence[records.Lease]) -> Awaitable[Any]:
             args = [part for lease in batch for part in (lease.slot_id, lease.replica)]
             return self._release(keys=self._keys(batch), args=args)
 
@@ -232,7 +232,7 @@ class RedisRunLeases:
         found = await self._guard(self._expired(keys=[RUNS_KEY], args=[limit, skip, _ms(KEEP)]))
         return [_text(item) for item in found]
 
-    async def take_over(self, slot_ids: Sequence[str]) -> list[leases.Lease]:
+    async def take_over(self, slot_ids: Sequence[str]) -> list[records.Lease]:
         """One script call, however many: callers pass a page of expired leases (an answer
         lost on the way would lose every lease it took; no retry could find them again)."""
         if not slot_ids:
@@ -245,11 +245,11 @@ class RedisRunLeases:
         ]
 
     @staticmethod
-    def _keys(batch: Sequence[leases.Lease]) -> list[str]:
+    def _keys(batch: Sequence[records.Lease]) -> list[str]:
         return [RUNS_KEY, *(run_key(lease.slot_id) for lease in batch)]
 
     @staticmethod
-    def _lease(slot_id: str, run: list[Any]) -> leases.Lease:
+    def _lease(slot_id: str, run: list[Any]) -> records.Lease:
         """The lease taken over. The script has removed it already: a field that does not
         read as HOLD wrote it counts as missing, and the lease is still recorded (raising here
         would lose every lease of the take-over). The slot comes from the slot id (the key the
@@ -257,7 +257,7 @@ class RedisRunLeases:
         fields = {_text(k): _text(v) for k, v in zip(run[::2], run[1::2], strict=True)}
         job, slot = slots.parse_slot_id(slot_id)
         attempt = _whole_number(fields.get("attempt"))
-        return leases.Lease(
+        return records.Lease(
             job=job,
             slot=slot,
             slot_id=slot_id,
@@ -268,8 +268,8 @@ class RedisRunLeases:
 
     async def _batched(
         self,
-        leases_: Sequence[leases.Lease],
-        call: Callable[[Sequence[leases.Lease]], Awaitable[Any]],
+        leases_: Sequence[records.Lease],
+        call: Callable[[Sequence[records.Lease]], Awaitable[Any]],
     ) -> list[Any]:
         """``call`` for each chunk of ``MAX_BATCH`` leases, all sent at once; the replies."""
         if not leases_:
@@ -291,6 +291,6 @@ class RedisRunLeases:
             return await operation
         except redis.exceptions.RedisError as error:
             detail = str(error).replace(self._password, "***") if self._password else str(error)
-            raise seams.LockUnavailableError(
+            raise protocols.LockUnavailableError(
                 f"{self._description}: run leases: {type(error).__name__}: {detail}"
             ) from None

@@ -28,7 +28,7 @@ import redis.asyncio
 import redis.asyncio.client
 import redis.exceptions
 
-from punctual.runtime import seams
+from punctual.contracts import protocols
 
 logger = logging.getLogger(__name__)
 
@@ -188,13 +188,13 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
 
     def _unavailable(
         self, slot_id: str | None, error: redis.exceptions.RedisError
-    ) -> seams.LockUnavailableError:
+    ) -> protocols.LockUnavailableError:
         # Raised from None at every raise site: the driver's exception (and whatever it holds)
         # stays out of tracebacks; the message says everything an operator needs.
         detail = self._scrub(str(error))
         what = f"{type(error).__name__}: {detail}" if detail else type(error).__name__
         subject = f"slot {slot_id} not claimed" if slot_id else "no answer"
-        return seams.LockUnavailableError(f"{self._description}: {subject}: {what}")
+        return protocols.LockUnavailableError(f"{self._description}: {subject}: {what}")
 
     def _scrub(self, text: str) -> str:
         return text.replace(self._password, "***") if self._password else text

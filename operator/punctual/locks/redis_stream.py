@@ -37,9 +37,9 @@ from typing import Any, Self
 import redis.asyncio
 import redis.exceptions
 
+from punctual.contracts import records
 from punctual.locks import redis as redis_lock
 from punctual.locks import redis_pipelines
-from punctual.runtime import seams
 from punctual.scheduling import timeline
 
 logger = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ _ENTRY_MEMORY = 1024
 """Entry ids kept per job between the claim and the run that reports them."""
 
 
-def entry_fields(claim: seams.Claim, *, payload: str) -> dict[str, str]:
+def entry_fields(claim: records.Claim, *, payload: str) -> dict[str, str]:
     """The fields of the stream entry of ``claim``'s slot, in the order they are written."""
     scheduled = claim.scheduled_time or claim.slot
     return {
@@ -137,7 +137,7 @@ class StreamClaims(redis_pipelines.PipelinedClaims[_Request]):
         await super().close()
 
     async def claim(
-        self, claim: seams.Claim, *, stream: str, fields: Mapping[str, str], max_len: int | None
+        self, claim: records.Claim, *, stream: str, fields: Mapping[str, str], max_len: int | None
     ) -> str | None:
         """The new entry's id when ``claim`` won (``UNKNOWN_ENTRY`` if its reply was lost);
         ``None`` when another holder has the slot. Raises ``LockUnavailableError``."""
@@ -199,7 +199,7 @@ class StreamClaims(redis_pipelines.PipelinedClaims[_Request]):
 
 
 class StreamLock:
-    """``seams.SlotLock`` of one queue-target job: a won claim has appended the slot's entry.
+    """``protocols.SlotLock`` of one queue-target job: a won claim has appended the slot's entry.
 
     The entry id waits here for the run that reports it (``take_entry``).
     """
@@ -216,7 +216,7 @@ class StreamLock:
     def __repr__(self) -> str:
         return f"StreamLock({self.stream!r} on {self._claims!r})"
 
-    async def claim(self, claim: seams.Claim) -> bool:
+    async def claim(self, claim: records.Claim) -> bool:
         entry = await self._claims.claim(
             claim,
             stream=self.stream,

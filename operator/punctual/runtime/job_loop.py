@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from punctual.runtime import seams, timers
+from punctual.contracts import protocols, records
+from punctual.runtime import timers
 from punctual.scheduling import durations, missed, overlap, plans, slots
 
 logger = logging.getLogger(__name__)
@@ -32,20 +33,20 @@ ABORT_TIMEOUT = timedelta(seconds=30)
 @dataclass(frozen=True, slots=True)
 class _Armed:
     plan: plans.JobPlan
-    executor: seams.Executor
-    lock: seams.SlotLock
+    executor: protocols.Executor
+    lock: protocols.SlotLock
     # ``executor`` again, where it has these abilities: checked once per arm, not per slot (an
     # isinstance against a runtime-checkable protocol costs microseconds on every call).
-    runs_view: seams.SeesRuns | None = None
-    job_namer: seams.NamesJobs | None = None
-    preparer: seams.PreparesRuns | None = None
+    runs_view: protocols.SeesRuns | None = None
+    job_namer: protocols.NamesJobs | None = None
+    preparer: protocols.PreparesRuns | None = None
 
 
 @dataclass(slots=True)
 class _Run:
     """A run this replica claimed and started; ``recorded`` once its record is out."""
 
-    context: seams.RunContext
+    context: records.RunContext
     started_at: datetime
     task: "asyncio.Task[None] | None" = None
     recorded: bool = field(default=False)
@@ -60,9 +61,9 @@ class JobLoop:
         *,
         job: slots.JobRef,
         timer: timers.WallTimer,
-        wall: seams.WallClock,
-        lock: seams.SlotLock,
-        store: seams.RunStore,
+        wall: protocols.WallClock,
+        lock: protocols.SlotLock,
+        store: protocols.RunStore,
         replica: str,
         stagger: timedelta = timedelta(),
     ) -> None:
@@ -92,11 +93,11 @@ class JobLoop:
     def arm(
         self,
         plan: plans.JobPlan,
-        executor: seams.Executor,
+        executor: protocols.Executor,
         *,
         resume_after: datetime,
         missed_through: datetime | None = None,
-        lock: seams.SlotLock | None = None,
+        lock: protocols.SlotLock | None = None,
     ) -> None:
         """(Re)start scheduling with ``plan`` from the first slot after ``resume_after``.
 
@@ -111,9 +112,9 @@ class JobLoop:
             plan=plan,
             executor=executor,
             lock=lock or self._lock,
-            runs_view=executor if isinstance(executor, seams.SeesRuns) else None,
-            job_namer=executor if isinstance(executor, seams.NamesJobs) else None,
-            preparer=executor if isinstance(executor, seams.PreparesRuns) else None,
+            runs_view=executor if isinstance(executor, protocols.SeesRuns) else None,
+            job_namer=executor if isinstance(executor, protocols.NamesJobs) else None,
+            preparer=executor if isinstance(executor, protocols.PreparesRuns) else None,
         )
         self._scheduling = self._spawn(
             self._schedule(armed, resume_after=resume_after, missed_through=missed_through),
@@ -242,7 +243,7 @@ class JobLoop:
                     await asyncio.wait([started])
         return claiming
 
-    def _prepare(self, preparer: seams.PreparesRuns, context: seams.RunContext) -> None:
+    def _prepare(self, preparer: protocols.PreparesRuns, context: records.RunContext) -> None:
         try:
             preparer.prepare(context)
         except Exception:  # best effort: the run does the work itself at the slot
@@ -279,7 +280,7 @@ class JobLoop:
     async def _claim(self, slot: datetime, armed: _Armed, *, run: bool = True) -> bool:
         """Fail closed: no claim, no run, whatever went wrong."""
         plan = armed.plan
-        claim = seams.Claim(
+        claim = records.Claim(
             job=self.job,
             slot=slot,
             slot_id=self._slot_id(slot),
@@ -290,7 +291,7 @@ class JobLoop:
         )
         try:
             return await armed.lock.claim(claim)
-        except seams.LockUnavailableError as error:
+        except protocols.LockUnavailableError as error:
             logger.warning("slot %s not claimed, lock unavailable: %s", claim.slot_id, error)
         except Exception:
             logger.exception("slot %s not claimed, the lock failed", claim.slot_id)
@@ -312,10 +313,10 @@ class JobLoop:
         offset = armed.plan.offset if armed is not None else timedelta()
         self._store.run_finished(
             self.job,
-            seams.RunRecord(
+            records.RunRecord(
                 slot=slot,
                 scheduled_time=slot + offset,
-                result=seams.RunResult.LOST,
+                result=records.RunResult.LOST,
                 started_at=started_at,
                 finished_at=self._wall(),
                 message=f"replica {replica} stopped renewing the run's lease (attempt {attempt}); "
@@ -394,17 +395,17 @@ class JobLoop:
             await asyncio.sleep(ELSEWHERE_POLL.total_seconds())
 
     def _skip_overlapping(self, slot: datetime, plan: plans.JobPlan, *, active: int) -> None:
-        record = seams.RunRecord(
+        record = records.RunRecord(
             slot=slot,
             scheduled_time=slot + plan.offset,
-            result=seams.RunResult.SKIPPED_OVERLAP,
+            result=records.RunResult.SKIPPED_OVERLAP,
             message=f"{active} run(s) active, concurrencyPolicy {plan.concurrency}",
             replica=self._replica,
         )
         self._store.run_finished(self.job, record)
 
-    def _context(self, slot: datetime, armed: _Armed) -> seams.RunContext:
-        return seams.RunContext(
+    def _context(self, slot: datetime, armed: _Armed) -> records.RunContext:
+        return records.RunContext(
             job=self.job,
             slot=slot,
             slot_id=self._slot_id(slot),
@@ -417,7 +418,7 @@ class JobLoop:
         run = self._active[slot] = _Run(context=context, started_at=self._wall(), attempt=attempt)
         self._store.run_started(
             self.job,
-            seams.ActiveRun(
+            records.ActiveRun(
                 slot=slot,
                 scheduled_time=context.scheduled_time,
                 started_at=run.started_at,
@@ -440,42 +441,42 @@ class JobLoop:
             async with deadline:
                 outcome = await armed.executor(run.context)
             if outcome.timed_out:
-                result = seams.RunResult.TIMED_OUT
+                result = records.RunResult.TIMED_OUT
             elif outcome.succeeded:
-                result = seams.RunResult.SUCCEEDED
+                result = records.RunResult.SUCCEEDED
             else:
-                result = seams.RunResult.FAILED
+                result = records.RunResult.FAILED
             message = outcome.message
         except TimeoutError as error:
             if deadline.expired():
-                result = seams.RunResult.TIMED_OUT
+                result = records.RunResult.TIMED_OUT
                 message = f"cancelled at its timeout of {durations.format(timeout)}"
                 self._abort(run, armed)
             else:
-                result, message = seams.RunResult.FAILED, _describe(error)
+                result, message = records.RunResult.FAILED, _describe(error)
         except asyncio.CancelledError:
             if run.context.slot in self._replaced:
                 self._abort(run, armed)
-            self._finish(run, seams.RunResult.FAILED, f"cancelled: {self._cancel_reason(run)}")
+            self._finish(run, records.RunResult.FAILED, f"cancelled: {self._cancel_reason(run)}")
             raise
         except Exception as error:  # any failure of a run is recorded, the loop goes on
-            result, message = seams.RunResult.FAILED, _describe(error)
+            result, message = records.RunResult.FAILED, _describe(error)
         self._finish(run, result, message)
 
     def _abort(self, run: _Run, armed: _Armed) -> None:
         self._abort_context(run.context, armed)
 
-    def _abort_context(self, context: seams.RunContext, armed: _Armed) -> None:
+    def _abort_context(self, context: records.RunContext, armed: _Armed) -> None:
         """Have the executor stop what the run left at the target, in a task of its own.
 
         Only for runs the loop gave up on (Replace, timeout); never while stopping, when the
         target's work is left alone (a Job outlives the operator).
         """
         executor = armed.executor
-        if self._stopping is None and isinstance(executor, seams.Abortable):
+        if self._stopping is None and isinstance(executor, protocols.Abortable):
             self._spawn(self._aborting(executor, context), name=f"abort {context.slot_id}")
 
-    async def _aborting(self, executor: seams.Abortable, context: seams.RunContext) -> None:
+    async def _aborting(self, executor: protocols.Abortable, context: records.RunContext) -> None:
         try:
             async with asyncio.timeout(ABORT_TIMEOUT.total_seconds()):
                 await executor.abort(context)
@@ -487,7 +488,7 @@ class JobLoop:
             return "replaced by a newer slot"
         return self._stopping or OPERATOR_STOPPING
 
-    def _finish(self, run: _Run, result: seams.RunResult, message: str) -> None:
+    def _finish(self, run: _Run, result: records.RunResult, message: str) -> None:
         """Record ``run`` once, free its place, and start the next queued slot."""
         if run.recorded:
             return
@@ -495,7 +496,7 @@ class JobLoop:
         slot = run.context.slot
         self._active.pop(slot, None)
         self._replaced.discard(slot)
-        record = seams.RunRecord(
+        record = records.RunRecord(
             slot=slot,
             scheduled_time=run.context.scheduled_time,
             result=result,
@@ -520,7 +521,7 @@ class JobLoop:
         return self._last_slot_id
 
 
-_CANCELLED_EARLY = (seams.RunResult.FAILED, "cancelled before it started")
+_CANCELLED_EARLY = (records.RunResult.FAILED, "cancelled before it started")
 
 
 def _describe(error: BaseException) -> str:

@@ -54,12 +54,11 @@ disagree.
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
 
-from punctual.runtime import seams
+from punctual.contracts import protocols, records
 from punctual.scheduling import overlap, slots
 
 logger = logging.getLogger(__name__)
@@ -89,66 +88,23 @@ class LeaseRules:
         return self.ttl + self.scan
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Lease:
-    """One run in flight, as the lease backend keeps it."""
-
-    job: slots.JobRef
-    slot: datetime
-    slot_id: str
-    replica: str
-    attempt: int = 1
-    started_at: datetime | None = None
-
-
-class RunLeases(Protocol):
-    """Where leases live: all jobs' leases in one place, so that one look finds the expired
-    ones of every job. Every method is one round trip (whatever the number of leases) and
-    raises ``seams.LockUnavailableError`` when the backend does not answer; the heartbeat and
-    the detector then try again at their next tick."""
-
-    async def hold(self, leases: Sequence[Lease], *, ttl: timedelta) -> None:
-        """Create (or refresh) ``leases``, each due ``ttl`` from now on the backend's clock."""
-        ...
-
-    async def renew(self, leases: Sequence[Lease], *, ttl: timedelta) -> list[str]:
-        """Push the deadlines of ``leases`` ``ttl`` ahead; the slot ids no longer held by their
-        replica (taken over: this replica was presumed dead) come back."""
-        ...
-
-    async def release(self, leases: Sequence[Lease]) -> None:
-        """Drop ``leases`` (their runs finished and are recorded)."""
-        ...
-
-    async def expired(self, *, limit: int, skip: int = 0) -> list[str]:
-        """Slot ids of leases past their deadline, of any job, the most recently expired
-        first: at most ``limit`` of them, after the first ``skip``. Leases that expired long
-        ago (a day: their job is gone, nobody schedules it) are dropped on the way."""
-        ...
-
-    async def take_over(self, slot_ids: Sequence[str]) -> list[Lease]:
-        """Atomically remove each expired lease of ``slot_ids``; the leases this caller got.
-        Each goes to exactly one caller; none when it was renewed or released meanwhile."""
-        ...
-
-
 class Heartbeat:
-    """``seams.RunStore`` that holds a lease for every run this replica starts, renews them,
+    """``protocols.RunStore`` that holds a lease for every run this replica starts, renews them,
     and releases each when its run is recorded. ``run()`` does the I/O; calls never block."""
 
     def __init__(
-        self, leases: RunLeases, *, replica: str, rules: LeaseRules = LeaseRules()
+        self, leases: protocols.RunLeases, *, replica: str, rules: LeaseRules = LeaseRules()
     ) -> None:
         self._leases = leases
         self._replica = replica
         self._rules = rules
-        self._running: dict[str, Lease] = {}
+        self._running: dict[str, records.Lease] = {}
         """Runs started here and not finished (nor taken over), by slot id."""
         self._to_hold: set[str] = set()
         """Of ``_running``: not written yet (or the backend did not take them)."""
         self._held: set[str] = set()
         """Of ``_running``: written, renewed every heartbeat."""
-        self._to_release: dict[str, Lease] = {}
+        self._to_release: dict[str, records.Lease] = {}
         """Finished runs whose lease was (or may have been) written."""
         self._wake = asyncio.Event()
 
@@ -162,8 +118,8 @@ class Heartbeat:
     def slot_upcoming(self, job: slots.JobRef, *, scheduled_time: datetime) -> None:
         pass
 
-    def run_started(self, job: slots.JobRef, run: seams.ActiveRun) -> None:
-        lease = Lease(
+    def run_started(self, job: slots.JobRef, run: records.ActiveRun) -> None:
+        lease = records.Lease(
             job=job,
             slot=run.slot,
             slot_id=slots.slot_id(job, run.slot),
@@ -177,7 +133,7 @@ class Heartbeat:
         self._to_hold.add(lease.slot_id)
         self._wake.set()  # hold it at once: the run is unprotected until then
 
-    def run_finished(self, job: slots.JobRef, record: seams.RunRecord) -> None:
+    def run_finished(self, job: slots.JobRef, record: records.RunRecord) -> None:
         slot_id = slots.slot_id(job, record.slot)
         lease = self._running.pop(slot_id, None)
         if lease is None:
@@ -233,7 +189,7 @@ class Heartbeat:
         try:
             if holding:
                 await self._leases.hold(holding, ttl=self._rules.ttl)
-        except seams.LockUnavailableError as error:
+        except protocols.LockUnavailableError as error:
             logger.warning("run leases not written, trying again: %s", error)
             # Those finished meanwhile are in ``_to_release``: their hold may have landed.
             self._to_hold.update(lease.slot_id for lease in holding if self._is_running(lease))
@@ -243,13 +199,13 @@ class Heartbeat:
         try:
             if releasing:
                 await self._leases.release(list(releasing.values()))
-        except seams.LockUnavailableError as error:
+        except protocols.LockUnavailableError as error:
             logger.warning("run leases not released, trying again: %s", error)
             for slot_id, lease in releasing.items():
                 if slot_id not in self._running:  # not started here again meanwhile
                     self._to_release.setdefault(slot_id, lease)
 
-    def _is_running(self, lease: Lease) -> bool:
+    def _is_running(self, lease: records.Lease) -> bool:
         """``lease`` is still the lease of a run in flight here (same slot, same attempt)."""
         return self._running.get(lease.slot_id) is lease
 
@@ -260,7 +216,7 @@ class Heartbeat:
         renewing = [self._running[slot_id] for slot_id in self._held]
         try:
             gone = await self._leases.renew(renewing, ttl=self._rules.ttl)
-        except seams.LockUnavailableError as error:
+        except protocols.LockUnavailableError as error:
             logger.warning("run leases not renewed: %s", error)
             return False
         for slot_id in gone:
@@ -278,7 +234,7 @@ class Heartbeat:
         return True
 
 
-LostHandler = Callable[[Lease], Awaitable[None]]
+LostHandler = Callable[[records.Lease], Awaitable[None]]
 
 
 class LossDetector:
@@ -291,7 +247,7 @@ class LossDetector:
 
     def __init__(
         self,
-        leases: RunLeases,
+        leases: protocols.RunLeases,
         *,
         jobs: Callable[[], Collection[slots.JobRef]],
         on_lost: LostHandler,
@@ -321,7 +277,7 @@ class LossDetector:
         page, taken, skip = self._rules.page, 0, 0
         try:
             expired = await self._leases.expired(limit=page)
-        except seams.LockUnavailableError as error:
+        except protocols.LockUnavailableError as error:
             self._backend_failed(error)
             return 0
         if not self._settled():
@@ -338,7 +294,7 @@ class LossDetector:
                 # The others stay listed (taken ones are gone): the next page starts after them.
                 skip += len(expired) - len(mine)
                 expired = await self._leases.expired(limit=page, skip=skip)
-            except seams.LockUnavailableError as error:
+            except protocols.LockUnavailableError as error:
                 self._backend_failed(error)
                 break
         return taken
@@ -354,7 +310,7 @@ class LossDetector:
             self._answering_since = None
         return True
 
-    def _backend_failed(self, error: seams.LockUnavailableError) -> None:
+    def _backend_failed(self, error: protocols.LockUnavailableError) -> None:
         self._unavailable, self._answering_since = True, None
         logger.warning("lost runs not checked: %s", error)
 

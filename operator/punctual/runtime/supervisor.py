@@ -3,7 +3,8 @@
 import asyncio
 from datetime import datetime, timedelta
 
-from punctual.runtime import job_loop, leases, seams, timers
+from punctual.contracts import protocols, records
+from punctual.runtime import job_loop, timers
 from punctual.scheduling import plans, slots
 
 
@@ -11,9 +12,9 @@ class Supervisor:
     def __init__(
         self,
         *,
-        wall: seams.WallClock,
-        lock: seams.SlotLock,
-        store: seams.RunStore,
+        wall: protocols.WallClock,
+        lock: protocols.SlotLock,
+        store: protocols.RunStore,
         replica: str,
         stagger: timedelta = timedelta(),
         grace: timedelta = timedelta(seconds=10),
@@ -39,11 +40,11 @@ class Supervisor:
         self,
         job: slots.JobRef,
         plan: plans.JobPlan,
-        executor: seams.Executor,
+        executor: protocols.Executor,
         *,
         resume_after: datetime,
         missed_through: datetime | None = None,
-        lock: seams.SlotLock | None = None,
+        lock: protocols.SlotLock | None = None,
     ) -> None:
         """Schedule ``job`` (again) with ``plan``; see ``JobLoop.arm``.
 
@@ -64,7 +65,7 @@ class Supervisor:
             plan, executor, resume_after=resume_after, missed_through=missed_through, lock=lock
         )
 
-    async def lost(self, lease: leases.Lease) -> None:
+    async def lost(self, lease: records.Lease) -> None:
         """A run of an armed job whose replica died, taken over by this replica (the
         ``LossDetector``'s ``on_lost``): see ``JobLoop.lost``."""
         loop = self._loops.get(lease.job)

@@ -12,14 +12,14 @@ import heapq
 import itertools
 from datetime import datetime, timedelta
 
-from punctual.runtime.seams import WallClock
+from punctual.contracts import protocols
 
 
 class WallTimer:
     def __init__(
         self,
         *,
-        wall: WallClock,
+        wall: protocols.WallClock,
         near: timedelta = timedelta(minutes=1),
         near_chunk: timedelta = timedelta(seconds=1),
         far_chunk: timedelta = timedelta(minutes=1),

@@ -1,1 +1,1 @@
-"""Run stores, one per module, each implementing ``punctual.runtime.seams.RunStore``."""
+"""Run stores, one per module, each implementing ``punctual.contracts.protocols.RunStore``."""

@@ -4,20 +4,20 @@ import logging
 from collections.abc import Callable
 from datetime import datetime
 
-from punctual.runtime import seams
+from punctual.contracts import protocols, records
 from punctual.scheduling import overlap, slots
 
 logger = logging.getLogger(__name__)
 
 
 class FanoutStore:
-    """``seams.RunStore`` that tells each of ``stores``, in order.
+    """``protocols.RunStore`` that tells each of ``stores``, in order.
 
     A store that raises is logged and skipped: the others still hear about the run, and the
     scheduler, which calls stores from inside its runs, never sees a sink's failure.
     """
 
-    def __init__(self, *stores: seams.RunStore) -> None:
+    def __init__(self, *stores: protocols.RunStore) -> None:
         self.stores = stores
 
     def slot_upcoming(self, job: slots.JobRef, *, scheduled_time: datetime) -> None:
@@ -27,10 +27,10 @@ class FanoutStore:
             lambda store: store.slot_upcoming(job, scheduled_time=scheduled_time),
         )
 
-    def run_started(self, job: slots.JobRef, run: seams.ActiveRun) -> None:
+    def run_started(self, job: slots.JobRef, run: records.ActiveRun) -> None:
         self._each("run_started", job, lambda store: store.run_started(job, run))
 
-    def run_finished(self, job: slots.JobRef, record: seams.RunRecord) -> None:
+    def run_finished(self, job: slots.JobRef, record: records.RunRecord) -> None:
         self._each("run_finished", job, lambda store: store.run_finished(job, record))
 
     def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
@@ -47,7 +47,9 @@ class FanoutStore:
             lambda store: store.slot_overlapped(job, slot=slot, policy=policy),
         )
 
-    def _each(self, what: str, job: slots.JobRef, call: Callable[[seams.RunStore], None]) -> None:
+    def _each(
+        self, what: str, job: slots.JobRef, call: Callable[[protocols.RunStore], None]
+    ) -> None:
         for store in self.stores:
             try:
                 call(store)

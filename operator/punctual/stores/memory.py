@@ -4,20 +4,20 @@ import collections
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from punctual.runtime import seams
+from punctual.contracts import records
 from punctual.scheduling import overlap, slots
 
 
 @dataclass
 class JobHistory:
-    started: list[seams.ActiveRun] = field(default_factory=list)
-    finished: list[seams.RunRecord] = field(default_factory=list)
+    started: list[records.ActiveRun] = field(default_factory=list)
+    finished: list[records.RunRecord] = field(default_factory=list)
     missed: int = 0
     newest_missed: datetime | None = None
     upcoming: datetime | None = None
     overlapped: list[datetime] = field(default_factory=list)
 
-    def results(self) -> collections.Counter[seams.RunResult]:
+    def results(self) -> collections.Counter[records.RunResult]:
         return collections.Counter(record.result for record in self.finished)
 
 
@@ -30,10 +30,10 @@ class MemoryStore:
     def slot_upcoming(self, job: slots.JobRef, *, scheduled_time: datetime) -> None:
         self.jobs[job].upcoming = scheduled_time
 
-    def run_started(self, job: slots.JobRef, run: seams.ActiveRun) -> None:
+    def run_started(self, job: slots.JobRef, run: records.ActiveRun) -> None:
         self.jobs[job].started.append(run)
 
-    def run_finished(self, job: slots.JobRef, record: seams.RunRecord) -> None:
+    def run_finished(self, job: slots.JobRef, record: records.RunRecord) -> None:
         self.jobs[job].finished.append(record)
 
     def slot_overlapped(

@@ -8,17 +8,17 @@ from datetime import datetime, timedelta
 import prometheus_client
 
 from punctual import metrics
-from punctual.runtime import seams
+from punctual.contracts import records
 from punctual.scheduling import overlap, slots
 
 
 class MeteredStore:
-    """``seams.RunStore`` feeding ``metrics.Metrics``."""
+    """``protocols.RunStore`` feeding ``metrics.Metrics``."""
 
     def __init__(self, meters: metrics.Metrics) -> None:
         self._meters = meters
         # Bound once: ``labels()`` takes a lock and parses its arguments on every call.
-        self._runs: dict[seams.RunResult, prometheus_client.Counter] = {
+        self._runs: dict[records.RunResult, prometheus_client.Counter] = {
             result: meters.runs.labels(result=result.value) for result in metrics.RECORDED_RESULTS
         }
 
@@ -26,18 +26,18 @@ class MeteredStore:
     def slot_upcoming(self, job: slots.JobRef, *, scheduled_time: datetime) -> None:
         """Nothing to count: the lateness is measured when the run starts."""
 
-    def run_started(self, job: slots.JobRef, run: seams.ActiveRun) -> None:
+    def run_started(self, job: slots.JobRef, run: records.ActiveRun) -> None:
         # A negative lateness (a timer that woke early, a wall-clock step) is clamped: the
         # histogram's sum would otherwise understate how late runs really are.
         lateness = max(run.started_at - run.scheduled_time, timedelta())
         self._meters.run_lateness.observe(lateness.total_seconds())
         self._meters.active_runs.inc()
 
-    def run_finished(self, job: slots.JobRef, record: seams.RunRecord) -> None:
+    def run_finished(self, job: slots.JobRef, record: records.RunRecord) -> None:
         # Missed slots never come here: they are counted by ``slots_missed``.
         self._runs[record.result].inc()
         # Only records of runs reported started here: a Lost record is another replica's run.
-        if record.started_at is not None and record.result is not seams.RunResult.LOST:
+        if record.started_at is not None and record.result is not records.RunResult.LOST:
             self._meters.active_runs.dec()
 
     def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:

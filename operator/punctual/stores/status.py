@@ -37,22 +37,22 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
+from punctual.contracts import protocols, records
 from punctual.kube import events, objects, status
-from punctual.runtime import seams
 from punctual.scheduling import overlap, slots, timeline
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 _COUNT_KEYS = {
-    seams.RunResult.SUCCEEDED: "succeeded",
-    seams.RunResult.FAILED: "failed",
-    seams.RunResult.TIMED_OUT: "timedOut",
-    seams.RunResult.SKIPPED_OVERLAP: "skippedOverlap",
-    seams.RunResult.MISSED: "missed",
-    seams.RunResult.LOST: "lost",
+    records.RunResult.SUCCEEDED: "succeeded",
+    records.RunResult.FAILED: "failed",
+    records.RunResult.TIMED_OUT: "timedOut",
+    records.RunResult.SKIPPED_OVERLAP: "skippedOverlap",
+    records.RunResult.MISSED: "missed",
+    records.RunResult.LOST: "lost",
 }
-_RUNS = {seams.RunResult.SUCCEEDED, seams.RunResult.FAILED, seams.RunResult.TIMED_OUT}
+_RUNS = {records.RunResult.SUCCEEDED, records.RunResult.FAILED, records.RunResult.TIMED_OUT}
 MIN_BATCH = 4
 """Writes a tick may start whatever the spread (a few writes at once cost nothing)."""
 ACTIVE_HEARTBEAT = 30.0
@@ -104,7 +104,7 @@ class _Pending:
     """What this replica has to say about one job since its last write."""
 
     counts: collections.Counter[str] = field(default_factory=collections.Counter)
-    records: list[seams.RunRecord] = field(default_factory=list)
+    run_records: list[records.RunRecord] = field(default_factory=list)
     claimed: datetime | None = None
     conditions: dict[str, Condition] = field(default_factory=dict)
     observed_generation: int | None = None
@@ -119,7 +119,7 @@ class _Pending:
     def absorb(self, older: "_Pending") -> None:
         """Take back what a failed write could not deliver."""
         self.counts.update(older.counts)
-        self.records[:0] = older.records
+        self.run_records[:0] = older.run_records
         self.claimed = _latest(self.claimed, older.claimed)
         self.conditions = {**older.conditions, **self.conditions}
         if self.observed_generation is None:
@@ -133,7 +133,7 @@ class _Pending:
     def empty(self) -> bool:
         return not (
             self.counts
-            or self.records
+            or self.run_records
             or self.claimed
             or self.conditions
             or self.observed_generation is not None
@@ -146,7 +146,7 @@ class _Pending:
         self.in_doubt = [doubtful for doubtful in self.in_doubt if not _shows(current, doubtful)]
         settled = _Pending(
             counts=collections.Counter(self.counts),
-            records=list(self.records),
+            run_records=list(self.run_records),
             claimed=self.claimed,
             conditions=dict(self.conditions),
             observed_generation=self.observed_generation,
@@ -175,7 +175,7 @@ class StatusStore:
         api: status.StatusApi,
         cache: objects.ObjectCache,
         replica: str,
-        wall: seams.WallClock,
+        wall: protocols.WallClock,
         interval: timedelta = timedelta(seconds=5),
         tick: timedelta = timedelta(milliseconds=250),
         concurrency: int = 16,
@@ -201,7 +201,7 @@ class StatusStore:
         self._pending: dict[slots.JobRef, _Pending] = {}
         """In insertion order, which is the order of ``since``."""
         self._urgent: set[slots.JobRef] = set()
-        self._active: collections.defaultdict[slots.JobRef, dict[datetime, seams.ActiveRun]] = (
+        self._active: collections.defaultdict[slots.JobRef, dict[datetime, records.ActiveRun]] = (
             collections.defaultdict(dict)
         )
         self._upcoming: dict[slots.JobRef, datetime] = {}
@@ -216,11 +216,11 @@ class StatusStore:
     def slot_upcoming(self, job: slots.JobRef, *, scheduled_time: datetime) -> None:
         self._upcoming[job] = scheduled_time  # written along with the next change, if any
 
-    def run_started(self, job: slots.JobRef, run: seams.ActiveRun) -> None:
+    def run_started(self, job: slots.JobRef, run: records.ActiveRun) -> None:
         self._active[job][run.slot] = run
         self._note(job).claimed = _latest(self._note(job).claimed, run.slot)
 
-    def run_finished(self, job: slots.JobRef, record: seams.RunRecord) -> None:
+    def run_finished(self, job: slots.JobRef, record: records.RunRecord) -> None:
         runs = self._active.get(job)
         if runs is not None:
             runs.pop(record.slot, None)
@@ -228,13 +228,13 @@ class StatusStore:
                 del self._active[job]
         pending = self._note(job)
         pending.counts[_COUNT_KEYS[record.result]] += 1
-        pending.records.append(record)
-        _trim(pending.records, self._history.get(job, History()))
+        pending.run_records.append(record)
+        _trim(pending.run_records, self._history.get(job, History()))
         pending.claimed = _latest(pending.claimed, record.slot)
         if record.result in (
-            seams.RunResult.FAILED,
-            seams.RunResult.TIMED_OUT,
-            seams.RunResult.LOST,
+            records.RunResult.FAILED,
+            records.RunResult.TIMED_OUT,
+            records.RunResult.LOST,
         ):
             self._warn(
                 job,
@@ -247,11 +247,11 @@ class StatusStore:
         pending.counts["missed"] += count
         pending.claimed = _latest(pending.claimed, newest)
         message = f"{count} slot(s) missed, the newest {timeline.rfc3339(newest)}"
-        pending.records.append(
-            seams.RunRecord(
+        pending.run_records.append(
+            records.RunRecord(
                 slot=newest,
                 scheduled_time=newest,
-                result=seams.RunResult.MISSED,
+                result=records.RunResult.MISSED,
                 message=message,
                 replica=self._replica,
             )
@@ -432,9 +432,9 @@ class StatusStore:
         counts = collections.Counter(dict.fromkeys(_COUNT_KEYS.values(), 0))
         counts.update(current.get("counts") or {})
         counts.update(pending.counts)
-        new_runs = [_as_run(record) for record in pending.records]
+        new_runs = [_as_run(record) for record in pending.run_records]
         # A run recorded Lost here belonged to a replica that died: its entry in active goes.
-        lost = {run["slot"] for run in new_runs if run["result"] == seams.RunResult.LOST.value}
+        lost = {run["slot"] for run in new_runs if run["result"] == records.RunResult.LOST.value}
         recent = _recent([*new_runs, *(current.get("recentRuns") or [])], history)
         composed: dict[str, Any] = {
             "counts": dict(counts),
@@ -455,7 +455,9 @@ class StatusStore:
         last_run = _newest([current.get("lastRun"), *(r for r in new_runs if r["result"] in _RUNS)])
         if last_run is not None:
             composed["lastRun"] = last_run
-        succeeded = [r["finishedAt"] for r in new_runs if r["result"] == seams.RunResult.SUCCEEDED]
+        succeeded = [
+            r["finishedAt"] for r in new_runs if r["result"] == records.RunResult.SUCCEEDED
+        ]
         last_success = _max_text([current.get("lastSuccessfulTime"), *succeeded])
         if last_success is not None:
             composed["lastSuccessfulTime"] = last_success
@@ -503,16 +505,16 @@ class StatusStore:
             events.warn(body, reason=reason, message=message)
 
 
-def _trim(records: list[seams.RunRecord], history: History) -> None:
-    """Drop the records ``records`` has beyond what a status shows: the newest
+def _trim(run_records: list[records.RunRecord], history: History) -> None:
+    """Drop the records ``run_records`` has beyond what a status shows: the newest
     ``history.succeeded`` successes and ``history.failed`` others (a job whose status is
     written rarely would otherwise pile up a record per run). Records come oldest first."""
-    if len(records) <= history.succeeded + history.failed:
+    if len(run_records) <= history.succeeded + history.failed:
         return
     shown = history.shown(
-        reversed(records), succeeded=lambda record: record.result == seams.RunResult.SUCCEEDED
+        reversed(run_records), succeeded=lambda record: record.result == records.RunResult.SUCCEEDED
     )
-    records[:] = reversed(shown)
+    run_records[:] = reversed(shown)
 
 
 def _latest(first: datetime | None, second: datetime | None) -> datetime | None:
@@ -523,10 +525,12 @@ def _latest(first: datetime | None, second: datetime | None) -> datetime | None:
 def _shows(current: Mapping[str, Any], batch: _Pending) -> bool:
     """Whether ``current`` holds a run record of ``batch``: the write that carried it landed."""
     runs: list[Mapping[str, Any]] = current.get("recentRuns") or []
-    return any(_as_run(record).items() <= run.items() for record in batch.records for run in runs)
+    return any(
+        _as_run(record).items() <= run.items() for record in batch.run_records for run in runs
+    )
 
 
-def _as_run(record: seams.RunRecord) -> dict[str, Any]:
+def _as_run(record: records.RunRecord) -> dict[str, Any]:
     run: dict[str, Any] = {
         "slot": timeline.rfc3339(record.slot),
         "scheduledTime": timeline.rfc3339(record.scheduled_time),
@@ -545,7 +549,7 @@ def _as_run(record: seams.RunRecord) -> dict[str, Any]:
     return run
 
 
-def _as_active(run: seams.ActiveRun, *, heartbeat: datetime) -> dict[str, Any]:
+def _as_active(run: records.ActiveRun, *, heartbeat: datetime) -> dict[str, Any]:
     active: dict[str, Any] = {
         "slot": timeline.rfc3339(run.slot),
         "startedAt": timeline.rfc3339(run.started_at),
@@ -586,9 +590,9 @@ def _recent(runs: list[dict[str, Any]], history: History) -> list[dict[str, Any]
     whose slot cannot be read are dropped)."""
     return history.shown(
         sorted(filter(_readable, runs), key=_slot_key, reverse=True),
-        succeeded=lambda run: run["result"] == seams.RunResult.SUCCEEDED,
+        succeeded=lambda run: run["result"] == records.RunResult.SUCCEEDED,
         # A lost run and its retry are two entries of the same slot.
-        key=lambda run: f"{run['slot']}/{run['result'] == seams.RunResult.LOST}",
+        key=lambda run: f"{run['slot']}/{run['result'] == records.RunResult.LOST}",
     )
 
 

@@ -1,6 +1,5 @@
 """The CRD is generated from the models, is what the API server needs, and is what is committed."""
 
-import enum
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,6 @@ import yaml
 from punctual.api import crd, models, plans
 from punctual.cli import crd as crd_command
 from punctual.cli import main
-from punctual.runtime import seams
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 COMMITTED_CRD = REPO_ROOT / "crds" / "scheduledjobs.punctual.dev.yaml"
@@ -305,11 +303,3 @@ class TestDefaultsAreTheModelsDefaults:
 
         assert defaulted != minimal
         assert plans.parse_spec(defaulted) == plans.parse_spec(minimal)
-
-
-class TestTheApiSpeaksTheRuntimesResultWords:
-    def test_run_results_match(self) -> None:
-        def values(kind: type[enum.StrEnum]) -> list[str]:
-            return [member.value for member in kind]
-
-        assert values(models.RunResult) == values(seams.RunResult)

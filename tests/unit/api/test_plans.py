@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from punctual.api import models, plans
+from punctual.contracts import records
 from punctual.scheduling import cron, dst, durations, interval, missed, overlap, slots
 from punctual.scheduling.errors import InvalidSpecError
 
@@ -506,7 +507,7 @@ class TestStatusRoundTripsThroughItsWireForm:
 
         assert status.last_schedule_time == datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
         assert status.last_run is not None
-        assert status.last_run.result is models.RunResult.SUCCEEDED
+        assert status.last_run.result is records.RunResult.SUCCEEDED
         assert status.model_dump(mode="json", exclude_none=True) == wire
 
     def test_timestamps_in_other_offsets_are_written_in_utc(self) -> None:

@@ -19,10 +19,11 @@ from kopf._core.engines import activities, indexing
 from kopf._core.intents import causes
 
 from punctual.cli import run as run_command
+from punctual.contracts import records
 from punctual.controller import handlers, reconciler
 from punctual.kube import objects, status
 from punctual.locks import memory
-from punctual.runtime import seams, supervisor
+from punctual.runtime import supervisor
 from punctual.scheduling import interval, missed, overlap, plans, slots
 from punctual.stores import status as status_store
 
@@ -87,7 +88,7 @@ async def forever() -> None:
     await asyncio.Event().wait()
 
 
-async def hangs(context: seams.RunContext) -> seams.Outcome:
+async def hangs(context: records.RunContext) -> records.Outcome:
     await forever()
     raise AssertionError("never")
 

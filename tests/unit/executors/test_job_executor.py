@@ -7,9 +7,9 @@ from typing import Any, cast
 
 import pytest
 
+from punctual.contracts import protocols, records
 from punctual.executors import job
 from punctual.kube import jobs
-from punctual.runtime import seams
 from punctual.scheduling import slots
 
 OWNER = slots.JobRef(namespace="reports", name="nightly", uid="owner-uid")
@@ -18,8 +18,8 @@ TEMPLATE = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image":
 COMPLETE = jobs.JobEnd(True, "Complete")
 
 
-def context(slot: datetime = SLOT) -> seams.RunContext:
-    return seams.RunContext(
+def context(slot: datetime = SLOT) -> records.RunContext:
+    return records.RunContext(
         job=OWNER,
         slot=slot,
         slot_id=slots.slot_id(OWNER, slot),
@@ -122,7 +122,7 @@ class TestARun:
     ) -> None:
         outcome = await executor(api, watcher)(context())
 
-        assert outcome == seams.Outcome(True, "Job nightly-1796002200 complete")
+        assert outcome == records.Outcome(True, "Job nightly-1796002200 complete")
         [manifest] = api.created
         assert manifest["metadata"]["name"] == "nightly-1796002200"
         assert manifest["spec"]["activeDeadlineSeconds"] == 60  # the spec's timeout, no margin
@@ -135,7 +135,7 @@ class TestARun:
 
         outcome = await executor(api, watcher)(context())
 
-        assert outcome == seams.Outcome(
+        assert outcome == records.Outcome(
             False, "Job nightly-1796002200 failed: BackoffLimitExceeded: Job has reached the limit"
         )
 
@@ -172,7 +172,7 @@ class TestARun:
 
         outcome = await executor(api, watcher)(context())
 
-        assert outcome == seams.Outcome(
+        assert outcome == records.Outcome(
             False, "Job nightly-1796002200 exists and was not created for this slot: not touched"
         )
         assert watcher.followed == []
@@ -180,7 +180,7 @@ class TestARun:
 
 class TestPreparingTheJobBeforeItsSlot:
     def test_the_executor_prepares_runs(self, api: FakeApi, watcher: FakeWatcher) -> None:
-        assert isinstance(executor(api, watcher), seams.PreparesRuns)
+        assert isinstance(executor(api, watcher), protocols.PreparesRuns)
 
     async def test_a_prepared_slot_sends_the_job_built_ahead(
         self, api: FakeApi, watcher: FakeWatcher, monkeypatch: pytest.MonkeyPatch

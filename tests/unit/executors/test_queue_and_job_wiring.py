@@ -13,11 +13,11 @@ from typing import Any, cast
 import pytest
 
 from punctual.api import plans
+from punctual.contracts import records
 from punctual.controller import targets
 from punctual.executors import http_connections, job, queue
 from punctual.kube import jobs, secrets
 from punctual.locks import redis_stream
-from punctual.runtime import seams
 from punctual.scheduling import slots
 from punctual.scheduling.errors import InvalidSpecError
 
@@ -30,8 +30,8 @@ def spec(target: dict[str, Any], **fields: Any) -> Any:
     return plans.parse_spec({"every": "1m", "target": target, **fields})
 
 
-def context(slot: datetime = SLOT) -> seams.RunContext:
-    return seams.RunContext(
+def context(slot: datetime = SLOT) -> records.RunContext:
+    return records.RunContext(
         job=JOB_REF,
         slot=slot,
         slot_id=slots.slot_id(JOB_REF, slot),
@@ -40,8 +40,8 @@ def context(slot: datetime = SLOT) -> seams.RunContext:
     )
 
 
-def claim(*, scheduled: datetime | None = None) -> seams.Claim:
-    return seams.Claim(
+def claim(*, scheduled: datetime | None = None) -> records.Claim:
+    return records.Claim(
         job=JOB_REF,
         slot=SLOT,
         slot_id=slots.slot_id(JOB_REF, SLOT),
@@ -129,8 +129,8 @@ class TestTheQueueTarget:
 
         executor = queue.QueueExecutor(Entries(), stream="reports:jobs")
 
-        assert await executor(context()) == seams.Outcome(True, "enqueued 1796002200003-0")
-        assert await executor(context(SLOT + timedelta(minutes=1))) == seams.Outcome(
+        assert await executor(context()) == records.Outcome(True, "enqueued 1796002200003-0")
+        assert await executor(context(SLOT + timedelta(minutes=1))) == records.Outcome(
             True, "enqueued (id unknown)"
         )
 

@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from punctual.contracts import protocols, records
 from punctual.kube import objects
 from punctual.locks import kubernetes
-from punctual.runtime import seams
 from punctual.scheduling import slots, timeline
 from status_api_double import JOB, FakeStatusApi, scheduled_job, store_on
 
@@ -20,8 +20,8 @@ PREVIOUS = datetime(2026, 11, 30, 1, 29, 59, tzinfo=UTC)
 SLOT = PREVIOUS + timedelta(seconds=1)
 
 
-def claim_of(slot: datetime) -> seams.Claim:
-    return seams.Claim(
+def claim_of(slot: datetime) -> records.Claim:
+    return records.Claim(
         job=JOB, slot=slot, slot_id=slots.slot_id(JOB, slot), holder="r1:1", ttl=timedelta(1)
     )
 
@@ -41,10 +41,10 @@ class Replica:
         )
         self.store.run_finished(
             JOB,
-            seams.RunRecord(
+            records.RunRecord(
                 slot=PREVIOUS,
                 scheduled_time=PREVIOUS,
-                result=seams.RunResult.SUCCEEDED,
+                result=records.RunResult.SUCCEEDED,
                 started_at=PREVIOUS,
                 finished_at=PREVIOUS + timedelta(milliseconds=30),
                 replica="r1",
@@ -102,7 +102,7 @@ async def test_an_unavailable_api_server_fails_the_claim_closed_and_counts_the_r
     replica = Replica(at_previous_slot())
     replica.api.faults.append(fault)
 
-    with pytest.raises(seams.LockUnavailableError):
+    with pytest.raises(protocols.LockUnavailableError):
         await replica.lock.claim(claim_of(SLOT))
 
     assert await replica.succeeded_on_the_object() == 1

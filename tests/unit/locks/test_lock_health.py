@@ -6,16 +6,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from punctual.contracts import protocols, records
 from punctual.locks.health import HealthTrackingLock
-from punctual.runtime import seams
 from punctual.scheduling import slots
 
 JOB = slots.JobRef(namespace="ns", name="job", uid="uid-1")
 SLOT = datetime(2026, 1, 1, tzinfo=UTC)
-CLAIM = seams.Claim(
+CLAIM = records.Claim(
     job=JOB, slot=SLOT, slot_id=slots.slot_id(JOB, SLOT), holder="r1:1", ttl=timedelta(minutes=1)
 )
-DOWN = seams.LockUnavailableError("redis://:***@127.0.0.1:6379/0: slot not claimed: refused")
+DOWN = protocols.LockUnavailableError("redis://:***@127.0.0.1:6379/0: slot not claimed: refused")
 
 
 class ScriptedLock:
@@ -26,7 +26,7 @@ class ScriptedLock:
         self.down = False
         self.pings = 0
 
-    async def claim(self, claim: seams.Claim) -> bool:
+    async def claim(self, claim: records.Claim) -> bool:
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
@@ -39,7 +39,7 @@ class ScriptedLock:
 
 
 class UnpingableLock:
-    async def claim(self, claim: seams.Claim) -> bool:
+    async def claim(self, claim: records.Claim) -> bool:
         return True
 
 
@@ -62,7 +62,7 @@ async def test_the_first_unanswered_claim_reports_unavailable_once_with_the_reas
     lock, changes = tracked(ScriptedLock(DOWN, DOWN))
 
     for _ in range(2):
-        with pytest.raises(seams.LockUnavailableError):
+        with pytest.raises(protocols.LockUnavailableError):
             await lock.claim(CLAIM)
 
     assert not lock.available
@@ -75,7 +75,7 @@ async def test_the_first_unanswered_claim_reports_unavailable_once_with_the_reas
 
 async def test_the_next_answered_claim_reports_available_again() -> None:
     lock, changes = tracked(ScriptedLock(DOWN, False))
-    with pytest.raises(seams.LockUnavailableError):
+    with pytest.raises(protocols.LockUnavailableError):
         await lock.claim(CLAIM)
 
     await lock.claim(CLAIM)
@@ -91,7 +91,7 @@ async def test_while_down_the_watch_pings_until_the_backend_answers() -> None:
     lock, changes = tracked(inner)
     watching = asyncio.create_task(lock.watch())
     try:
-        with pytest.raises(seams.LockUnavailableError):
+        with pytest.raises(protocols.LockUnavailableError):
             await lock.claim(CLAIM)
         await asyncio.sleep(0.05)
         assert not lock.available
@@ -123,7 +123,7 @@ async def test_a_failing_listener_does_not_hide_the_change_from_the_others() -> 
     lock.subscribe(broken)
     lock.subscribe(lambda available, _: changes.append(available))
 
-    with pytest.raises(seams.LockUnavailableError):
+    with pytest.raises(protocols.LockUnavailableError):
         await lock.claim(CLAIM)
 
     assert changes == [False]

@@ -6,16 +6,16 @@ import prometheus_client
 import pytest
 
 from punctual import metrics
+from punctual.contracts import protocols, records
 from punctual.locks import memory, metered
-from punctual.runtime import seams
 from punctual.scheduling import slots
 
 JOB = slots.JobRef(namespace="reports", name="nightly", uid="5f0c1d2e-0000-4000-8000-00000000abcd")
 SLOT = datetime(2026, 1, 1, 2, 30, tzinfo=UTC)
 
 
-def claim(holder: str, *, slot: datetime = SLOT) -> seams.Claim:
-    return seams.Claim(
+def claim(holder: str, *, slot: datetime = SLOT) -> records.Claim:
+    return records.Claim(
         job=JOB,
         slot=slot,
         slot_id=slots.slot_id(JOB, slot),
@@ -25,8 +25,8 @@ def claim(holder: str, *, slot: datetime = SLOT) -> seams.Claim:
 
 
 class UnavailableLock:
-    async def claim(self, claim: seams.Claim) -> bool:
-        raise seams.LockUnavailableError(f"redis: slot {claim.slot_id} not claimed: refused")
+    async def claim(self, claim: records.Claim) -> bool:
+        raise protocols.LockUnavailableError(f"redis: slot {claim.slot_id} not claimed: refused")
 
 
 @pytest.fixture
@@ -65,7 +65,7 @@ class TestClaimsAreCountedByOutcome:
     ) -> None:
         lock = metered.MeteredLock(UnavailableLock(), meters=meters, backend="redis")
 
-        with pytest.raises(seams.LockUnavailableError):
+        with pytest.raises(protocols.LockUnavailableError):
             await lock.claim(claim("replica-a:1"))
 
         assert claims(registry, "redis", "error") == 1.0

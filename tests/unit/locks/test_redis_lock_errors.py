@@ -11,13 +11,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import redis.exceptions
 
+from punctual.contracts import protocols, records
 from punctual.locks import redis as redis_lock
-from punctual.runtime import seams
 from punctual.scheduling import slots
 
 JOB = slots.JobRef(namespace="reports", name="nightly", uid="5f0c1d2e-0000-4000-8000-00000000abcd")
 SLOT = datetime(2026, 1, 1, 2, 30, tzinfo=UTC)
-CLAIM = seams.Claim(
+CLAIM = records.Claim(
     job=JOB, slot=SLOT, slot_id=slots.slot_id(JOB, SLOT), holder="replica-a:1", ttl=timedelta(1)
 )
 PASSWORD = "hunter2-password"
@@ -118,8 +118,8 @@ class TestTheClaimSetsOneKeyWithTheTtl:
         ]
 
 
-def claim_of(slot: datetime, holder: str = "replica-a:1") -> seams.Claim:
-    return seams.Claim(
+def claim_of(slot: datetime, holder: str = "replica-a:1") -> records.Claim:
+    return records.Claim(
         job=JOB, slot=slot, slot_id=slots.slot_id(JOB, slot), holder=holder, ttl=timedelta(1)
     )
 
@@ -192,7 +192,7 @@ class TestClaimsMadeDuringARoundTripRideInTheNext:
         await lock.close()
 
         outcomes = await asyncio.gather(*claims, return_exceptions=True)
-        assert all(isinstance(outcome, seams.LockUnavailableError) for outcome in outcomes)
+        assert all(isinstance(outcome, protocols.LockUnavailableError) for outcome in outcomes)
 
 
 class TestALostReplyIsRecoveredOnce:
@@ -226,7 +226,7 @@ class TestWhatCannotBeAnsweredFailsClosed:
             fails_with(redis.exceptions.TimeoutError("Timeout reading from socket")),
         )
 
-        with pytest.raises(seams.LockUnavailableError, match="TimeoutError: Timeout reading"):
+        with pytest.raises(protocols.LockUnavailableError, match="TimeoutError: Timeout reading"):
             await lock_on(client).claim(CLAIM)
 
     @pytest.mark.parametrize(
@@ -240,14 +240,14 @@ class TestWhatCannotBeAnsweredFailsClosed:
     async def test_a_refusal_is_not_retried(self, error: redis.exceptions.RedisError) -> None:
         client = ScriptedRedis(fails_with(error), set_nx)
 
-        with pytest.raises(seams.LockUnavailableError, match=type(error).__name__):
+        with pytest.raises(protocols.LockUnavailableError, match=type(error).__name__):
             await lock_on(client).claim(CLAIM)
         assert len(client.sets) == 1
 
     async def test_the_error_names_the_server_and_the_slot(self) -> None:
         client = ScriptedRedis(*[fails_with(redis.exceptions.ConnectionError("refused"))] * 2)
 
-        with pytest.raises(seams.LockUnavailableError) as raised:
+        with pytest.raises(protocols.LockUnavailableError) as raised:
             await lock_on(client).claim(CLAIM)
 
         assert str(raised.value) == (
@@ -257,7 +257,7 @@ class TestWhatCannotBeAnsweredFailsClosed:
     async def test_the_password_is_scrubbed_from_driver_messages(self) -> None:
         leaky = redis.exceptions.ResponseError(f"WRONGPASS for {PASSWORD}")
 
-        with pytest.raises(seams.LockUnavailableError) as raised:
+        with pytest.raises(protocols.LockUnavailableError) as raised:
             await lock_on(ScriptedRedis(fails_with(leaky))).claim(CLAIM)
 
         assert PASSWORD not in str(raised.value)
@@ -267,7 +267,7 @@ class TestWhatCannotBeAnsweredFailsClosed:
 
     async def test_a_slot_id_with_a_newline_is_refused_before_redis_is_asked(self) -> None:
         client = ScriptedRedis()
-        bad = seams.Claim(
+        bad = records.Claim(
             job=JOB, slot=SLOT, slot_id="a/b/uid/1\nDEL x", holder="replica-a:1", ttl=timedelta(1)
         )
 

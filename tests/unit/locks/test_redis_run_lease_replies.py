@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from punctual.contracts import records
 from punctual.locks import redis as redis_lock
 from punctual.locks import redis_leases
 from punctual.runtime import leases
@@ -17,7 +18,7 @@ JOB = slots.JobRef(namespace="reports", name="nightly", uid="5f0c1d2e-0000-4000-
 SLOT = datetime(2026, 1, 1, 2, 30, tzinfo=UTC)
 SLOT_ID = slots.slot_id(JOB, SLOT)
 STARTED = SLOT + timedelta(milliseconds=40)
-AS_WRITTEN = leases.Lease(
+AS_WRITTEN = records.Lease(
     job=JOB,
     slot=SLOT,
     slot_id=SLOT_ID,
@@ -71,7 +72,7 @@ def as_hold_wrote_it(**changes: bytes) -> list[bytes]:
     return [part for name, value in fields.items() for part in (name.encode(), value)]
 
 
-async def taken_over(run: list[bytes]) -> leases.Lease:
+async def taken_over(run: list[bytes]) -> records.Lease:
     [lease] = await run_leases(take_over=[SLOT_ID.encode(), run]).take_over([SLOT_ID])
     return lease
 
@@ -126,9 +127,9 @@ class TestTheExpiredLeasesListed:
             expired=[b"\xff\xfe", SLOT_ID.encode()],
             take_over=[SLOT_ID.encode(), as_hold_wrote_it()],
         )
-        lost: list[leases.Lease] = []
+        lost: list[records.Lease] = []
 
-        async def on_lost(lease: leases.Lease) -> None:
+        async def on_lost(lease: records.Lease) -> None:
             lost.append(lease)
 
         detector = leases.LossDetector(backend, jobs=lambda: [JOB], on_lost=on_lost)
@@ -139,7 +140,7 @@ class TestTheExpiredLeasesListed:
 
 class TestRenewals:
     async def test_a_slot_id_that_is_not_utf_8_reads_as_escapes(self) -> None:
-        lease = leases.Lease(job=JOB, slot=SLOT, slot_id=SLOT_ID, replica="r1")
+        lease = records.Lease(job=JOB, slot=SLOT, slot_id=SLOT_ID, replica="r1")
 
         gone = await run_leases(renew=[b"\xff"]).renew([lease], ttl=timedelta(seconds=15))
 

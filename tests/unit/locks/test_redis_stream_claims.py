@@ -13,9 +13,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import redis.exceptions
 
+from punctual.contracts import protocols, records
 from punctual.locks import redis as redis_lock
 from punctual.locks import redis_stream
-from punctual.runtime import seams
 from punctual.scheduling import slots
 
 JOB = slots.JobRef(namespace="reports", name="nightly", uid="5f0c1d2e-0000-4000-8000-00000000abcd")
@@ -24,8 +24,8 @@ SLOTS = [SLOT + timedelta(minutes=n) for n in range(5)]
 STREAM = "reports:jobs"
 
 
-def claim_of(slot: datetime, *, holder: str = "replica-a:1", run: bool = True) -> seams.Claim:
-    return seams.Claim(
+def claim_of(slot: datetime, *, holder: str = "replica-a:1", run: bool = True) -> records.Claim:
+    return records.Claim(
         job=JOB,
         slot=slot,
         slot_id=slots.slot_id(JOB, slot),
@@ -225,7 +225,7 @@ class TestTheScriptIsThereBeforeTheFirstSlot:
         monkeypatch.setattr(client, "script_load", loads_nothing)
         client.loaded = False
 
-        with pytest.raises(seams.LockUnavailableError, match="NoScriptError"):
+        with pytest.raises(protocols.LockUnavailableError, match="NoScriptError"):
             await lock_on(claims).claim(claim_of(SLOT))
         assert len(client.round_trips) == 2
 
@@ -258,7 +258,7 @@ class TestALostReplyIsRecoveredOnce:
         client.drop = (1, 2)
         client.keys[redis_lock.slot_key(claim_of(SLOT).slot_id)] = b"replica-b:9"
 
-        with pytest.raises(seams.LockUnavailableError, match="ConnectionError"):
+        with pytest.raises(protocols.LockUnavailableError, match="ConnectionError"):
             await lock_on(claims).claim(claim_of(SLOT))
 
 
@@ -272,4 +272,4 @@ async def test_claims_still_waiting_at_close_fail_closed(
     await claims.close()
 
     outcomes = await asyncio.gather(*waiting, return_exceptions=True)
-    assert all(isinstance(outcome, seams.LockUnavailableError) for outcome in outcomes)
+    assert all(isinstance(outcome, protocols.LockUnavailableError) for outcome in outcomes)

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from punctual.contracts import records
 from punctual.locks import redis as redis_lock
-from punctual.runtime import seams
 from punctual.scheduling import slots
 
 DNS_LABEL = st.from_regex(r"\A[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z", fullmatch=True)
@@ -68,7 +68,7 @@ class _NeverCalled:
 @pytest.mark.parametrize("odd", ODD_IDS[1:])
 async def test_the_lock_refuses_an_odd_slot_id_before_sending_anything(odd: str) -> None:
     job = slots.JobRef(namespace="ns", name="name", uid=str(uuid.uuid4()))
-    claim = seams.Claim(
+    claim = records.Claim(
         job=job,
         slot=datetime(2026, 1, 1, tzinfo=UTC),
         slot_id=odd,

@@ -8,8 +8,9 @@ import prometheus_client
 import pytest
 
 from punctual import metrics
+from punctual.contracts import records
 from punctual.locks import memory, metered
-from punctual.runtime import seams, supervisor
+from punctual.runtime import supervisor
 from punctual.scheduling import interval, overlap, plans, slots
 from punctual.stores import fanout
 from punctual.stores import memory as memory_store
@@ -34,14 +35,14 @@ def sample(registry: prometheus_client.CollectorRegistry, name: str, **labels: s
     return registry.get_sample_value(name, labels)
 
 
-def started(lateness: timedelta, *, slot: datetime = SLOT) -> seams.ActiveRun:
-    return seams.ActiveRun(
+def started(lateness: timedelta, *, slot: datetime = SLOT) -> records.ActiveRun:
+    return records.ActiveRun(
         slot=slot, scheduled_time=slot, started_at=slot + lateness, replica="replica-a"
     )
 
 
-def finished(result: seams.RunResult, *, ran: bool = True) -> seams.RunRecord:
-    return seams.RunRecord(
+def finished(result: records.RunResult, *, ran: bool = True) -> records.RunRecord:
+    return records.RunRecord(
         slot=SLOT,
         scheduled_time=SLOT,
         result=result,
@@ -116,7 +117,7 @@ class TestLatenessIsMeasuredAtTheStart:
         self, registry: prometheus_client.CollectorRegistry, meters: metrics.Metrics
     ) -> None:
         jitter = timedelta(seconds=17)
-        run = seams.ActiveRun(
+        run = records.ActiveRun(
             slot=SLOT,
             scheduled_time=SLOT + jitter,
             started_at=SLOT + jitter + 2 * MS,
@@ -142,9 +143,9 @@ class TestRunsAreCountedByResult:
     ) -> None:
         store = metered_store.MeteredStore(meters)
 
-        store.run_finished(JOB, finished(seams.RunResult.SUCCEEDED))
-        store.run_finished(JOB, finished(seams.RunResult.SUCCEEDED))
-        store.run_finished(JOB, finished(seams.RunResult.TIMED_OUT))
+        store.run_finished(JOB, finished(records.RunResult.SUCCEEDED))
+        store.run_finished(JOB, finished(records.RunResult.SUCCEEDED))
+        store.run_finished(JOB, finished(records.RunResult.TIMED_OUT))
 
         assert sample(registry, "punctual_runs_total", result="Succeeded") == 2.0
         assert sample(registry, "punctual_runs_total", result="TimedOut") == 1.0
@@ -171,7 +172,7 @@ class TestActiveRunsFollowStartsAndEnds:
         store.run_started(JOB, started(MS))
         assert sample(registry, "punctual_active_runs") == 2.0
 
-        store.run_finished(JOB, finished(seams.RunResult.FAILED))
+        store.run_finished(JOB, finished(records.RunResult.FAILED))
         assert sample(registry, "punctual_active_runs") == 1.0
 
     def test_a_skipped_slot_never_was_active(
@@ -180,7 +181,7 @@ class TestActiveRunsFollowStartsAndEnds:
         store = metered_store.MeteredStore(meters)
         store.run_started(JOB, started(MS))
 
-        store.run_finished(JOB, finished(seams.RunResult.SKIPPED_OVERLAP, ran=False))
+        store.run_finished(JOB, finished(records.RunResult.SKIPPED_OVERLAP, ran=False))
 
         assert sample(registry, "punctual_active_runs") == 1.0
 
@@ -204,7 +205,7 @@ class TestOverlapsAreCountedByPolicy:
     ) -> None:
         store = metered_store.MeteredStore(meters)
 
-        store.run_finished(JOB, finished(seams.RunResult.SKIPPED_OVERLAP, ran=False))
+        store.run_finished(JOB, finished(records.RunResult.SKIPPED_OVERLAP, ran=False))
 
         assert sample(registry, "punctual_runs_total", result="SkippedOverlap") == 1.0
         assert sample(registry, "punctual_overlaps_total", policy="Forbid") is None
@@ -232,9 +233,9 @@ class TestTheSchedulerFeedsTheMetrics:
         def wall() -> datetime:
             return base + timedelta(seconds=asyncio.get_running_loop().time() - origin)
 
-        async def slow(context: seams.RunContext) -> seams.Outcome:
+        async def slow(context: records.RunContext) -> records.Outcome:
             await asyncio.sleep(1.5)  # every other slot of a 1 s schedule finds it running
-            return seams.Outcome(succeeded=True, message="done")
+            return records.Outcome(succeeded=True, message="done")
 
         status = memory_store.MemoryStore()
         running = supervisor.Supervisor(
@@ -255,8 +256,8 @@ class TestTheSchedulerFeedsTheMetrics:
             await running.shutdown()
 
         history = status.jobs[JOB]
-        succeeded = sum(1 for r in history.finished if r.result is seams.RunResult.SUCCEEDED)
-        skipped = sum(1 for r in history.finished if r.result is seams.RunResult.SKIPPED_OVERLAP)
+        succeeded = sum(1 for r in history.finished if r.result is records.RunResult.SUCCEEDED)
+        skipped = sum(1 for r in history.finished if r.result is records.RunResult.SKIPPED_OVERLAP)
         assert succeeded >= 4
         assert skipped >= 4
         assert sample(registry, "punctual_runs_total", result="Succeeded") == succeeded

@@ -5,17 +5,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from punctual.runtime import seams
+from punctual.contracts import records
 from punctual.scheduling import slots
 from punctual.stores import fanout, memory
 
 JOB = slots.JobRef(namespace="reports", name="nightly", uid="5f0c1d2e-0000-4000-8000-00000000abcd")
 SLOT = datetime(2026, 1, 1, 2, 30, tzinfo=UTC)
-RUN = seams.ActiveRun(slot=SLOT, scheduled_time=SLOT, started_at=SLOT, replica="replica-a")
-RECORD = seams.RunRecord(
+RUN = records.ActiveRun(slot=SLOT, scheduled_time=SLOT, started_at=SLOT, replica="replica-a")
+RECORD = records.RunRecord(
     slot=SLOT,
     scheduled_time=SLOT,
-    result=seams.RunResult.SUCCEEDED,
+    result=records.RunResult.SUCCEEDED,
     started_at=SLOT,
     finished_at=SLOT + timedelta(seconds=1),
 )
@@ -27,10 +27,10 @@ class BrokenStore:
     def slot_upcoming(self, job: slots.JobRef, *, scheduled_time: datetime) -> None:
         raise RuntimeError("status patch queue is gone")
 
-    def run_started(self, job: slots.JobRef, run: seams.ActiveRun) -> None:
+    def run_started(self, job: slots.JobRef, run: records.ActiveRun) -> None:
         raise RuntimeError("status patch queue is gone")
 
-    def run_finished(self, job: slots.JobRef, record: seams.RunRecord) -> None:
+    def run_finished(self, job: slots.JobRef, record: records.RunRecord) -> None:
         raise RuntimeError("status patch queue is gone")
 
     def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:

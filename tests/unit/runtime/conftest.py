@@ -11,8 +11,8 @@ from datetime import datetime, timedelta
 import pytest
 from runtime_doubles import BASE, FakeWall
 
+from punctual.contracts import protocols
 from punctual.locks.memory import MemoryLock
-from punctual.runtime import seams
 from punctual.runtime.supervisor import Supervisor
 from punctual.stores.memory import MemoryStore
 
@@ -36,7 +36,7 @@ def store() -> MemoryStore:
 
 
 @pytest.fixture
-def lock() -> seams.SlotLock:
+def lock() -> protocols.SlotLock:
     return MemoryLock()
 
 
@@ -47,7 +47,7 @@ def stagger() -> timedelta:
 
 @pytest.fixture
 async def supervisor(
-    wall: FakeWall, lock: seams.SlotLock, store: MemoryStore, stagger: timedelta
+    wall: FakeWall, lock: protocols.SlotLock, store: MemoryStore, stagger: timedelta
 ) -> AsyncIterator[Supervisor]:
     supervisor = Supervisor(
         wall=wall, lock=lock, store=store, replica="replica-a", stagger=stagger, grace=GRACE

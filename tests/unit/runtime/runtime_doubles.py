@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from punctual.runtime import seams
+from punctual.contracts import protocols, records
 from punctual.scheduling import interval, missed, overlap, plans, slots
 
 LOOPTIME = pytest.mark.looptime(
@@ -79,10 +79,10 @@ class Target:
 
     wall: FakeWall
     duration: timedelta = timedelta()
-    outcome: seams.Outcome = field(default_factory=lambda: seams.Outcome(True, "done"))
+    outcome: records.Outcome = field(default_factory=lambda: records.Outcome(True, "done"))
     fail_with: BaseException | None = None
     hang: bool = False
-    contexts: list[seams.RunContext] = field(default_factory=list)
+    contexts: list[records.RunContext] = field(default_factory=list)
     started: list[datetime] = field(default_factory=list)
     """Wall time at which each call began, in call order."""
     finished: list[datetime] = field(default_factory=list)
@@ -91,7 +91,7 @@ class Target:
     cancelled: int = 0
     """Calls that saw their cancellation (and let it through)."""
 
-    async def __call__(self, context: seams.RunContext) -> seams.Outcome:
+    async def __call__(self, context: records.RunContext) -> records.Outcome:
         self.contexts.append(context)
         self.started.append(self.wall())
         self.running += 1
@@ -124,11 +124,11 @@ class GrantingLock:
         self.asked: list[tuple[datetime, datetime]] = []
         """``(slot, wall time of the claim)`` pairs, in order."""
 
-    async def claim(self, claim: seams.Claim) -> bool:
+    async def claim(self, claim: records.Claim) -> bool:
         self.asked.append((claim.slot, self.wall()))
         return self.answer(claim)
 
-    def answer(self, claim: seams.Claim) -> bool:
+    def answer(self, claim: records.Claim) -> bool:
         return True
 
 
@@ -139,7 +139,7 @@ class LosingLock(GrantingLock):
         super().__init__(wall)
         self.lost = set(lost)
 
-    def answer(self, claim: seams.Claim) -> bool:
+    def answer(self, claim: records.Claim) -> bool:
         return claim.slot not in self.lost
 
 
@@ -150,9 +150,9 @@ class UnavailableLock(GrantingLock):
         super().__init__(wall)
         self.down_for = set(down_for)
 
-    def answer(self, claim: seams.Claim) -> bool:
+    def answer(self, claim: records.Claim) -> bool:
         if claim.slot in self.down_for:
-            raise seams.LockUnavailableError("redis: connection refused")
+            raise protocols.LockUnavailableError("redis: connection refused")
         return True
 
 
@@ -180,7 +180,7 @@ def every(
     )
 
 
-def results(records: Sequence[seams.RunRecord]) -> list[tuple[datetime, seams.RunResult]]:
+def results(records: Sequence[records.RunRecord]) -> list[tuple[datetime, records.RunResult]]:
     """``(slot, result)`` of each record, in the order they were recorded."""
     return [(record.slot, record.result) for record in records]
 

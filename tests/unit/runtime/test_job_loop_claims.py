@@ -22,8 +22,8 @@ from runtime_doubles import (
     every,
 )
 
+from punctual.contracts import records
 from punctual.locks.memory import MemoryLock
-from punctual.runtime import seams
 from punctual.runtime.supervisor import Supervisor
 from punctual.scheduling import slots
 from punctual.stores.memory import MemoryStore
@@ -54,10 +54,10 @@ class TestAClaim:
             assert abs(asked - slot) <= TOLERANCE
 
     async def test_names_the_slot_the_replica_and_a_ttl(self, wall: FakeWall) -> None:
-        claims: list[seams.Claim] = []
+        claims: list[records.Claim] = []
 
         class Spy:
-            async def claim(self, claim: seams.Claim) -> bool:
+            async def claim(self, claim: records.Claim) -> bool:
                 claims.append(claim)
                 return True
 
@@ -133,7 +133,7 @@ class TestAnUnexpectedLockError:
     @pytest.fixture
     def lock(self, wall: FakeWall) -> GrantingLock:
         class BrokenOnce(GrantingLock):
-            def answer(self, claim: seams.Claim) -> bool:
+            def answer(self, claim: records.Claim) -> bool:
                 if claim.slot == at(20):
                     raise ConnectionError("redis: connection reset by peer")
                 return True
@@ -155,7 +155,7 @@ class SlowAnsweringLock(GrantingLock):
         super().__init__(wall)
         self.holders: dict[str, str] = {}
 
-    async def claim(self, claim: seams.Claim) -> bool:
+    async def claim(self, claim: records.Claim) -> bool:
         won = self.holders.setdefault(claim.slot_id, claim.holder) == claim.holder
         await asyncio.sleep(0.2)
         return won

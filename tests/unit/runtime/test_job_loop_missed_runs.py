@@ -21,7 +21,7 @@ from runtime_doubles import (
     every,
 )
 
-from punctual.runtime import seams
+from punctual.contracts import protocols, records
 from punctual.runtime.supervisor import Supervisor
 from punctual.scheduling.missed import MissedRunPolicy
 from punctual.stores.memory import MemoryStore
@@ -236,7 +236,7 @@ class TestReplicasThatFallBehindAtDifferentTimes:
         return at(-5)
 
     async def test_each_slot_given_up_is_counted_by_one_replica(
-        self, supervisor: Supervisor, wall: FakeWall, lock: seams.SlotLock, store: MemoryStore
+        self, supervisor: Supervisor, wall: FakeWall, lock: protocols.SlotLock, store: MemoryStore
     ) -> None:
         other_store = MemoryStore()
         other = Supervisor(wall=wall, lock=lock, store=other_store, replica="replica-b")
@@ -269,7 +269,7 @@ class StuckLock(GrantingLock):
         super().__init__(wall)
         self.stuck = stuck
 
-    async def claim(self, claim: seams.Claim) -> bool:
+    async def claim(self, claim: records.Claim) -> bool:
         if claim.slot in self.stuck:
             await asyncio.Event().wait()
         return await super().claim(claim)

@@ -20,7 +20,7 @@ from runtime_doubles import (
     results,
 )
 
-from punctual.runtime.seams import RunResult
+from punctual.contracts.records import RunResult
 from punctual.runtime.supervisor import Supervisor
 from punctual.scheduling.overlap import ConcurrencyPolicy
 from punctual.stores.memory import MemoryStore

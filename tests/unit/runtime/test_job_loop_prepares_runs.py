@@ -10,7 +10,7 @@ from datetime import datetime
 import pytest
 from runtime_doubles import JOB, LOOPTIME, SECOND, FakeWall, Target, at, ats, every
 
-from punctual.runtime import seams
+from punctual.contracts import protocols, records
 from punctual.runtime.supervisor import Supervisor
 
 pytestmark = LOOPTIME
@@ -30,7 +30,7 @@ class PreparingTarget(Target):
     prepared: list[tuple[datetime, datetime]] = field(default_factory=list)
     fails_to_prepare: bool = False
 
-    def prepare(self, context: seams.RunContext) -> None:
+    def prepare(self, context: records.RunContext) -> None:
         self.prepared.append((context.slot, self.wall()))
         if self.fails_to_prepare:
             raise RuntimeError("the template cannot be serialised")
@@ -38,8 +38,8 @@ class PreparingTarget(Target):
 
 class TestRunsArePreparedBeforeTheirSlot:
     def test_a_target_with_prepare_prepares_runs(self, wall: FakeWall) -> None:
-        assert isinstance(PreparingTarget(wall), seams.PreparesRuns)
-        assert not isinstance(Target(wall), seams.PreparesRuns)
+        assert isinstance(PreparingTarget(wall), protocols.PreparesRuns)
+        assert not isinstance(Target(wall), protocols.PreparesRuns)
 
     async def test_each_slot_is_prepared_as_soon_as_the_previous_one_is_started(
         self, supervisor: Supervisor, wall: FakeWall
@@ -55,7 +55,7 @@ class TestRunsArePreparedBeforeTheirSlot:
         self, supervisor: Supervisor, wall: FakeWall
     ) -> None:
         target = PreparingTarget(wall)
-        contexts: list[seams.RunContext] = []
+        contexts: list[records.RunContext] = []
         target.prepare = contexts.append  # type: ignore[method-assign]
         supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5))
         await wall.sleep_until(at(15))

@@ -19,7 +19,7 @@ from runtime_doubles import (
     results,
 )
 
-from punctual.runtime.seams import Outcome, RunContext, RunResult
+from punctual.contracts.records import Outcome, RunContext, RunResult
 from punctual.runtime.supervisor import Supervisor
 from punctual.scheduling import slots
 from punctual.stores.memory import MemoryStore

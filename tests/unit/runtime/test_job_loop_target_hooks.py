@@ -15,8 +15,8 @@ from datetime import datetime
 import pytest
 from runtime_doubles import JOB, LOOPTIME, SECOND, FakeWall, GrantingLock, Target, at, ats, every
 
-from punctual.runtime import seams
-from punctual.runtime.seams import Outcome, RunResult
+from punctual.contracts import protocols, records
+from punctual.contracts.records import Outcome, RunResult
 from punctual.runtime.supervisor import Supervisor
 from punctual.scheduling import missed
 from punctual.scheduling.overlap import ConcurrencyPolicy
@@ -38,29 +38,29 @@ class JobLikeTarget(Target):
 
     aborted: list[datetime] = field(default_factory=list)
 
-    async def abort(self, context: seams.RunContext) -> None:
+    async def abort(self, context: records.RunContext) -> None:
         await asyncio.sleep(0.01)
         self.aborted.append(context.slot)
 
-    def job_name(self, context: seams.RunContext) -> str:
+    def job_name(self, context: records.RunContext) -> str:
         return f"nightly-{int(context.slot.timestamp())}"
 
 
 class RecordingLock(GrantingLock):
     def __init__(self, wall: FakeWall) -> None:
         super().__init__(wall)
-        self.claims: list[seams.Claim] = []
+        self.claims: list[records.Claim] = []
 
-    def answer(self, claim: seams.Claim) -> bool:
+    def answer(self, claim: records.Claim) -> bool:
         self.claims.append(claim)
         return True
 
 
 class TestAbortingTheTargetsWork:
     def test_a_job_like_target_is_abortable_and_names_its_jobs(self, wall: FakeWall) -> None:
-        assert isinstance(JobLikeTarget(wall), seams.Abortable)
-        assert isinstance(JobLikeTarget(wall), seams.NamesJobs)
-        assert not isinstance(Target(wall), seams.Abortable)
+        assert isinstance(JobLikeTarget(wall), protocols.Abortable)
+        assert isinstance(JobLikeTarget(wall), protocols.NamesJobs)
+        assert not isinstance(Target(wall), protocols.Abortable)
 
     async def test_replace_aborts_the_replaced_run(
         self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
@@ -158,7 +158,7 @@ class TestTheActiveRunNamesItsJob:
 
 class TestAJobsOwnLock:
     async def test_claims_its_slots_instead_of_the_supervisors(
-        self, supervisor: Supervisor, wall: FakeWall, lock: seams.SlotLock
+        self, supervisor: Supervisor, wall: FakeWall, lock: protocols.SlotLock
     ) -> None:
         own = RecordingLock(wall)
         target = Target(wall)
@@ -197,7 +197,7 @@ class TestAJobsOwnLock:
         assert store.jobs[JOB].missed == 6
 
     async def test_re_arming_without_it_goes_back_to_the_supervisors_lock(
-        self, supervisor: Supervisor, wall: FakeWall, lock: seams.SlotLock
+        self, supervisor: Supervisor, wall: FakeWall, lock: protocols.SlotLock
     ) -> None:
         own = RecordingLock(wall)
         supervisor.arm(JOB, every(PERIOD), Target(wall), resume_after=at(5), lock=own)

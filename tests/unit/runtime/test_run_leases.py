@@ -11,8 +11,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from punctual.runtime import seams
-from punctual.runtime.leases import Heartbeat, Lease, LeaseRules, LossDetector
+from punctual.contracts import protocols, records
+from punctual.contracts.records import Lease
+from punctual.runtime.leases import Heartbeat, LeaseRules, LossDetector
 from punctual.scheduling import slots
 
 JOB = slots.JobRef(namespace="ns", name="job", uid="uid-1")
@@ -46,7 +47,7 @@ class MemoryLeases:
     def _check(self, call: str) -> None:
         self.calls[call] += 1
         if self.down:
-            raise seams.LockUnavailableError("redis://***@127.0.0.1:1/0: refused")
+            raise protocols.LockUnavailableError("redis://***@127.0.0.1:1/0: refused")
 
     async def hold(self, leases: Sequence[Lease], *, ttl: timedelta) -> None:
         self._check("hold")
@@ -86,14 +87,14 @@ class MemoryLeases:
         self.expired_ids = [lease.slot_id for lease in leases] + self.expired_ids
 
 
-def started(slot: datetime = SLOT, *, attempt: int = 1) -> seams.ActiveRun:
-    return seams.ActiveRun(
+def started(slot: datetime = SLOT, *, attempt: int = 1) -> records.ActiveRun:
+    return records.ActiveRun(
         slot=slot, scheduled_time=slot, started_at=slot, replica="r1", attempt=attempt
     )
 
 
-def finished(slot: datetime = SLOT) -> seams.RunRecord:
-    return seams.RunRecord(slot=slot, scheduled_time=slot, result=seams.RunResult.SUCCEEDED)
+def finished(slot: datetime = SLOT) -> records.RunRecord:
+    return records.RunRecord(slot=slot, scheduled_time=slot, result=records.RunResult.SUCCEEDED)
 
 
 def a_lease(job: slots.JobRef = JOB, slot: datetime = SLOT, replica: str = "r2") -> Lease:

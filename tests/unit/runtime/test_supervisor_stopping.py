@@ -10,7 +10,7 @@ from datetime import datetime
 import pytest
 from runtime_doubles import JOB, LOOPTIME, SECOND, FakeWall, Target, at, ats, every, results
 
-from punctual.runtime.seams import RunContext, RunResult
+from punctual.contracts.records import RunContext, RunResult
 from punctual.runtime.supervisor import Supervisor
 from punctual.scheduling import slots
 from punctual.stores.memory import MemoryStore

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from punctual.contracts import records
 from punctual.kube import status
-from punctual.runtime import seams
 from punctual.stores import status as status_store
 from status_api_double import JOB, FakeStatusApi, scheduled_job, store_on
 
@@ -24,11 +24,11 @@ READY = status_store.Condition(
 )
 
 
-def succeeded(slot: datetime = SLOT) -> seams.RunRecord:
-    return seams.RunRecord(
+def succeeded(slot: datetime = SLOT) -> records.RunRecord:
+    return records.RunRecord(
         slot=slot,
         scheduled_time=slot,
-        result=seams.RunResult.SUCCEEDED,
+        result=records.RunResult.SUCCEEDED,
         started_at=slot,
         finished_at=slot + timedelta(milliseconds=40),
         message="HTTP 204",

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from punctual.contracts import records
 from punctual.kube import objects
-from punctual.runtime import seams
 from punctual.scheduling import slots
 from punctual.stores import status
 
@@ -225,10 +225,12 @@ class TestWritesPerSecondAreCapped:
             slot = NOW + timedelta(seconds=second)
             store.run_finished(
                 JOB,
-                seams.RunRecord(
+                records.RunRecord(
                     slot=slot,
                     scheduled_time=slot,
-                    result=seams.RunResult.FAILED if second == 10 else seams.RunResult.SUCCEEDED,
+                    result=records.RunResult.FAILED
+                    if second == 10
+                    else records.RunResult.SUCCEEDED,
                     started_at=slot,
                     finished_at=slot,
                     replica="r1",

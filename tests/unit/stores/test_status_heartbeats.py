@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from punctual.runtime import seams
+from punctual.contracts import records
 from punctual.scheduling import timeline
 from punctual.stores import status as status_store
 from status_api_double import JOB, FakeStatusApi, scheduled_job, store_on
@@ -52,7 +52,7 @@ def heartbeats(api: FakeStatusApi) -> list[str]:
 def start_a_run(store: status_store.StatusStore) -> None:
     store.run_started(
         JOB,
-        seams.ActiveRun(slot=EPOCH, scheduled_time=EPOCH, started_at=wall(), replica="r1"),
+        records.ActiveRun(slot=EPOCH, scheduled_time=EPOCH, started_at=wall(), replica="r1"),
     )
 
 
@@ -90,10 +90,10 @@ class TestARunInProgress:
             await asyncio.sleep(6)
             store.run_finished(
                 JOB,
-                seams.RunRecord(
+                records.RunRecord(
                     slot=EPOCH,
                     scheduled_time=EPOCH,
-                    result=seams.RunResult.SUCCEEDED,
+                    result=records.RunResult.SUCCEEDED,
                     started_at=EPOCH,
                     finished_at=wall(),
                     replica="r1",

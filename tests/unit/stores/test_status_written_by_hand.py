@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from punctual.runtime import seams
+from punctual.contracts import records
 from punctual.scheduling import timeline
 from status_api_double import JOB, FakeStatusApi, scheduled_job, store_on
 
@@ -20,11 +20,11 @@ UNREADABLE = [
 ]
 
 
-def succeeded(slot: datetime = SLOT) -> seams.RunRecord:
-    return seams.RunRecord(
+def succeeded(slot: datetime = SLOT) -> records.RunRecord:
+    return records.RunRecord(
         slot=slot,
         scheduled_time=slot,
-        result=seams.RunResult.SUCCEEDED,
+        result=records.RunResult.SUCCEEDED,
         started_at=slot,
         finished_at=slot + timedelta(milliseconds=40),
         message="HTTP 204",

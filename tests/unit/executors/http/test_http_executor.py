@@ -13,8 +13,8 @@ import aiohttp.test_utils
 import aiohttp.web
 import pytest
 
+from punctual.contracts import protocols, records
 from punctual.executors import http, http_connections, prepared
-from punctual.runtime import seams
 from punctual.scheduling import slots, timeline
 
 JOB = slots.JobRef(namespace="reports", name="nightly-report", uid="0f6c2a9e-uid")
@@ -89,8 +89,8 @@ def context(
     slot: datetime = SLOT,
     scheduled_time: datetime | None = None,
     timeout: timedelta = timedelta(seconds=5),
-) -> seams.RunContext:
-    return seams.RunContext(
+) -> records.RunContext:
+    return records.RunContext(
         job=JOB,
         slot=slot,
         slot_id=slots.slot_id(JOB, slot),
@@ -164,7 +164,7 @@ class TestHeadersAreBuiltBeforeTheSlot:
             http.HttpRequest(url="http://target/run"), connections=connections
         )
 
-        assert isinstance(executor, seams.PreparesRuns)
+        assert isinstance(executor, protocols.PreparesRuns)
 
     async def test_a_prepared_slot_sends_the_headers_built_ahead(
         self,
@@ -298,7 +298,7 @@ class TestTheStatusDecidesTheOutcome:
 
         outcome = await executor(context())
 
-        assert outcome == seams.Outcome(succeeded=False, message="HTTP 503 Service Unavailable")
+        assert outcome == records.Outcome(succeeded=False, message="HTTP 503 Service Unavailable")
 
     async def test_success_codes_narrow_what_succeeds(
         self, target: Target, connections: http_connections.HttpConnections

@@ -1,43 +1,17 @@
-"""The small protocols the scheduler is wired through, and the records that cross them."""
+"""The small protocols the scheduler is wired through: the slot lock, the executor and the
+abilities it may have, the sink of run events, the lease backend. Locks, stores and targets
+implement them; the scheduler (``punctual.runtime``) calls them; neither knows the other."""
 
-import enum
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
+from punctual.contracts import records
 from punctual.scheduling import overlap, slots
 
 WallClock = Callable[[], datetime]
 """Returns the current wall-clock time as an aware UTC datetime."""
-
-
-class RunResult(enum.StrEnum):
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-    TIMED_OUT = "TimedOut"
-    SKIPPED_OVERLAP = "SkippedOverlap"
-    MISSED = "Missed"
-    LOST = "Lost"
-    """The replica running it died (its lease expired); recorded by the replica that noticed."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Claim:
-    """A request to own one slot, exactly once across replicas."""
-
-    job: slots.JobRef
-    slot: datetime
-    slot_id: str
-    holder: str
-    """``<replica>:<run-id>``: who holds the slot, for humans reading the lock."""
-    ttl: timedelta
-    scheduled_time: datetime | None = None
-    """The slot plus the job's jitter (``None``: the slot itself), for locks that tell a target."""
-    run: bool = True
-    """False when the slot is claimed only to count it missed, once across replicas: nothing
-    runs, and a lock that acts on the target as it claims (the queue target) must not."""
 
 
 class LockUnavailableError(Exception):
@@ -45,7 +19,7 @@ class LockUnavailableError(Exception):
 
 
 class SlotLock(Protocol):
-    async def claim(self, claim: Claim) -> bool:
+    async def claim(self, claim: records.Claim) -> bool:
         """True when this replica now owns the slot; False when another one does.
 
         Raises ``LockUnavailableError`` when the backend cannot tell.
@@ -72,29 +46,8 @@ class StatusCarrier(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunContext:
-    """What an executor is told about the run it performs."""
-
-    job: slots.JobRef
-    slot: datetime
-    slot_id: str
-    """Also the idempotency key the target receives."""
-    scheduled_time: datetime
-    """The slot plus the job's jitter: when the run was due to start."""
-    timeout: timedelta
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    succeeded: bool
-    message: str = ""
-    timed_out: bool = False
-    """The target itself stopped the run at its timeout (a Job's activeDeadlineSeconds)."""
-
-
 class Executor(Protocol):
-    async def __call__(self, context: RunContext) -> Outcome: ...
+    async def __call__(self, context: records.RunContext) -> records.Outcome: ...
 
 
 @runtime_checkable
@@ -105,7 +58,7 @@ class Abortable(Protocol):
     timeout), never when the operator stops or forgets the job: a Job outlives its operator.
     """
 
-    async def abort(self, context: RunContext) -> None: ...
+    async def abort(self, context: records.RunContext) -> None: ...
 
 
 @runtime_checkable
@@ -121,7 +74,7 @@ class SeesRuns(Protocol):
 class NamesJobs(Protocol):
     """An executor that creates a named object per run (a Job), shown in ``status.active``."""
 
-    def job_name(self, context: RunContext) -> str: ...
+    def job_name(self, context: records.RunContext) -> str: ...
 
 
 @runtime_checkable
@@ -131,44 +84,7 @@ class PreparesRuns(Protocol):
     that work is off the firing path. Best effort: a run whose slot was not prepared (a missed
     or caught-up slot) does that work itself."""
 
-    def prepare(self, context: RunContext) -> None: ...
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ActiveRun:
-    """A run in flight."""
-
-    slot: datetime
-    scheduled_time: datetime
-    started_at: datetime
-    replica: str
-    job_name: str | None = None
-    """For the job target: the Job the run created."""
-    attempt: int = 1
-    """2 for the one retry of a run recorded Lost (``spec.retryLostRuns``)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunRecord:
-    """One slot's fate, as status and metrics report it."""
-
-    slot: datetime
-    scheduled_time: datetime
-    result: RunResult
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    message: str = ""
-    replica: str = ""
-
-    @property
-    def lateness(self) -> timedelta | None:
-        return None if self.started_at is None else self.started_at - self.scheduled_time
-
-    @property
-    def duration(self) -> timedelta | None:
-        if self.started_at is None or self.finished_at is None:
-            return None
-        return self.finished_at - self.started_at
+    def prepare(self, context: records.RunContext) -> None: ...
 
 
 class RunStore(Protocol):
@@ -178,9 +94,9 @@ class RunStore(Protocol):
         """The loop now waits for a slot due at ``scheduled_time`` (slot plus jitter)."""
         ...
 
-    def run_started(self, job: slots.JobRef, run: ActiveRun) -> None: ...
+    def run_started(self, job: slots.JobRef, run: records.ActiveRun) -> None: ...
 
-    def run_finished(self, job: slots.JobRef, record: RunRecord) -> None: ...
+    def run_finished(self, job: slots.JobRef, record: records.RunRecord) -> None: ...
 
     def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None: ...
 
@@ -188,4 +104,35 @@ class RunStore(Protocol):
         self, job: slots.JobRef, *, slot: datetime, policy: overlap.ConcurrencyPolicy
     ) -> None:
         """``slot`` came due while runs of the job were active or queued; ``policy`` decided."""
+        ...
+
+
+class RunLeases(Protocol):
+    """Where leases live: all jobs' leases in one place, so that one look finds the expired
+    ones of every job. Every method is one round trip (whatever the number of leases) and
+    raises ``LockUnavailableError`` when the backend does not answer; the heartbeat and
+    the detector then try again at their next tick."""
+
+    async def hold(self, leases: Sequence[records.Lease], *, ttl: timedelta) -> None:
+        """Create (or refresh) ``leases``, each due ``ttl`` from now on the backend's clock."""
+        ...
+
+    async def renew(self, leases: Sequence[records.Lease], *, ttl: timedelta) -> list[str]:
+        """Push the deadlines of ``leases`` ``ttl`` ahead; the slot ids no longer held by their
+        replica (taken over: this replica was presumed dead) come back."""
+        ...
+
+    async def release(self, leases: Sequence[records.Lease]) -> None:
+        """Drop ``leases`` (their runs finished and are recorded)."""
+        ...
+
+    async def expired(self, *, limit: int, skip: int = 0) -> list[str]:
+        """Slot ids of leases past their deadline, of any job, the most recently expired
+        first: at most ``limit`` of them, after the first ``skip``. Leases that expired long
+        ago (a day: their job is gone, nobody schedules it) are dropped on the way."""
+        ...
+
+    async def take_over(self, slot_ids: Sequence[str]) -> list[records.Lease]:
+        """Atomically remove each expired lease of ``slot_ids``; the leases this caller got.
+        Each goes to exactly one caller; none when it was renewed or released meanwhile."""
         ...

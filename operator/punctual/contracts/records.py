@@ -1,0 +1,105 @@
+"""The records that cross the contracts: what a run is told, what it returns, what becomes of
+each slot, and what a lease backend keeps. Frozen: a record is a fact, passed on as it is."""
+
+import enum
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from punctual.scheduling import slots
+
+
+class RunResult(enum.StrEnum):
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    TIMED_OUT = "TimedOut"
+    SKIPPED_OVERLAP = "SkippedOverlap"
+    MISSED = "Missed"
+    LOST = "Lost"
+    """The replica running it died (its lease expired); recorded by the replica that noticed."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Claim:
+    """A request to own one slot, exactly once across replicas."""
+
+    job: slots.JobRef
+    slot: datetime
+    slot_id: str
+    holder: str
+    """``<replica>:<run-id>``: who holds the slot, for humans reading the lock."""
+    ttl: timedelta
+    scheduled_time: datetime | None = None
+    """The slot plus the job's jitter (``None``: the slot itself), for locks that tell a target."""
+    run: bool = True
+    """False when the slot is claimed only to count it missed, once across replicas: nothing
+    runs, and a lock that acts on the target as it claims (the queue target) must not."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunContext:
+    """What an executor is told about the run it performs."""
+
+    job: slots.JobRef
+    slot: datetime
+    slot_id: str
+    """Also the idempotency key the target receives."""
+    scheduled_time: datetime
+    """The slot plus the job's jitter: when the run was due to start."""
+    timeout: timedelta
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    succeeded: bool
+    message: str = ""
+    timed_out: bool = False
+    """The target itself stopped the run at its timeout (a Job's activeDeadlineSeconds)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActiveRun:
+    """A run in flight."""
+
+    slot: datetime
+    scheduled_time: datetime
+    started_at: datetime
+    replica: str
+    job_name: str | None = None
+    """For the job target: the Job the run created."""
+    attempt: int = 1
+    """2 for the one retry of a run recorded Lost (``spec.retryLostRuns``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunRecord:
+    """One slot's fate, as status and metrics report it."""
+
+    slot: datetime
+    scheduled_time: datetime
+    result: RunResult
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    message: str = ""
+    replica: str = ""
+
+    @property
+    def lateness(self) -> timedelta | None:
+        return None if self.started_at is None else self.started_at - self.scheduled_time
+
+    @property
+    def duration(self) -> timedelta | None:
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return self.finished_at - self.started_at
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Lease:
+    """One run in flight, as the lease backend keeps it."""
+
+    job: slots.JobRef
+    slot: datetime
+    slot_id: str
+    replica: str
+    attempt: int = 1
+    started_at: datetime | None = None
