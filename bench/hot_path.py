@@ -35,12 +35,12 @@ sys.path[:0] = [str(REPO / "hack")]
 from localcluster import LocalRedis, ports, processes  # noqa: E402
 from punctual import metrics  # noqa: E402
 from punctual.contracts import protocols, records  # noqa: E402
-from punctual.executors import http  # noqa: E402
 from punctual.locks import memory, metered, redis  # noqa: E402
 from punctual.runtime import clocks, supervisor  # noqa: E402
 from punctual.scheduling import durations, interval, overlap, plans, slots  # noqa: E402
 from punctual.stores import fanout  # noqa: E402
 from punctual.stores import metered as metered_store  # noqa: E402
+from punctual.targets.http import executor as http_executor  # noqa: E402
 
 
 class Lateness:
@@ -117,7 +117,9 @@ async def run(
                 timeout=timedelta(seconds=5),
             )
             executor: protocols.Executor = (
-                http.HttpExecutor(http.HttpRequest(url=f"{target}/{job.name}"), session=session)
+                http_executor.HttpExecutor(
+                    http_executor.HttpRequest(url=f"{target}/{job.name}"), session=session
+                )
                 if target
                 else _null
             )

@@ -30,9 +30,10 @@ import yarl
 
 from localcluster import ports
 from punctual.contracts import records
-from punctual.executors import http, http_connections
 from punctual.scheduling import slots
 from punctual.scheduling.timeline import parse_rfc3339
+from punctual.targets.http import connections as http_connections
+from punctual.targets.http import executor as http_executor
 
 RECEIVER = Path(__file__).with_name("scale_receiver.py")
 JOB = slots.JobRef(namespace="bench", name="http", uid="uid-1")
@@ -51,7 +52,9 @@ def context(job: slots.JobRef = JOB) -> records.RunContext:
 
 async def punctual_calls(url: str, calls: int) -> float:
     async with http_connections.HttpConnections() as connections:
-        executor = http.HttpExecutor(http.HttpRequest(url=url), connections=connections)
+        executor = http_executor.HttpExecutor(
+            http_executor.HttpRequest(url=url), connections=connections
+        )
         run = context()
         await executor(run)  # the connection is open before the clock starts
         started = time.process_time()
@@ -63,7 +66,10 @@ async def punctual_calls(url: str, calls: int) -> float:
 
 async def aiohttp_calls(url: str, calls: int) -> float:
     run = context()
-    headers = {http.IDEMPOTENCY_KEY: run.slot_id, http.SCHEDULED_TIME: "2026-01-01T00:00:00Z"}
+    headers = {
+        http_executor.IDEMPOTENCY_KEY: run.slot_id,
+        http_executor.SCHEDULED_TIME: "2026-01-01T00:00:00Z",
+    }
     target = yarl.URL(url)
     timeout = aiohttp.ClientTimeout(total=60)
     async with aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as session:
@@ -92,8 +98,8 @@ async def tenant_calls(url: str, jobs: int, namespaces: int) -> tuple[float, int
     """CPU per call over ``jobs`` calls, one per job, in bursts; connections opened."""
     opened = 0
     async with http_connections.HttpConnections() as connections:
-        request = http.HttpRequest(url=url)
-        executor = http.HttpExecutor(request, connections=connections)
+        request = http_executor.HttpRequest(url=url)
+        executor = http_executor.HttpExecutor(request, connections=connections)
         runs = [
             context(slots.JobRef(namespace=f"ns-{n % namespaces}", name=f"j{n}", uid=f"u{n}"))
             for n in range(jobs)

@@ -1,4 +1,4 @@
-"""A stand-in for ``punctual.kube.status.StatusApi``: one ScheduledJob on a make-believe API
+"""A stand-in for ``punctual.kube.status_api.StatusApi``: one ScheduledJob on a make-believe API
 server, patched with JSON merge patches under the resourceVersion precondition, as the real one.
 
 Faults are queued for the next patches: ``"conflict"`` (refused with 409 whatever the version),
@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from punctual.kube import objects, status
+from punctual.kube import objects, status_api
 from punctual.scheduling import slots
 from punctual.stores import status as status_store
 
@@ -63,14 +63,14 @@ class FakeStatusApi:
             await self._hold()
             fault = "conflict"
         if fault == "unavailable":
-            raise status.UnavailableError("HTTP 503 Service Unavailable")
+            raise status_api.UnavailableError("HTTP 503 Service Unavailable")
         if fault == "conflict" or resource_version != self.body["metadata"]["resourceVersion"]:
             self.refused += 1
-            raise status.ConflictError("Conflict")
+            raise status_api.ConflictError("Conflict")
         self._write(patch)
         self.landed.append(copy.deepcopy(dict(patch)))
         if fault == "answer lost":
-            raise status.UnavailableError("HTTP 504 Gateway Timeout")
+            raise status_api.UnavailableError("HTTP 504 Gateway Timeout")
         if fault == "answer held":
             await self._hold()
         return copy.deepcopy(self.body)

@@ -929,7 +929,8 @@ def test_the_operator_runs_with_nothing_but_the_service_account(
 
 
 @pytest.mark.skipif(
-    find_spec("punctual.executors.job") is None, reason="the job target is not implemented yet"
+    find_spec("punctual.targets.job.executor") is None,
+    reason="the job target is not implemented yet",
 )
 def test_a_job_target_runs_with_the_service_account(
     installed: Installed,

@@ -14,6 +14,7 @@ import redis.asyncio
 from localcluster import LocalRedis, ports
 from punctual.contracts import protocols, records
 from punctual.locks import redis as redis_lock
+from punctual.redis_io import slot_keys
 from punctual.scheduling import slots
 
 SLOT = datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
@@ -141,7 +142,7 @@ class TestAClaimExpiresAfterItsTtl:
         assert await lock.claim(claim(job, "replica-a:1", ttl=ttl))
         assert not await lock.claim(claim(job, "replica-b:1", ttl=ttl))
 
-        key = redis_lock.slot_key(slots.slot_id(job, SLOT))
+        key = slot_keys.slot_key(slots.slot_id(job, SLOT))
         deadline = time.monotonic() + 5
         while await raw.exists(key):
             assert time.monotonic() < deadline, "the key outlived its TTL"
@@ -156,7 +157,7 @@ class TestAClaimExpiresAfterItsTtl:
 
         assert await lock.claim(claim(job, "replica-a:1", ttl=timedelta(microseconds=10)))
 
-        assert await raw.pttl(redis_lock.slot_key(slots.slot_id(job, SLOT))) <= 1
+        assert await raw.pttl(slot_keys.slot_key(slots.slot_id(job, SLOT))) <= 1
 
 
 class TestAPasswordProtectedServer:

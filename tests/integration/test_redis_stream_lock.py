@@ -15,9 +15,9 @@ import redis.asyncio
 
 from localcluster import LocalRedis
 from punctual.contracts import protocols, records
-from punctual.locks import redis as redis_lock
-from punctual.locks import redis_stream
+from punctual.redis_io import slot_keys
 from punctual.scheduling import slots
+from punctual.targets.queue import stream as queue_stream
 
 SLOT = datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
 TTL = timedelta(minutes=2)
@@ -46,8 +46,8 @@ def claim(
 
 
 @pytest.fixture
-async def streams(redis_server: LocalRedis) -> AsyncIterator[redis_stream.StreamClaims]:
-    opened = redis_stream.StreamClaims.from_url(redis_server.url)
+async def streams(redis_server: LocalRedis) -> AsyncIterator[queue_stream.StreamClaims]:
+    opened = queue_stream.StreamClaims.from_url(redis_server.url)
     yield opened
     await opened.close()
 
@@ -61,7 +61,7 @@ async def raw(redis_server: LocalRedis) -> AsyncIterator["redis.asyncio.Redis"]:
 
 class TestClaimAndEnqueue:
     async def test_a_claim_appends_the_slots_entry(
-        self, streams: redis_stream.StreamClaims, raw: "redis.asyncio.Redis"
+        self, streams: queue_stream.StreamClaims, raw: "redis.asyncio.Redis"
     ) -> None:
         job, stream = a_job(), a_stream()
         lock = streams.lock_for(stream=stream, payload={"kind": "nightly"}, max_len=None)
@@ -80,11 +80,11 @@ class TestClaimAndEnqueue:
         }
         assert lock.take_entry(slot_id) == entry_id
         assert lock.take_entry(slot_id) is None  # reported once
-        assert await raw.get(redis_lock.slot_key(slot_id)) == "r1:1"
-        assert 0 < await raw.pttl(redis_lock.slot_key(slot_id)) <= TTL / timedelta(milliseconds=1)
+        assert await raw.get(slot_keys.slot_key(slot_id)) == "r1:1"
+        assert 0 < await raw.pttl(slot_keys.slot_key(slot_id)) <= TTL / timedelta(milliseconds=1)
 
     async def test_claiming_twice_enqueues_once(
-        self, streams: redis_stream.StreamClaims, raw: "redis.asyncio.Redis"
+        self, streams: queue_stream.StreamClaims, raw: "redis.asyncio.Redis"
     ) -> None:
         job, stream = a_job(), a_stream()
         lock = streams.lock_for(stream=stream, payload=None, max_len=None)
@@ -99,7 +99,7 @@ class TestClaimAndEnqueue:
         self, redis_server: LocalRedis, raw: "redis.asyncio.Redis"
     ) -> None:
         job, stream = a_job(), a_stream()
-        replicas = [redis_stream.StreamClaims.from_url(redis_server.url) for _ in range(20)]
+        replicas = [queue_stream.StreamClaims.from_url(redis_server.url) for _ in range(20)]
         try:
             locks = [r.lock_for(stream=stream, payload=None, max_len=None) for r in replicas]
             won = await asyncio.gather(
@@ -112,7 +112,7 @@ class TestClaimAndEnqueue:
         assert await raw.xlen(stream) == 1
 
     async def test_each_slot_gets_its_own_entry(
-        self, streams: redis_stream.StreamClaims, raw: "redis.asyncio.Redis"
+        self, streams: queue_stream.StreamClaims, raw: "redis.asyncio.Redis"
     ) -> None:
         job, stream = a_job(), a_stream()
         lock = streams.lock_for(stream=stream, payload=None, max_len=None)
@@ -128,7 +128,7 @@ class TestClaimAndEnqueue:
         ]
 
     async def test_max_len_trims_the_stream_approximately(
-        self, streams: redis_stream.StreamClaims, raw: "redis.asyncio.Redis"
+        self, streams: queue_stream.StreamClaims, raw: "redis.asyncio.Redis"
     ) -> None:
         job, stream = a_job(), a_stream()
         lock = streams.lock_for(stream=stream, payload=None, max_len=10)
@@ -140,7 +140,7 @@ class TestClaimAndEnqueue:
         assert 10 <= await raw.xlen(stream) <= 110
 
     async def test_a_missed_slot_is_claimed_but_never_enqueued(
-        self, streams: redis_stream.StreamClaims, raw: "redis.asyncio.Redis"
+        self, streams: queue_stream.StreamClaims, raw: "redis.asyncio.Redis"
     ) -> None:
         job, stream = a_job(), a_stream()
         lock = streams.lock_for(stream=stream, payload=None, max_len=None)
@@ -151,7 +151,7 @@ class TestClaimAndEnqueue:
         assert await raw.exists(stream) == 0
 
     async def test_it_survives_a_flushed_script_cache(
-        self, streams: redis_stream.StreamClaims, raw: "redis.asyncio.Redis"
+        self, streams: queue_stream.StreamClaims, raw: "redis.asyncio.Redis"
     ) -> None:
         job, stream = a_job(), a_stream()
         lock = streams.lock_for(stream=stream, payload=None, max_len=None)
@@ -165,7 +165,7 @@ class TestClaimAndEnqueue:
 
 class TestNeverClaimedWithoutItsEntry:
     async def test_a_key_of_another_type_refuses_the_claim_and_leaves_the_slot_free(
-        self, streams: redis_stream.StreamClaims, raw: "redis.asyncio.Redis"
+        self, streams: queue_stream.StreamClaims, raw: "redis.asyncio.Redis"
     ) -> None:
         job, stream = a_job(), a_stream()
         await raw.set(stream, "not a stream")
@@ -174,10 +174,10 @@ class TestNeverClaimedWithoutItsEntry:
         with pytest.raises(protocols.LockUnavailableError, match="holds a string, not a stream"):
             await lock.claim(claim(job, "r1:1"))
 
-        assert await raw.exists(redis_lock.slot_key(slots.slot_id(job, SLOT))) == 0
+        assert await raw.exists(slot_keys.slot_key(slots.slot_id(job, SLOT))) == 0
 
     async def test_a_failing_append_releases_the_slot(
-        self, streams: redis_stream.StreamClaims, raw: "redis.asyncio.Redis"
+        self, streams: queue_stream.StreamClaims, raw: "redis.asyncio.Redis"
     ) -> None:
         job, stream = a_job(), a_stream()
         lock = streams.lock_for(stream=stream, payload=None, max_len=None)
@@ -188,13 +188,13 @@ class TestNeverClaimedWithoutItsEntry:
         with pytest.raises(protocols.LockUnavailableError, match="XADD failed, slot released"):
             await lock.claim(claim(job, "r1:1"))
 
-        assert await raw.exists(redis_lock.slot_key(slots.slot_id(job, SLOT))) == 0
+        assert await raw.exists(slot_keys.slot_key(slots.slot_id(job, SLOT))) == 0
         assert await raw.xlen(stream) == 1
 
     async def test_an_unreachable_redis_fails_closed(self) -> None:
         from localcluster import ports  # noqa: PLC0415 (only here)
 
-        dead = redis_stream.StreamClaims.from_url(f"redis://127.0.0.1:{ports.free_port()}/0")
+        dead = queue_stream.StreamClaims.from_url(f"redis://127.0.0.1:{ports.free_port()}/0")
         lock = dead.lock_for(stream=a_stream(), payload=None, max_len=None)
         try:
             with pytest.raises(protocols.LockUnavailableError, match="not claimed"):
@@ -204,4 +204,4 @@ class TestNeverClaimedWithoutItsEntry:
 
 
 def test_the_payload_is_json() -> None:
-    assert json.loads(redis_stream.payload_json({"b": 1, "a": "ü"})) == {"a": "ü", "b": 1}
+    assert json.loads(queue_stream.payload_json({"b": 1, "a": "ü"})) == {"a": "ü", "b": 1}

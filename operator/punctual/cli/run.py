@@ -20,8 +20,7 @@ import uvloop
 from punctual import metrics
 from punctual.contracts import protocols
 from punctual.controller import handlers, reconciler, targets
-from punctual.executors import allowlist, http_connections
-from punctual.kube import client, jobs, objects, secrets, status
+from punctual.kube import client, objects, secrets, status_api
 from punctual.locks import (
     health,
     kubernetes,
@@ -29,14 +28,19 @@ from punctual.locks import (
     metered,
     redis,
     redis_leases,
-    redis_stream,
 )
 from punctual.runtime import clocks, leases, supervisor
 from punctual.scheduling import durations
 from punctual.scheduling.errors import InvalidSpecError
+from punctual.stores import events as event_store
 from punctual.stores import fanout
 from punctual.stores import metered as metered_store
 from punctual.stores import status as status_store
+from punctual.targets.http import allowlist
+from punctual.targets.http import connections as http_connections
+from punctual.targets.job import requests as batch_job_requests
+from punctual.targets.job import watcher as batch_job_watcher
+from punctual.targets.queue import stream as queue_stream
 
 logger = logging.getLogger(__name__)
 
@@ -181,9 +185,9 @@ async def _operate(
         api = await client.connect()
         stack.push_async_callback(api.close)
         cache = objects.ObjectCache()
-        status_api = status.StatusApi(api)
+        kube_status = status_api.StatusApi(api)
         statuses = status_store.StatusStore(
-            api=status_api,
+            api=kube_status,
             cache=cache,
             replica=arguments.replica_id,
             wall=clocks.system_wall,
@@ -191,11 +195,15 @@ async def _operate(
             writes_per_second=arguments.status_writes_per_second,
         )
         lock = await stack.enter_async_context(
-            _lock(arguments, api=status_api, cache=cache, carrier=statuses)
+            _lock(arguments, api=kube_status, cache=cache, carrier=statuses)
         )
         tracked = health.HealthTrackingLock(lock, backend=arguments.lock_backend)
         durable = await stack.enter_async_context(_durable_runs(arguments))
-        stores: list[protocols.RunStore] = [statuses, metered_store.MeteredStore(meters)]
+        stores: list[protocols.RunStore] = [
+            statuses,
+            event_store.EventStore(cache=cache),
+            metered_store.MeteredStore(meters),
+        ]
         stores += [durable.heartbeat] if durable is not None else []
         scheduler = supervisor.Supervisor(
             wall=clocks.system_wall,
@@ -211,10 +219,12 @@ async def _operate(
         connections = await stack.enter_async_context(
             http_connections.HttpConnections(refuse=guard.refusal)
         )
-        jobs_api = jobs.JobsApi(api)
+        batch_jobs = batch_job_requests.BatchJobsApi(api)
         # One watch of our Jobs for the whole operator, started by the first job-target run.
-        job_watcher = jobs.JobWatcher(jobs_api, namespaces=arguments.namespace)
-        stack.push_async_callback(job_watcher.close)
+        batch_watcher = batch_job_watcher.BatchJobWatcher(
+            batch_jobs, namespaces=arguments.namespace
+        )
+        stack.push_async_callback(batch_watcher.close)
         streams = await stack.enter_async_context(_streams(arguments))
         scheduled_jobs = reconciler.Reconciler(
             scheduler=scheduler,
@@ -225,8 +235,8 @@ async def _operate(
                 secrets=secrets.SecretReader(api),
                 allowed_hosts=allowed_hosts,
                 guard=guard,
-                jobs=jobs_api,
-                job_watcher=job_watcher,
+                batch_jobs=batch_jobs,
+                batch_job_watcher=batch_watcher,
                 streams=streams,
                 meter_lock=lambda lock: metered.MeteredLock(
                     lock, meters=meters, backend="redis-stream"
@@ -319,7 +329,7 @@ class _Stopping:
 async def _lock(
     arguments: argparse.Namespace,
     *,
-    api: status.StatusApi,
+    api: status_api.StatusApi,
     cache: objects.ObjectCache,
     carrier: protocols.StatusCarrier,
 ) -> AsyncIterator[protocols.SlotLock]:
@@ -340,12 +350,12 @@ async def _lock(
 @contextlib.asynccontextmanager
 async def _streams(
     arguments: argparse.Namespace,
-) -> AsyncIterator[redis_stream.StreamClaims | None]:
+) -> AsyncIterator[queue_stream.StreamClaims | None]:
     """The Redis of queue targets: the operator's --redis-url, whatever the lock backend."""
     if not arguments.redis_url:
         yield None
         return
-    streams = redis_stream.StreamClaims.from_url(arguments.redis_url)
+    streams = queue_stream.StreamClaims.from_url(arguments.redis_url)
     try:
         yield streams
     finally:

@@ -18,6 +18,7 @@ from punctual.runtime import supervisor
 from punctual.scheduling import slots, timeline
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.stores import status
+from punctual.targets import errors as target_errors
 
 logger = logging.getLogger(__name__)
 
@@ -70,9 +71,11 @@ class Reconciler:
             spec = plans.parse_spec(body.get("spec") or {})
             plan = plans.plan_for(spec, uid=job.uid)
             wiring = self._targets.wire(job, spec)
-        except (InvalidSpecError, targets.TargetUnavailableError) as error:
+        except (InvalidSpecError, target_errors.TargetUnavailableError) as error:
             reason = (
-                error.reason if isinstance(error, targets.TargetUnavailableError) else "InvalidSpec"
+                error.reason
+                if isinstance(error, target_errors.TargetUnavailableError)
+                else "InvalidSpec"
             )
             await self._scheduler.disarm(job)
             self._scheduling.pop(job, None)

@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from punctual.contracts import protocols, records
-from punctual.kube import objects, resources, status
+from punctual.kube import objects, resources, status_api
 from punctual.scheduling import slots, timeline
 
 
@@ -40,7 +40,7 @@ class KubernetesLock:
     def __init__(
         self,
         *,
-        api: status.StatusApi,
+        api: status_api.StatusApi,
         cache: objects.ObjectCache,
         carrier: protocols.StatusCarrier | None = None,
         attempts: int = 8,
@@ -70,14 +70,14 @@ class KubernetesLock:
                     return False
                 try:
                     body = await self._write(claim, body)
-                except status.ConflictError:
+                except status_api.ConflictError:
                     body = await self._read(claim)
                     continue
                 self._cache.remember(body)
                 return True
-        except status.GoneError:
+        except status_api.GoneError:
             return False
-        except status.UnavailableError as error:
+        except status_api.UnavailableError as error:
             raise protocols.LockUnavailableError(str(error)) from error
         raise protocols.LockUnavailableError(f"{self._attempts} conflicting writes in a row")
 

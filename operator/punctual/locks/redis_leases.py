@@ -12,11 +12,11 @@ One key per run, one sorted set for all of them:
 Each operation is one Lua script, atomic in Redis, over all the leases it is given (chunks of
 ``MAX_BATCH`` leases, sent at once, when there are more): a renewal only extends a lease its
 replica still holds, and a take-over removes an expired lease and returns it to exactly one
-caller. Keys are built from slot ids that ``locks.redis.slot_key`` accepts (validated names
-only). A run's hash expires ``KEEP`` after its last hold or renewal, and every listing of the
-expired leases drops those past their deadline by more than ``KEEP``: a job deleted while its
-run's replica was dead (nobody schedules it, nobody takes the lease over) leaves nothing behind
-for more than a day.
+caller. Keys are built from slot ids that ``redis_io.slot_keys.slot_key`` accepts (validated
+names only). A run's hash expires ``KEEP`` after its last hold or renewal, and every listing of
+the expired leases drops those past their deadline by more than ``KEEP``: a job deleted while
+its run's replica was dead (nobody schedules it, nobody takes the lease over) leaves nothing
+behind for more than a day.
 """
 
 import asyncio
@@ -30,7 +30,7 @@ import redis.asyncio
 import redis.exceptions
 
 from punctual.contracts import protocols, records
-from punctual.locks import redis as redis_lock
+from punctual.redis_io import connections, slot_keys
 from punctual.scheduling import slots
 
 RUN_PREFIX = "punctual:run:"
@@ -133,7 +133,7 @@ return taken
 
 
 def run_key(slot_id: str) -> str:
-    return RUN_PREFIX + redis_lock.slot_key(slot_id).removeprefix(redis_lock.KEY_PREFIX)
+    return RUN_PREFIX + slot_keys.slot_key(slot_id).removeprefix(slot_keys.KEY_PREFIX)
 
 
 def _millis(instant: datetime) -> int:
@@ -176,7 +176,7 @@ def _replica(text: str | None) -> str:
 
 
 class RedisRunLeases:
-    def __init__(self, connection: redis_lock.Connection) -> None:
+    def __init__(self, connection: connections.Connection) -> None:
         self._client: redis.asyncio.Redis = connection.client
         self._description = connection.description
         self._password = connection.password
@@ -188,7 +188,7 @@ class RedisRunLeases:
 
     @classmethod
     def from_url(cls, url: str) -> Self:
-        return cls(redis_lock.connect(url))
+        return cls(connections.connect(url))
 
     def __repr__(self) -> str:
         return f"RedisRunLeases({self._description})"

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from punctual.api import plans
-from punctual.locks import redis as redis_lock
 from punctual.locks import redis_leases
+from punctual.redis_io import slot_keys
 from punctual.scheduling.errors import InvalidSpecError
 
 UID = "0b6f2c1e-8d2a-4c7e-9a51-3f1d2e4b5a69"
@@ -67,6 +67,6 @@ class TestTheQueueTargetsStream:
         plan({"queue": {"stream": stream}})  # no InvalidSpecError
 
     def test_the_keys_refused_are_the_ones_the_locks_write(self) -> None:
-        assert redis_lock.KEY_PREFIX in plans.OPERATOR_KEY_PREFIXES
+        assert slot_keys.KEY_PREFIX in plans.OPERATOR_KEY_PREFIXES
         assert redis_leases.RUN_PREFIX in plans.OPERATOR_KEY_PREFIXES
         assert redis_leases.RUNS_KEY in plans.OPERATOR_KEYS

@@ -21,7 +21,7 @@ from kopf._core.intents import causes
 from punctual.cli import run as run_command
 from punctual.contracts import records
 from punctual.controller import handlers, reconciler
-from punctual.kube import objects, status
+from punctual.kube import objects, status_api
 from punctual.locks import memory
 from punctual.runtime import supervisor
 from punctual.scheduling import interval, missed, overlap, plans, slots
@@ -125,7 +125,7 @@ def api() -> SlowStatusApi:
 @pytest.fixture
 def statuses(api: SlowStatusApi, clock: Clock) -> status_store.StatusStore:
     return status_store.StatusStore(
-        api=cast(status.StatusApi, api),
+        api=cast(status_api.StatusApi, api),
         cache=objects.ObjectCache(),
         replica="r1",
         wall=clock.wall,

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 
 from punctual.api import plans
 from punctual.controller import targets
-from punctual.locks import redis_stream
 from punctual.scheduling import slots
 from punctual.scheduling.errors import InvalidSpecError
+from punctual.targets.queue import stream as queue_stream
 
 JOB = slots.JobRef(namespace="fuzz", name="fuzzed", uid="0b7e2a54-9d7f-4b0e-8f57-1d2c3b4a5f60")
 FUZZ_SETTINGS = settings(
@@ -282,8 +282,8 @@ specs = st.builds(
 # -- the path under test -----------------------------------------------------------------------
 
 
-class _IdleJobWatcher:
-    """The Jobs watch, minus the watching: the fuzz test only builds executors."""
+class _IdleBatchJobWatcher:
+    """The batch Jobs watch, minus the watching: the fuzz test only builds executors."""
 
     def start(self) -> None:
         pass
@@ -296,9 +296,9 @@ def wiring() -> targets.Targets:
     return targets.Targets(
         connections=object(),  # type: ignore[arg-type]
         secrets=object(),  # type: ignore[arg-type]
-        jobs=object(),  # type: ignore[arg-type]
-        job_watcher=_IdleJobWatcher(),  # type: ignore[arg-type]
-        streams=redis_stream.StreamClaims.from_url("redis://127.0.0.1:1/0"),
+        batch_jobs=object(),  # type: ignore[arg-type]
+        batch_job_watcher=_IdleBatchJobWatcher(),  # type: ignore[arg-type]
+        streams=queue_stream.StreamClaims.from_url("redis://127.0.0.1:1/0"),
     )
 
 

@@ -3,6 +3,7 @@
 import pytest
 
 from punctual.locks import redis as redis_lock
+from punctual.redis_io import connections, slot_keys
 
 PASSWORD = "hunter2-password"
 
@@ -11,14 +12,14 @@ class TestTheKeyIsTheSlot:
     def test_the_key_is_the_prefix_and_the_slot_id(self) -> None:
         slot_id = "reports/nightly/5f0c1d2e-uid/1767234600000"
 
-        assert redis_lock.slot_key(slot_id) == f"punctual:slot:{slot_id}"
+        assert slot_keys.slot_key(slot_id) == f"punctual:slot:{slot_id}"
 
     @pytest.mark.parametrize(
         "slot_id", ["", "a b/c/uid/1", "a/b/uid/1\r\nFLUSHALL", "a/b/uid/1\n", "a\tb", "a\x00b"]
     )
     def test_a_slot_id_with_whitespace_or_control_characters_is_refused(self, slot_id: str) -> None:
         with pytest.raises(ValueError, match="refusing a slot id"):
-            redis_lock.slot_key(slot_id)
+            slot_keys.slot_key(slot_id)
 
 
 class TestOnlyRedisUrlsAreAccepted:
@@ -75,7 +76,7 @@ class TestThePasswordIsNeverShown:
         ],
     )
     def test_urls_are_redacted(self, url: str, shown: str) -> None:
-        assert redis_lock.redact_url(url) == shown
+        assert connections.redact_url(url) == shown
 
     async def test_the_lock_repr_is_redacted(self) -> None:
         lock = redis_lock.RedisLock.from_url(f"redis://:{PASSWORD}@127.0.0.1:6379/0")

@@ -13,6 +13,7 @@ import redis.exceptions
 
 from punctual.contracts import protocols, records
 from punctual.locks import redis as redis_lock
+from punctual.redis_io import slot_keys
 from punctual.scheduling import slots
 
 JOB = slots.JobRef(namespace="reports", name="nightly", uid="5f0c1d2e-0000-4000-8000-00000000abcd")
@@ -156,7 +157,7 @@ class TestClaimsMadeDuringARoundTripRideInTheNext:
 
     async def test_each_claim_of_a_round_trip_gets_its_own_answer(self) -> None:
         client = ScriptedRedis(
-            *[set_nx] * 3, keys={redis_lock.slot_key(claim_of(SLOTS[1]).slot_id): b"replica-b:9"}
+            *[set_nx] * 3, keys={slot_keys.slot_key(claim_of(SLOTS[1]).slot_id): b"replica-b:9"}
         )
         lock = lock_on(client)
 
@@ -203,7 +204,7 @@ class TestALostReplyIsRecoveredOnce:
         assert len(client.sets) == 2
 
     async def test_a_slot_another_replica_holds_stays_lost_after_a_retry(self) -> None:
-        key = redis_lock.slot_key(CLAIM.slot_id)
+        key = slot_keys.slot_key(CLAIM.slot_id)
         client = ScriptedRedis(
             fails_with(redis.exceptions.ConnectionError("reset")),
             set_nx,
@@ -213,7 +214,7 @@ class TestALostReplyIsRecoveredOnce:
         assert not await lock_on(client).claim(CLAIM)
 
     async def test_an_existing_key_is_a_loss_without_a_second_round_trip(self) -> None:
-        client = ScriptedRedis(set_nx, keys={redis_lock.slot_key(CLAIM.slot_id): b"replica-a:1"})
+        client = ScriptedRedis(set_nx, keys={slot_keys.slot_key(CLAIM.slot_id): b"replica-a:1"})
 
         # Holders are unique per claim, so an existing key is another claim's, whoever's it is.
         assert not await lock_on(client).claim(CLAIM)

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from punctual.contracts import records
-from punctual.locks import redis as redis_lock
 from punctual.locks import redis_leases
+from punctual.redis_io import connections
 from punctual.runtime import leases
 from punctual.scheduling import slots
 
@@ -58,7 +58,7 @@ class ScriptedRedis:
 
 def run_leases(**replies: Any) -> redis_leases.RedisRunLeases:
     client: Any = ScriptedRedis(**replies)
-    return redis_leases.RedisRunLeases(redis_lock.Connection(client, "redis://test", None))
+    return redis_leases.RedisRunLeases(connections.Connection(client, "redis://test", None))
 
 
 def as_hold_wrote_it(**changes: bytes) -> list[bytes]:

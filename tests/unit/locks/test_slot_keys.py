@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from punctual.contracts import records
 from punctual.locks import redis as redis_lock
+from punctual.redis_io import slot_keys
 from punctual.scheduling import slots
 
 DNS_LABEL = st.from_regex(r"\A[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z", fullmatch=True)
@@ -46,13 +47,13 @@ def test_a_slot_id_of_valid_names_is_a_plain_printable_key(
 
     assert SLOT_ID.fullmatch(slot_id), slot_id
     assert slot_id.isprintable()
-    assert redis_lock.slot_key(slot_id) == f"punctual:slot:{slot_id}"
+    assert slot_keys.slot_key(slot_id) == f"punctual:slot:{slot_id}"
 
 
 @pytest.mark.parametrize("odd", ODD_IDS)
 def test_a_key_with_whitespace_or_control_characters_is_refused(odd: str) -> None:
     with pytest.raises(ValueError, match="refusing a slot id"):
-        redis_lock.slot_key(odd)
+        slot_keys.slot_key(odd)
 
 
 class _NeverCalled:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from punctual.contracts import records
-from punctual.kube import status
+from punctual.kube import status_api
 from punctual.stores import status as status_store
 from status_api_double import JOB, FakeStatusApi, scheduled_job, store_on
 
@@ -52,7 +52,7 @@ async def a_claim(
     api.faults.extend([fault] if fault else [])
     version = api.body["metadata"]["resourceVersion"]
     with (
-        contextlib.suppress(status.ConflictError, status.UnavailableError),
+        contextlib.suppress(status_api.ConflictError, status_api.UnavailableError),
         store.carry(JOB, api.status) as patch,
     ):
         meanwhile()

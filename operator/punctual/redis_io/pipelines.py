@@ -1,0 +1,200 @@
+"""Slot claims on one Redis, sent in pipelines: the machinery ``locks.redis`` (a plain claim)
+and ``targets.queue.stream`` (a claim that enqueues) share.
+
+One round trip is in flight at a time; a claim made while it is on the wire rides in the next
+one. A lone claim costs one command as it would alone; at hundreds of claims a second (or a
+burst on one instant) the driver's per-command costs (a pooled connection, a timeout, a task
+switch each) are paid once per round trip, and the batch grows with the load instead of the
+lateness.
+
+Whatever goes wrong fails closed: a claim that cannot be answered raises
+``LockUnavailableError`` and nobody runs the slot on this replica's word. A round trip that lost
+its connection is sent once more for each of its claims, each with a ``GET`` of its key: if the
+first attempt had landed, the key holds our holder and the slot is ours. Error messages carry
+the redacted URL only, and the password is scrubbed from the driver's text.
+"""
+
+import abc
+import asyncio
+import collections
+import contextlib
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Generic, TypeVar
+
+import redis.asyncio
+import redis.asyncio.client
+import redis.exceptions
+
+from punctual.contracts import protocols
+
+logger = logging.getLogger(__name__)
+
+MAX_BATCH = 512
+"""Claims per round trip at most: a burst of thousands goes out in a few pipelines."""
+
+_Answer = TypeVar("_Answer")
+
+
+def ttl_millis(ttl: timedelta) -> int:
+    """``ttl`` for ``PX``: whole milliseconds, rounded up, at least 1 (``PX 0`` is refused)."""
+    return max(1, -(-ttl // timedelta(milliseconds=1)))
+
+
+@dataclass(slots=True, kw_only=True)
+class Request(Generic[_Answer]):
+    """One claim waiting for its round trip."""
+
+    key: str
+    """The slot key (``slot_keys.slot_key``)."""
+    holder: bytes
+    slot_id: str
+    answer: "asyncio.Future[_Answer]"
+    failure: redis.exceptions.RedisError | None = field(default=None)
+    """Why the previous attempt got no answer; ``None`` on the first attempt."""
+
+
+_Request = TypeVar("_Request", bound=Request[Any])
+
+
+class PipelinedClaims(abc.ABC, Generic[_Request]):
+    """Queues claims and sends them in pipelines; subclasses say what each claim sends
+    (``_add``) and what its replies mean (``_settle``)."""
+
+    def __init__(
+        self,
+        client: "redis.asyncio.Redis",
+        *,
+        description: str,
+        password: str | None,
+        name: str,
+    ) -> None:
+        """Send through ``client`` (owned from now on: ``close()`` closes it). ``description``
+        names the server in errors (a redacted URL); ``password`` is scrubbed from them;
+        ``name`` is the sender task's."""
+        self._client = client
+        self._description = description
+        self._password = password
+        self._name = name
+        self._queue: collections.deque[_Request] = collections.deque()
+        self._sender: asyncio.Task[None] | None = None
+
+    async def ping(self) -> None:
+        """Raise ``LockUnavailableError`` unless Redis answers (for readiness and startup)."""
+        try:
+            await self._client.ping()
+        except redis.exceptions.RedisError as error:
+            raise self._unavailable(None, error) from None
+
+    async def close(self) -> None:
+        """Close the client and every pooled connection; claims still waiting fail closed."""
+        await self._stop(self._sender)
+        self._refuse(list(self._queue), redis.exceptions.ConnectionError("the lock is closed"))
+        self._queue.clear()
+        await self._client.aclose()
+
+    @staticmethod
+    async def _stop(task: "asyncio.Task[None] | None") -> None:
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _submit(self, request: _Request) -> Any:
+        """Queue ``request`` for the next round trip and wait for its answer."""
+        self._queue.append(request)
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.create_task(self._send(), name=self._name)
+        return await request.answer
+
+    @abc.abstractmethod
+    def _add(self, pipeline: redis.asyncio.client.Pipeline, request: _Request) -> None:
+        """Queue the one command of ``request`` on ``pipeline``."""
+
+    @abc.abstractmethod
+    def _settle(self, request: _Request, reply: object, holder: object) -> bool:
+        """Answer ``request`` from its command's reply (an exception for an error reply) and,
+        on a second attempt, the holder its key shows; False to send it again (once)."""
+
+    async def _before_sending_again(self) -> None:
+        """Called before claims ``_settle`` returned False for go out again."""
+
+    async def _send(self) -> None:
+        """Round trips until no claim waits (claims made meanwhile ride in the next one)."""
+        while self._queue:
+            batch = [self._queue.popleft() for _ in range(min(MAX_BATCH, len(self._queue)))]
+            try:
+                # A claim whose caller was cancelled needs no answer.
+                await self._round_trip([r for r in batch if not r.answer.done()])
+            except asyncio.CancelledError:  # closing: nobody is left to answer them
+                self._refuse(batch, redis.exceptions.ConnectionError("the lock is closed"))
+                raise
+            except Exception as error:  # a bug: fail these claims closed, keep sending others
+                logger.exception("a round trip of %d claims failed", len(batch))
+                self._refuse(batch, redis.exceptions.RedisError(type(error).__name__))
+
+    async def _round_trip(self, batch: list[_Request]) -> None:
+        if not batch:
+            return
+        pipeline = self._client.pipeline(transaction=False)
+        for request in batch:
+            self._add(pipeline, request)
+            if request.failure is not None:
+                # The earlier attempt may have landed and lost only its reply: then the slot
+                # is ours, and answering "lost" would leave it run by nobody.
+                pipeline.get(request.key)
+        try:
+            replies = iter(await pipeline.execute(raise_on_error=False))
+        except redis.exceptions.AuthenticationError as error:
+            self._refuse(batch, error)
+            return
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as error:
+            self._retry(batch, error)
+            return
+        except redis.exceptions.RedisError as error:
+            self._refuse(batch, error)
+            return
+        again = []
+        for request in batch:
+            reply = next(replies)
+            holder = next(replies) if request.failure is not None else None
+            if not self._settle(request, reply, holder):
+                again.append(request)
+        if again:
+            await self._before_sending_again()
+            self._queue.extendleft(reversed(again))
+
+    def _retry(self, batch: list[_Request], error: redis.exceptions.RedisError) -> None:
+        """Once more, first in the next round trip; a second failure fails the claim closed."""
+        for request in reversed(batch):
+            if request.failure is not None:
+                self._refuse([request], error)
+                continue
+            request.failure = error
+            logger.debug("claim of %s failed once: %s", request.slot_id, self._scrub(str(error)))
+            self._queue.appendleft(request)
+
+    @staticmethod
+    def _answer(request: Request[_Answer], answer: _Answer) -> None:
+        if not request.answer.done():
+            request.answer.set_result(answer)
+
+    def _refuse(self, batch: Iterable[_Request], error: redis.exceptions.RedisError) -> None:
+        for request in batch:
+            if not request.answer.done():
+                request.answer.set_exception(self._unavailable(request.slot_id, error))
+
+    def _unavailable(
+        self, slot_id: str | None, error: redis.exceptions.RedisError
+    ) -> protocols.LockUnavailableError:
+        # Raised from None at every raise site: the driver's exception (and whatever it holds)
+        # stays out of tracebacks; the message says everything an operator needs.
+        detail = self._scrub(str(error))
+        what = f"{type(error).__name__}: {detail}" if detail else type(error).__name__
+        subject = f"slot {slot_id} not claimed" if slot_id else "no answer"
+        return protocols.LockUnavailableError(f"{self._description}: {subject}: {what}")
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._password, "***") if self._password else text

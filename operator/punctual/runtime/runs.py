@@ -1,0 +1,380 @@
+"""The runs of one job: claim a slot, admit it, queue it, run it, abort it, record it.
+
+``job_loop`` decides what becomes of each slot (is it due, is it given up, in what order the
+claims go out); this module carries that out, after APScheduler 4's split of
+``_process_schedules`` (what is due, and what to do with it) from ``_process_jobs`` (running
+what was decided). The cut sits at the claim: from there on a slot is this replica's to carry,
+and every slot it claims ends in exactly one record, whatever happens to the loop meanwhile
+(re-arming, disarming, shutdown). The concurrency policy is applied here, not in the loop,
+because it counts the runs in flight when the claim lands, not when the slot came due.
+
+The loop hands each slot over with the ``Armed`` it was decided under, through
+``JobRuns.prepare``, ``claim_and_admit``, ``claim_missed``, ``lost`` and ``stop``, and never
+looks into a run. Both sides start their tasks in the job's one ``tasks.JobTasks``.
+"""
+
+import asyncio
+import collections
+import itertools
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TypeAlias
+
+from punctual.contracts import protocols, records
+from punctual.runtime import tasks
+from punctual.scheduling import durations, overlap, plans, slots
+
+logger = logging.getLogger(__name__)
+_run_ids = itertools.count(1)
+
+OPERATOR_STOPPING = "operator stopping"
+ELSEWHERE_POLL = timedelta(seconds=1)
+"""How often a slot queued behind runs elsewhere (not this loop's) looks whether they are over."""
+ABORT_TIMEOUT = timedelta(seconds=30)
+"""How long the loop lets an executor stop what a run left at its target (delete a Job)."""
+
+Claiming: TypeAlias = asyncio.Task[asyncio.Task[None] | None]
+"""A slot's claim, in its task: the run's task when done, or None (not claimed, skipped, queued)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Armed:
+    """What the job was armed with. Each slot carries the one it was decided under: a slot
+    queued before a re-arm runs with the plan and executor it was admitted with."""
+
+    plan: plans.JobPlan
+    executor: protocols.Executor
+    lock: protocols.SlotLock
+    # ``executor`` again, where it has these abilities: checked once per arm, not per slot (an
+    # isinstance against a runtime-checkable protocol costs microseconds on every call).
+    runs_view: protocols.SeesRuns | None = None
+    job_namer: protocols.NamesJobs | None = None
+    preparer: protocols.PreparesRuns | None = None
+
+
+@dataclass(slots=True)
+class _Run:
+    """A run this replica claimed and started; ``recorded`` once its record is out. Not a
+    record but the run's live state: its task and whether it is recorded change as it goes."""
+
+    context: records.RunContext
+    started_at: datetime
+    task: "asyncio.Task[None] | None" = None
+    recorded: bool = field(default=False)
+    attempt: int = 1
+
+
+class JobRuns:
+    """The runs of one job on this replica, from the claim of each slot to its one record."""
+
+    def __init__(
+        self,
+        *,
+        job: slots.JobRef,
+        wall: protocols.WallClock,
+        store: protocols.RunStore,
+        replica: str,
+        job_tasks: tasks.JobTasks,
+    ) -> None:
+        self._job = job
+        self._wall = wall
+        self._store = store
+        self._replica = replica
+        self._active: dict[datetime, _Run] = {}
+        self._queued: collections.deque[tuple[datetime, Armed]] = collections.deque()
+        self._replaced: set[datetime] = set()
+        self._stopping: str | None = None
+        self._tasks = job_tasks
+        self._draining: asyncio.Task[None] | None = None
+        self._last_slot: datetime | None = None
+        self._last_slot_id = ""
+
+    @property
+    def active_slots(self) -> list[datetime]:
+        return sorted(self._active)
+
+    def prepare(self, slot: datetime, armed: Armed) -> None:
+        """Hand ``slot`` to the executor ahead of time, if it prepares runs (best effort)."""
+        preparer = armed.preparer
+        if preparer is None:
+            return
+        context = self._context(slot, armed)
+        try:
+            preparer.prepare(context)
+        except Exception:  # best effort: the run does the work itself at the slot
+            logger.exception("slot %s: preparing its run failed", context.slot_id)
+
+    def claim_and_admit(self, slot: datetime, armed: Armed) -> Claiming:
+        """Claim ``slot`` and admit it per the concurrency policy, in a task of its own."""
+        return self._tasks.spawn(
+            self._claim_and_admit(slot, armed), name=f"claim {self._slot_id(slot)}"
+        )
+
+    def claim_missed(self, slot: datetime, armed: Armed) -> asyncio.Task[bool]:
+        """Claim ``slot`` only to count it missed, in a task of its own: True when this replica
+        won it. Nothing runs."""
+        return self._tasks.spawn(
+            self._claim(slot, armed, run=False), name=f"count {self._slot_id(slot)}"
+        )
+
+    def lost(
+        self,
+        slot: datetime,
+        *,
+        armed: Armed | None,
+        replica: str,
+        started_at: datetime | None,
+        attempt: int,
+    ) -> None:
+        """The run of ``slot`` that ``replica`` started was lost (its lease expired), and this
+        replica took it over: record it Lost and, if the plan the job is armed with now says so
+        and it was the first attempt, run the slot once more (the take-over is the claim)."""
+        retry = (
+            armed is not None
+            and armed.plan.retry_lost_runs
+            and attempt == 1
+            and self._stopping is None
+        )
+        offset = armed.plan.offset if armed is not None else timedelta()
+        self._store.run_finished(
+            self._job,
+            records.RunRecord(
+                slot=slot,
+                scheduled_time=slot + offset,
+                result=records.RunResult.LOST,
+                started_at=started_at,
+                finished_at=self._wall(),
+                message=f"replica {replica} stopped renewing the run's lease (attempt {attempt}); "
+                f"noticed by {self._replica}"
+                + ("; running the slot once more" if retry else "; not run again"),
+                replica=replica,
+            ),
+        )
+        if retry and armed is not None:
+            self._admit(slot, armed, attempt=attempt + 1)
+
+    def stop(self, *, reason: str) -> None:
+        """Start no more runs (``reason`` is what the cancelled ones are recorded with), and
+        count the claimed slots still queued missed: they will not run here."""
+        self._stopping = reason
+        if self._queued:
+            newest = max(slot for slot, _ in self._queued)
+            self._store.slots_missed(self._job, count=len(self._queued), newest=newest)
+            self._queued.clear()
+
+    async def _claim(self, slot: datetime, armed: Armed, *, run: bool) -> bool:
+        """Fail closed: no claim, no run, whatever went wrong."""
+        plan = armed.plan
+        claim = records.Claim(
+            job=self._job,
+            slot=slot,
+            slot_id=self._slot_id(slot),
+            holder=f"{self._replica}:{next(_run_ids)}",
+            ttl=plan.lock_ttl,
+            scheduled_time=slot + plan.offset,
+            run=run,
+        )
+        try:
+            return await armed.lock.claim(claim)
+        except protocols.LockUnavailableError as error:
+            logger.warning("slot %s not claimed, lock unavailable: %s", claim.slot_id, error)
+        except Exception:
+            logger.exception("slot %s not claimed, the lock failed", claim.slot_id)
+        return False
+
+    async def _claim_and_admit(self, slot: datetime, armed: Armed) -> asyncio.Task[None] | None:
+        if not await self._claim(slot, armed, run=True):
+            return None
+        return self._admit(slot, armed)
+
+    def _admit(
+        self, slot: datetime, armed: Armed, *, attempt: int = 1
+    ) -> asyncio.Task[None] | None:
+        """A slot this replica owns: start it, queue it or skip it, per the concurrency policy."""
+        plan = armed.plan
+        # Runs this loop does not track (another replica's, an earlier process's) count too.
+        elsewhere = self._running_elsewhere(armed, besides=slot)
+        active = len(self._active) + len(elsewhere)
+        if active or self._queued:
+            self._store.slot_overlapped(self._job, slot=slot, policy=plan.concurrency)
+        action = overlap.decide(
+            plan.concurrency,
+            active=active,
+            queued=len(self._queued),
+            max_queued=plan.max_queued,
+        )
+        match action:
+            case overlap.Action.SKIP:
+                self._skip_overlapping(slot, plan, active=active)
+                return None
+            case overlap.Action.ENQUEUE:
+                self._queued.append((slot, armed))
+                if not self._active:  # only runs elsewhere: no finish here will start it
+                    self._drain_when_idle_elsewhere(armed)
+                return None
+            case overlap.Action.REPLACE:
+                for running_slot, run in self._active.items():
+                    self._replaced.add(running_slot)
+                    if run.task is not None:
+                        run.task.cancel()
+                for running_slot in elsewhere:
+                    self._abort(self._context(running_slot, armed), armed)
+        return self._start(slot, armed, attempt=attempt)
+
+    def _running_elsewhere(self, armed: Armed, *, besides: datetime) -> list[datetime]:
+        view = armed.runs_view
+        if view is None:
+            return []
+        try:
+            running = view.running_slots()
+        except Exception:  # best effort: a view that fails is no view
+            logger.exception("%r could not tell its runs", view)
+            return []
+        return sorted(slot for slot in running if slot not in self._active and slot != besides)
+
+    def _drain_when_idle_elsewhere(self, armed: Armed) -> None:
+        """Start the queued slots once the runs elsewhere are over (checked every second)."""
+        if self._draining is None or self._draining.done():
+            self._draining = self._tasks.spawn(
+                self._drain(armed), name=f"queue of {self._job.namespace}/{self._job.name}"
+            )
+
+    async def _drain(self, armed: Armed) -> None:
+        while self._queued and not self._active and self._stopping is None:
+            queued_slot = self._queued[0][0]
+            if not self._running_elsewhere(armed, besides=queued_slot):
+                queued_slot, armed = self._queued.popleft()
+                self._start(queued_slot, armed)
+                return
+            await asyncio.sleep(ELSEWHERE_POLL.total_seconds())
+
+    def _skip_overlapping(self, slot: datetime, plan: plans.JobPlan, *, active: int) -> None:
+        record = records.RunRecord(
+            slot=slot,
+            scheduled_time=slot + plan.offset,
+            result=records.RunResult.SKIPPED_OVERLAP,
+            message=f"{active} run(s) active, concurrencyPolicy {plan.concurrency}",
+            replica=self._replica,
+        )
+        self._store.run_finished(self._job, record)
+
+    def _context(self, slot: datetime, armed: Armed) -> records.RunContext:
+        return records.RunContext(
+            job=self._job,
+            slot=slot,
+            slot_id=self._slot_id(slot),
+            scheduled_time=slot + armed.plan.offset,
+            timeout=armed.plan.timeout,
+        )
+
+    def _start(self, slot: datetime, armed: Armed, *, attempt: int = 1) -> asyncio.Task[None]:
+        context = self._context(slot, armed)
+        run = self._active[slot] = _Run(context=context, started_at=self._wall(), attempt=attempt)
+        self._store.run_started(
+            self._job,
+            records.ActiveRun(
+                slot=slot,
+                scheduled_time=context.scheduled_time,
+                started_at=run.started_at,
+                replica=self._replica,
+                job_name=(
+                    armed.job_namer.job_name(context) if armed.job_namer is not None else None
+                ),
+                attempt=attempt,
+            ),
+        )
+        run.task = self._tasks.spawn(self._execute(run, armed), name=f"run {context.slot_id}")
+        # A task cancelled before its first step never enters _execute: record it here.
+        run.task.add_done_callback(lambda _: self._finish(run, *_CANCELLED_EARLY))
+        return run.task
+
+    async def _execute(self, run: _Run, armed: Armed) -> None:
+        timeout = armed.plan.timeout
+        deadline = asyncio.timeout(timeout.total_seconds())
+        try:
+            async with deadline:
+                outcome = await armed.executor(run.context)
+            if outcome.timed_out:
+                result = records.RunResult.TIMED_OUT
+            elif outcome.succeeded:
+                result = records.RunResult.SUCCEEDED
+            else:
+                result = records.RunResult.FAILED
+            message = outcome.message
+        except TimeoutError as error:
+            if deadline.expired():
+                result = records.RunResult.TIMED_OUT
+                message = f"cancelled at its timeout of {durations.format(timeout)}"
+                self._abort(run.context, armed)
+            else:
+                result, message = records.RunResult.FAILED, _describe(error)
+        except asyncio.CancelledError:
+            if run.context.slot in self._replaced:
+                self._abort(run.context, armed)
+            self._finish(run, records.RunResult.FAILED, f"cancelled: {self._cancel_reason(run)}")
+            raise
+        except Exception as error:  # any failure of a run is recorded, the loop goes on
+            result, message = records.RunResult.FAILED, _describe(error)
+        self._finish(run, result, message)
+
+    def _abort(self, context: records.RunContext, armed: Armed) -> None:
+        """Have the executor stop what the run left at the target, in a task of its own.
+
+        Only for runs the loop gave up on (Replace, timeout); never while stopping, when the
+        target's work is left alone (a Job outlives the operator).
+        """
+        executor = armed.executor
+        if self._stopping is None and isinstance(executor, protocols.Abortable):
+            self._tasks.spawn(self._aborting(executor, context), name=f"abort {context.slot_id}")
+
+    async def _aborting(self, executor: protocols.Abortable, context: records.RunContext) -> None:
+        try:
+            async with asyncio.timeout(ABORT_TIMEOUT.total_seconds()):
+                await executor.abort(context)
+        except Exception:  # logged; the run is recorded already, the schedule goes on
+            logger.exception("slot %s: stopping its run at the target failed", context.slot_id)
+
+    def _cancel_reason(self, run: _Run) -> str:
+        if run.context.slot in self._replaced:
+            return "replaced by a newer slot"
+        return self._stopping or OPERATOR_STOPPING
+
+    def _finish(self, run: _Run, result: records.RunResult, message: str) -> None:
+        """Record ``run`` once, free its place, and start the next queued slot."""
+        if run.recorded:
+            return
+        run.recorded = True
+        slot = run.context.slot
+        self._active.pop(slot, None)
+        self._replaced.discard(slot)
+        record = records.RunRecord(
+            slot=slot,
+            scheduled_time=run.context.scheduled_time,
+            result=result,
+            started_at=run.started_at,
+            finished_at=self._wall(),
+            message=message,
+            replica=self._replica,
+        )
+        self._store.run_finished(self._job, record)
+        if self._queued and not self._active and self._stopping is None:
+            queued_slot, armed = self._queued[0]
+            if self._running_elsewhere(armed, besides=queued_slot):
+                self._drain_when_idle_elsewhere(armed)
+            else:
+                self._queued.popleft()
+                self._start(queued_slot, armed)
+
+    def _slot_id(self, slot: datetime) -> str:
+        # The same slot's id is asked for four times (prepared, claimed, named, started): kept.
+        if slot != self._last_slot:
+            self._last_slot, self._last_slot_id = slot, slots.slot_id(self._job, slot)
+        return self._last_slot_id
+
+
+_CANCELLED_EARLY = (records.RunResult.FAILED, "cancelled before it started")
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

@@ -1,0 +1,38 @@
+"""The tasks of one job, its slot loop's and its runs', started in one place.
+
+Closing a job cancels every task it started and waits for them, whichever side started them:
+a cancelled run records itself as it ends, and a slot loop cancelled while counting missed slots
+still counts the ones it won, so neither may be left to finish after the close. ``job_loop`` and
+``runs`` each start their tasks here, and neither has to know the other's.
+"""
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from datetime import timedelta
+from typing import TypeVar
+
+logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
+
+class JobTasks:
+    """Every task of one job still going: each leaves the set as it ends."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[object]] = set()
+
+    def spawn(self, coroutine: Coroutine[None, None, _T], *, name: str) -> asyncio.Task[_T]:
+        task = asyncio.create_task(coroutine, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def cancel_all(self, *, grace: timedelta) -> None:
+        """Cancel every task and wait for them at most ``grace``."""
+        for task in self._tasks:
+            task.cancel()
+        if self._tasks:
+            _, pending = await asyncio.wait(self._tasks, timeout=grace.total_seconds())
+            for task in pending:
+                logger.warning("%s did not stop within %s", task.get_name(), grace)

@@ -1,0 +1,238 @@
+"""What the status writer has yet to say about each job, and what every write restates.
+
+Holds ``Pending`` (one job's news since its last write: counts, the run records a status can
+show, the newest slot claimed, conditions, and the earlier writes that are in doubt), ``Ledger``
+(the pending of every job, beside the runs in progress, the next slot and the history setting
+that each write restates), the trimming of run records to what a status shows
+(``History.shown``), and what the controller hands in (``Condition``, ``History``).
+
+Recording here is on the scheduler's path (every run, every slot), so it costs a few dict and
+list operations and never builds a pydantic model: the wire shape is ``patch``'s business, when
+a write is composed. When writes go out is ``writer``'s.
+"""
+
+import collections
+import dataclasses
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TypeVar
+
+from punctual.contracts import records
+from punctual.scheduling import slots, timeline
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Condition:
+    type: str
+    status: bool
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    succeeded: int = 3
+    failed: int = 3
+
+    def shown(
+        self,
+        newest_first: Iterable[_T],
+        *,
+        succeeded: Callable[[_T], bool],
+        key: Callable[[_T], str] | None = None,
+    ) -> list[_T]:
+        """Of ``newest_first``, what a status shows: the first ``succeeded`` successes and
+        ``failed`` others (and, with ``key``, the first of each key only)."""
+        seen: set[str] = set()
+        room = {True: self.succeeded, False: self.failed}
+        kept: list[_T] = []
+        for item in newest_first:
+            success = succeeded(item)
+            if room[success] <= 0:
+                continue
+            if key is not None:
+                name = key(item)
+                if name in seen:
+                    continue
+                seen.add(name)
+            room[success] -= 1
+            kept.append(item)
+        return kept
+
+
+@dataclass
+class Pending:
+    """What this replica has to say about one job since its last write."""
+
+    counts: collections.Counter[records.RunResult] = field(default_factory=collections.Counter)
+    run_records: list[records.RunRecord] = field(default_factory=list)
+    claimed: datetime | None = None
+    conditions: dict[str, Condition] = field(default_factory=dict)
+    observed_generation: int | None = None
+    since: float = 0.0
+    urgent: bool = False
+    heartbeat: bool = False
+    """The runs in progress are due to be stated again (with a fresh ``heartbeatTime``)."""
+    in_doubt: list["Pending"] = field(default_factory=list)
+    """Earlier writes that failed but may have landed, each on its own (none of them in doubt
+    itself): delivered again only if the object does not show them (``settled``)."""
+
+    def absorb(self, older: "Pending") -> None:
+        """Take back what a failed write could not deliver."""
+        self.counts.update(older.counts)
+        self.run_records[:0] = older.run_records
+        self.claimed = _latest(self.claimed, older.claimed)
+        self.conditions = {**older.conditions, **self.conditions}
+        if self.observed_generation is None:
+            self.observed_generation = older.observed_generation
+        self.since = min(self.since, older.since)
+        self.urgent = self.urgent or older.urgent
+        self.heartbeat = self.heartbeat or older.heartbeat
+        self.in_doubt[:0] = older.in_doubt
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.counts
+            or self.run_records
+            or self.claimed
+            or self.conditions
+            or self.observed_generation is not None
+            or self.heartbeat
+        )
+
+    def settled(self, *, landed: Callable[["Pending"], bool]) -> "Pending":
+        """What to write now: this, and the writes in doubt that did not land (a copy: the
+        write built on it may fail in turn). Those that did (``landed``: the object shows
+        them) are forgotten."""
+        self.in_doubt = [doubtful for doubtful in self.in_doubt if not landed(doubtful)]
+        settled = Pending(
+            counts=collections.Counter(self.counts),
+            run_records=list(self.run_records),
+            claimed=self.claimed,
+            conditions=dict(self.conditions),
+            observed_generation=self.observed_generation,
+            since=self.since,
+            urgent=self.urgent,
+            heartbeat=self.heartbeat,
+        )
+        for doubtful in self.in_doubt:
+            settled.absorb(doubtful)
+        return settled
+
+    def doubted(self) -> "Pending":
+        """This after a write of it failed in a way that may have landed."""
+        fresh = dataclasses.replace(self, in_doubt=[])
+        return Pending(
+            since=self.since,
+            urgent=self.urgent,
+            in_doubt=[*([] if fresh.empty else [fresh]), *self.in_doubt],
+        )
+
+
+class Ledger:
+    """Every job's ``Pending``, and what each write of a job restates whether or not it is new:
+    its runs in progress, its next slot, its history setting."""
+
+    def __init__(self, *, replica: str, clock: Callable[[], float]) -> None:
+        self._replica = replica
+        self._clock = clock
+        self.pending: dict[slots.JobRef, Pending] = {}
+        """In insertion order, which is the order of ``since``."""
+        self.urgent: set[slots.JobRef] = set()
+        self.active: collections.defaultdict[slots.JobRef, dict[datetime, records.ActiveRun]] = (
+            collections.defaultdict(dict)
+        )
+        self.upcoming: dict[slots.JobRef, datetime] = {}
+        self.history: dict[slots.JobRef, History] = {}
+
+    def note(self, job: slots.JobRef) -> Pending:
+        """The job's pending, started now if there was none."""
+        pending = self.pending.get(job)
+        if pending is None:
+            pending = self.pending[job] = Pending(since=self._clock())
+        return pending
+
+    def started(self, job: slots.JobRef, run: records.ActiveRun) -> None:
+        self.active[job][run.slot] = run
+        pending = self.note(job)
+        pending.claimed = _latest(pending.claimed, run.slot)
+
+    def finished(self, job: slots.JobRef, record: records.RunRecord) -> None:
+        runs = self.active.get(job)
+        if runs is not None:
+            runs.pop(record.slot, None)
+            if not runs:
+                del self.active[job]
+        pending = self.note(job)
+        pending.counts[record.result] += 1
+        pending.run_records.append(record)
+        _trim(pending.run_records, self.history.get(job, History()))
+        pending.claimed = _latest(pending.claimed, record.slot)
+
+    def missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
+        pending = self.note(job)
+        pending.counts[records.RunResult.MISSED] += count
+        pending.claimed = _latest(pending.claimed, newest)
+        pending.run_records.append(
+            records.RunRecord(
+                slot=newest,
+                scheduled_time=newest,
+                result=records.RunResult.MISSED,
+                message=missed_message(count=count, newest=newest),
+                replica=self._replica,
+            )
+        )
+
+    def condition(self, job: slots.JobRef, condition: Condition, *, generation: int) -> None:
+        """``condition`` is to be written at the next tick, before anything not urgent."""
+        pending = self.note(job)
+        pending.conditions[condition.type] = condition
+        pending.observed_generation = generation
+        pending.urgent = True
+        self.urgent.add(job)
+
+    def take(self, job: slots.JobRef) -> Pending | None:
+        """The job's pending, for a write: the ledger no longer has it."""
+        self.urgent.discard(job)
+        return self.pending.pop(job, None)
+
+    def keep(self, job: slots.JobRef, undelivered: Pending) -> None:
+        """Keep what a write could not deliver for the next tick, under anything newer."""
+        newer = self.pending.pop(job, None)
+        if newer is not None:
+            newer.absorb(undelivered)
+            undelivered = newer
+        self.pending[job] = undelivered
+        if undelivered.urgent:
+            self.urgent.add(job)
+
+    def forget(self, job: slots.JobRef) -> None:
+        for table in (self.pending, self.active, self.upcoming, self.history):
+            table.pop(job, None)
+        self.urgent.discard(job)
+
+
+def missed_message(*, count: int, newest: datetime) -> str:
+    """What a status's Missed record, and the Warning Event beside it, say about missed slots."""
+    return f"{count} slot(s) missed, the newest {timeline.rfc3339(newest)}"
+
+
+def _latest(first: datetime | None, second: datetime | None) -> datetime | None:
+    candidates = [instant for instant in (first, second) if instant is not None]
+    return max(candidates) if candidates else None
+
+
+def _trim(run_records: list[records.RunRecord], history: History) -> None:
+    """Drop the records ``run_records`` has beyond what a status shows: the newest
+    ``history.succeeded`` successes and ``history.failed`` others (a job whose status is
+    written rarely would otherwise pile up a record per run). Records come oldest first."""
+    if len(run_records) <= history.succeeded + history.failed:
+        return
+    shown = history.shown(
+        reversed(run_records), succeeded=lambda record: record.result == records.RunResult.SUCCEEDED
+    )
+    run_records[:] = reversed(shown)

@@ -1,0 +1,251 @@
+"""The status merge patch: one write's ``status``, composed from the status it merges onto and
+what the ledger has pending for the job.
+
+What this replica states is dumped from the status models in ``punctual.api.models``
+(``RunRecord``, ``ActiveRun``, ``Condition``, ``RunCounts``, ``ScheduledJobStatus``), the
+models the CRD is generated from, so the shape written is the shape the API server checks.
+What the status already holds and is not this replica's to restate (other replicas' runs in
+progress, older recent runs, the last run, the conditions not being set) goes back as it was
+read, under the models' wire names: running it through a model would refuse, or rewrite, what
+other writers put there.
+
+That status is outside input: whoever may write ``scheduledjobs/status`` can put there anything
+the API server's schema accepts. It is read by wire name and leniently: what this operator
+cannot read counts as absent, and the write replaces it.
+"""
+
+import collections
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+import pydantic
+
+from punctual.api import models
+from punctual.contracts import records
+from punctual.scheduling import timeline
+from punctual.stores.status import ledger
+
+_COUNTED = {
+    records.RunResult.SUCCEEDED: "succeeded",
+    records.RunResult.FAILED: "failed",
+    records.RunResult.TIMED_OUT: "timed_out",
+    records.RunResult.SKIPPED_OVERLAP: "skipped_overlap",
+    records.RunResult.MISSED: "missed",
+    records.RunResult.LOST: "lost",
+}
+"""The field of ``models.RunCounts`` that counts each result."""
+_STATED = {"counts", "last_schedule_time", "next_run_time", "observed_generation"}
+"""The fields of ``models.ScheduledJobStatus`` that a write states outright (the others merge
+this replica's entries with those already there)."""
+_RUNS = {records.RunResult.SUCCEEDED, records.RunResult.FAILED, records.RunResult.TIMED_OUT}
+"""The results of runs that ran: only they become ``lastRun``."""
+
+
+def compose(
+    current: Mapping[str, Any],
+    pending: ledger.Pending,
+    *,
+    replica: str,
+    history: ledger.History,
+    active: Iterable[records.ActiveRun],
+    upcoming: datetime | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """The fields of a status merge patch: ``pending`` merged onto ``current``.
+
+    Counts are added, recent runs merged, ``lastScheduleTime`` only moves forward, other
+    replicas' runs in progress are kept and this replica's (``active``) stated with ``now`` as
+    their heartbeat; the next slot is ``upcoming``.
+    """
+    new_runs = [_run_entry(record) for record in pending.run_records]
+    # A run recorded Lost here belonged to a replica that died: its entry in active goes.
+    lost = {run["slot"] for run in new_runs if run["result"] == records.RunResult.LOST}
+    known_last = _instant(current.get("lastScheduleTime"))
+    claimed = pending.claimed
+    forward = claimed is not None and (known_last is None or claimed > known_last)
+    stated = models.ScheduledJobStatus(
+        counts=_counts(current, pending.counts),
+        last_schedule_time=claimed if forward else None,
+        next_run_time=upcoming,
+        observed_generation=pending.observed_generation,
+    ).model_dump(mode="json", include=_STATED, exclude_none=True)
+    succeeded = [
+        run["finishedAt"] for run in new_runs if run["result"] == records.RunResult.SUCCEEDED
+    ]
+    merged = {
+        "recent_runs": _recent([*new_runs, *(current.get("recentRuns") or [])], history),
+        "active": [
+            *(
+                run
+                for run in current.get("active") or []
+                if run.get("replica") != replica and run.get("slot") not in lost
+            ),
+            *(_active_entry(run, heartbeat=now) for run in active),
+        ],
+        "last_run": _newest(
+            [current.get("lastRun"), *(run for run in new_runs if run["result"] in _RUNS)]
+        ),
+        "last_successful_time": _max_text([current.get("lastSuccessfulTime"), *succeeded]),
+        "conditions": (
+            _merge_conditions(
+                current.get("conditions") or [],
+                pending.conditions.values(),
+                generation=pending.observed_generation,
+                now=now,
+            )
+            if pending.conditions
+            else None
+        ),
+    }
+    return stated | {
+        _wire(models.ScheduledJobStatus, name): value
+        for name, value in merged.items()
+        if value is not None
+    }
+
+
+def shows(current: Mapping[str, Any], batch: ledger.Pending) -> bool:
+    """Whether ``current`` holds a run record of ``batch``: the write that carried it landed."""
+    runs: list[Mapping[str, Any]] = current.get("recentRuns") or []
+    if not runs:
+        return False
+    entries = [_run_entry(record) for record in batch.run_records]
+    return any(entry.items() <= run.items() for entry in entries for run in runs)
+
+
+def says(current: Mapping[str, Any], condition: ledger.Condition, *, generation: int) -> bool:
+    """Whether ``current`` has ``condition`` as it is, for ``generation``."""
+    if current.get("observedGeneration") != generation:
+        return False
+    for known in current.get("conditions") or []:
+        if known.get("type") == condition.type:
+            return bool(
+                known.get("status") == _condition_status(condition)
+                and known.get("reason") == condition.reason
+                and known.get("message") == condition.message
+                and known.get("observedGeneration") == generation
+            )
+    return False
+
+
+def _run_entry(record: records.RunRecord) -> dict[str, Any]:
+    return models.RunRecord(
+        slot=record.slot,
+        scheduled_time=record.scheduled_time,
+        started_at=record.started_at,
+        finished_at=record.finished_at,
+        lateness_millis=_millis(record.lateness),
+        duration_millis=_millis(record.duration),
+        result=record.result,
+        message=record.message,
+        replica=record.replica,
+    ).model_dump(mode="json", exclude_none=True)
+
+
+def _active_entry(run: records.ActiveRun, *, heartbeat: datetime) -> dict[str, Any]:
+    return models.ActiveRun(
+        slot=run.slot,
+        started_at=run.started_at,
+        replica=run.replica,
+        heartbeat_time=heartbeat,
+        job_name=run.job_name,
+        attempt=run.attempt if run.attempt > 1 else None,  # a first run says no attempt
+    ).model_dump(mode="json", exclude_none=True)
+
+
+def _counts(
+    current: Mapping[str, Any], pending: collections.Counter[records.RunResult]
+) -> models.RunCounts:
+    known: Mapping[str, Any] = current.get("counts") or {}
+    # Read by name, not validated: a newer operator's status may count what this one does not
+    # know, and the merge patch leaves such a count as it is.
+    return models.RunCounts(
+        **{
+            name: known.get(_wire(models.RunCounts, name), 0) + pending[result]
+            for result, name in _COUNTED.items()
+        }
+    )
+
+
+def _merge_conditions(
+    current: list[Mapping[str, Any]],
+    updates: Iterable[ledger.Condition],
+    *,
+    generation: int | None,
+    now: datetime,
+) -> list[dict[str, Any]]:
+    merged = {condition["type"]: dict(condition) for condition in current}
+    for update in updates:
+        status = _condition_status(update)
+        previous = merged.get(update.type)
+        since = None
+        if previous is not None and previous.get("status") == status:
+            # The transition time stays while the status does; one this operator cannot read
+            # counts as absent, and the condition is restated from now.
+            since = _instant(previous.get("lastTransitionTime"))
+        merged[update.type] = models.Condition(
+            type=update.type,
+            status=status,
+            reason=update.reason,
+            message=update.message,
+            last_transition_time=since or now.replace(microsecond=0),
+            observed_generation=generation,
+        ).model_dump(mode="json", exclude_none=True)
+    return list(merged.values())
+
+
+def _condition_status(condition: ledger.Condition) -> models.ConditionStatus:
+    return models.ConditionStatus.TRUE if condition.status else models.ConditionStatus.FALSE
+
+
+def _wire(model: type[pydantic.BaseModel], name: str) -> str:
+    """The wire name of ``model``'s field ``name`` (KeyError for a field the model lacks)."""
+    return model.model_fields[name].alias or name
+
+
+def _millis(span: timedelta | None) -> int | None:
+    return None if span is None else span // timedelta(milliseconds=1)
+
+
+def _instant(text: Any) -> datetime | None:
+    """``text`` as an instant; None for what this operator cannot read.
+
+    Status is outside input: whoever may write ``scheduledjobs/status`` can put there any
+    timestamp the API server's date-time check accepts, and it accepts forms Python does not
+    read (a lowercase ``z``) or cannot hold in UTC (``0001-01-01T00:00:00+01:00``). Such a
+    value counts as absent, and the write replaces it, instead of failing every write.
+    """
+    try:
+        return timeline.parse_rfc3339(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def _readable(run: Mapping[str, Any] | None) -> bool:
+    return run is not None and _instant(run.get("slot")) is not None
+
+
+def _slot_key(run: Mapping[str, Any]) -> datetime:
+    return timeline.parse_rfc3339(run["slot"])
+
+
+def _recent(runs: list[dict[str, Any]], history: ledger.History) -> list[dict[str, Any]]:
+    """Newest first, one entry per slot, at most ``history`` successes and failures (entries
+    whose slot cannot be read are dropped)."""
+    return history.shown(
+        sorted(filter(_readable, runs), key=_slot_key, reverse=True),
+        succeeded=lambda run: run["result"] == records.RunResult.SUCCEEDED,
+        # A lost run and its retry are two entries of the same slot.
+        key=lambda run: f"{run['slot']}/{run['result'] == records.RunResult.LOST}",
+    )
+
+
+def _newest(runs: list[Mapping[str, Any] | None]) -> Mapping[str, Any] | None:
+    present = [run for run in runs if run is not None and _readable(run)]
+    return max(present, key=_slot_key) if present else None
+
+
+def _max_text(timestamps: list[str | None]) -> str | None:
+    present = [text for text in timestamps if text and _instant(text) is not None]
+    return max(present, key=timeline.parse_rfc3339) if present else None

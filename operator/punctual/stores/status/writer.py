@@ -1,0 +1,275 @@
+"""The status writer: ``StatusStore``, when each job's status is written, and how.
+
+Pacing: a job's status is written only when there is something new to say (a run, a skip, a
+miss, a condition change), at most once per ``interval`` per job (default 5 s); condition
+changes go at the next tick. A 1-second job therefore costs one status write per 5 seconds per
+replica that ran it, not one per run. And one replica writes at most ``writes_per_second``
+statuses (default 100), whatever the number of jobs: the API server's load (and every
+replica's, which sees each write as a watch event) is bounded. With more jobs than that rate
+allows, each job's status is written less often than ``interval`` (10,000 jobs: every 100 s),
+condition changes first; what is pending meanwhile is coalesced by the ledger.
+
+The kubernetes slot lock's claim is a status write of its own, one per slot: it carries what
+this replica has pending for the job (``carry``), so with that backend status rides along at
+claim rate and this writer only writes what no claim took (a job whose slots other replicas
+win, a condition set between slots).
+
+Writes are merges onto the newest known body, with its resourceVersion as a precondition. On a
+conflict the merge starts again from a fresh read. A write that may have landed although it
+failed (a 5xx, a cancellation) is kept *in doubt*: the next write looks whether the object
+shows its run records before it adds its counts again. That look is exact, as every write names
+the version it merges onto as its precondition, but for one case: none of its runs is among the
+newest ``history`` that recentRuns keeps (runs reported long after they ran), and then it is
+written again. (The kubernetes lock waits for the answer to a claim cancelled in flight, so
+only a failed answer leaves its status in doubt.)
+"""
+
+import asyncio
+import contextlib
+import functools
+import logging
+import math
+from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from punctual.contracts import protocols, records
+from punctual.kube import objects, status_api
+from punctual.scheduling import overlap, slots
+from punctual.stores.status import ledger, patch
+
+logger = logging.getLogger(__name__)
+
+MIN_BATCH = 4
+"""Writes a tick may start whatever the spread (a few writes at once cost nothing)."""
+ACTIVE_HEARTBEAT = 30.0
+"""Seconds: a run in progress is stated again at least this often, with a fresh
+``heartbeatTime``, so that a heartbeat older than this tells users its replica stopped."""
+
+
+class StatusStore:
+    """``protocols.RunStore`` and ``protocols.StatusCarrier`` writing ScheduledJob status."""
+
+    def __init__(
+        self,
+        *,
+        api: status_api.StatusApi,
+        cache: objects.ObjectCache,
+        replica: str,
+        wall: protocols.WallClock,
+        interval: timedelta = timedelta(seconds=5),
+        tick: timedelta = timedelta(milliseconds=250),
+        concurrency: int = 16,
+        writes_per_second: int = 100,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        if writes_per_second < 1:
+            raise ValueError("writes_per_second must be at least 1")
+        self._api = api
+        self._cache = cache
+        self._replica = replica
+        self._wall = wall
+        self._interval = interval.total_seconds()
+        self._tick = tick.total_seconds()
+        self._writers = asyncio.Semaphore(concurrency)
+        self._rate = float(writes_per_second)
+        self._burst = max(1.0, self._rate * self._tick)
+        self._allowance = self._burst
+        """Writes that may start now: refilled at ``_rate`` per second, up to a tick's worth
+        (no burst: every second starts ``_rate`` writes at most, give or take one tick's)."""
+        self._refilled: float | None = None
+        self._clock = clock or (lambda: asyncio.get_running_loop().time())
+        self._ledger = ledger.Ledger(replica=replica, clock=self._clock)
+        self._stated: dict[slots.JobRef, float] = {}
+        """When each job's runs in progress were last written (``_clock``)."""
+        self._next_heartbeat = 0.0
+        self._closing = False
+
+    # The RunStore seam: called by the scheduler, never blocks.
+
+    def slot_upcoming(self, job: slots.JobRef, *, scheduled_time: datetime) -> None:
+        self._ledger.upcoming[job] = scheduled_time  # written along with the next change, if any
+
+    def run_started(self, job: slots.JobRef, run: records.ActiveRun) -> None:
+        self._ledger.started(job, run)
+
+    def run_finished(self, job: slots.JobRef, record: records.RunRecord) -> None:
+        self._ledger.finished(job, record)
+
+    def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
+        self._ledger.missed(job, count=count, newest=newest)
+
+    def slot_overlapped(
+        self, job: slots.JobRef, *, slot: datetime, policy: overlap.ConcurrencyPolicy
+    ) -> None:
+        pass  # what the policy did shows in the run records; overlaps are counted in metrics
+
+    # Called by the controller.
+
+    def configure(self, job: slots.JobRef, *, history: ledger.History) -> None:
+        self._ledger.history[job] = history
+
+    def set_condition(
+        self, job: slots.JobRef, condition: ledger.Condition, *, generation: int
+    ) -> None:
+        """Write ``condition`` at the next tick, unless the object already says exactly that.
+
+        An operator restart re-observes every object and sets the conditions it had: writing
+        them again would cost one API write per object (and one watch event per object on
+        every replica) to say nothing new.
+        """
+        pending = self._ledger.pending.get(job)
+        if (pending is None or condition.type not in pending.conditions) and patch.says(
+            self._known_status(job), condition, generation=generation
+        ):
+            return
+        self._ledger.condition(job, condition, generation=generation)
+
+    def forget(self, job: slots.JobRef) -> None:
+        self._ledger.forget(job)
+        self._stated.pop(job, None)
+
+    async def run(self) -> None:
+        """Write what is due, every tick, until closed or cancelled; then write everything left."""
+        try:
+            while not self._closing:
+                await asyncio.sleep(self._tick)
+                await self._flush(due_only=True)
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._flush(due_only=False))
+
+    def close(self) -> None:
+        """End ``run`` gracefully: after the writes of its current tick, it writes everything
+        left and returns. Await ``run`` (its task) for that final flush to be done.
+
+        Cancelling ``run`` instead would cut the writes in flight; closing lets them finish.
+        """
+        self._closing = True
+
+    async def _flush(self, *, due_only: bool) -> None:
+        now = self._clock()
+        if due_only and now >= self._next_heartbeat:
+            self._next_heartbeat = now + 1.0
+            self._restate_active(now)
+        due = self._due(now, limit=self._allowed(now)) if due_only else list(self._ledger.pending)
+        self._allowance -= len(due)
+        await asyncio.gather(*(self._write(job) for job in due))
+
+    def _allowed(self, now: float) -> int:
+        """How many writes may start now (``writes_per_second``)."""
+        if self._refilled is not None:
+            refill = (now - self._refilled) * self._rate
+            self._allowance = min(self._burst, self._allowance + refill)
+        self._refilled = now
+        return max(0, math.floor(self._allowance + 1e-9))  # 0.1 s × 10/s is 0.9999…
+
+    def _restate_active(self, now: float) -> None:
+        """Runs in progress whose last statement is older than ``ACTIVE_HEARTBEAT`` are due
+        again (a Job running for hours: its heartbeat shows this replica still has it)."""
+        for job in self._ledger.active:
+            stated = self._stated.get(job, now)
+            if job not in self._ledger.pending and now - stated >= ACTIVE_HEARTBEAT:
+                self._ledger.note(job).heartbeat = True
+
+    def _due(self, now: float, *, limit: int) -> list[slots.JobRef]:
+        """The urgent jobs, then the others whose interval is over, oldest first: at most a
+        tick's share of all that is pending (and at least ``MIN_BATCH``), and ``limit`` in all.
+
+        Jobs that became pending together (armed together, runs on the same second) would
+        otherwise be written together every interval, for ever: a bunch of writes, and as many
+        watch events on every replica, all ready on the event loop at once while timers wait.
+        Spread evenly, the writes keep the same average rate. The ledger's pending keeps
+        insertion order, which is the order of ``since`` (a write that failed goes back at the
+        end and waits at most one more interval).
+        """
+        pending = self._ledger.pending
+        urgent = [job for job in self._ledger.urgent if job in pending][:limit]
+        budget = max(MIN_BATCH, math.ceil(len(pending) * self._tick / self._interval))
+        budget = min(budget, limit - len(urgent))
+        regular: list[slots.JobRef] = []
+        for job, news in pending.items():
+            if len(regular) >= budget or now - news.since < self._interval:
+                break
+            if not news.urgent:
+                regular.append(job)
+        return urgent + regular
+
+    async def _write(self, job: slots.JobRef) -> None:
+        pending = self._ledger.take(job)
+        if pending is None:
+            return
+        async with self._writers:
+            try:
+                body = self._cache.get(job) or await self._api.read(job)
+                for _ in range(5):
+                    current = body.get("status") or {}
+                    settled = pending.settled(landed=functools.partial(patch.shows, current))
+                    if settled.empty:
+                        return  # what was in doubt had landed: nothing left to say
+                    try:
+                        body = await self._api.patch(
+                            job,
+                            self._compose(job, current, settled),
+                            resource_version=body["metadata"]["resourceVersion"],
+                        )
+                    except status_api.ConflictError:
+                        body = await self._api.read(job)
+                        continue
+                    self._cache.remember(body)
+                    return
+            except status_api.GoneError:
+                return
+            except status_api.UnavailableError as error:
+                logger.warning("status of %s/%s not written: %s", job.namespace, job.name, error)
+                pending = pending.doubted()
+            except asyncio.CancelledError:
+                self._ledger.keep(job, pending.doubted())  # for the final flush at shutdown
+                raise
+            except Exception:  # a bug: this job's write failed, the writer (every job's) goes on
+                logger.exception("status of %s/%s not written", job.namespace, job.name)
+                pending = pending.doubted()
+        self._ledger.keep(job, pending)
+
+    @contextlib.contextmanager
+    def carry(self, job: slots.JobRef, current: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+        """The StatusCarrier seam: what is pending for ``job``, composed onto ``current``, for
+        a status write made anyway (the kubernetes lock's claim), whose precondition must be
+        the version ``current`` is the status of. Taken from this writer meanwhile; given
+        back if the block raises (in doubt, unless it was a conflict)."""
+        pending = self._ledger.take(job) or ledger.Pending()
+        settled = pending.settled(landed=functools.partial(patch.shows, current))
+        if settled.empty:
+            yield {}  # nothing to say (or only what was in doubt, and it had landed)
+            return
+        try:
+            yield self._compose(job, current, settled)
+        except status_api.ConflictError:
+            self._ledger.keep(job, pending)  # refused as a whole: nothing of it landed
+            raise
+        except status_api.GoneError:
+            raise
+        except BaseException:
+            self._ledger.keep(job, pending.doubted())
+            raise
+
+    def _compose(
+        self, job: slots.JobRef, current: Mapping[str, Any], pending: ledger.Pending
+    ) -> dict[str, Any]:
+        composed = patch.compose(
+            current,
+            pending,
+            replica=self._replica,
+            history=self._ledger.history.get(job, ledger.History()),
+            active=self._ledger.active.get(job, {}).values(),
+            upcoming=self._ledger.upcoming.get(job),
+            now=self._wall(),
+        )
+        self._stated[job] = self._clock()
+        return composed
+
+    def _known_status(self, job: slots.JobRef) -> Mapping[str, Any]:
+        """The status of the newest body this replica knows ({} when none)."""
+        body = self._cache.get(job)
+        status: Mapping[str, Any] = (body or {}).get("status") or {}
+        return status

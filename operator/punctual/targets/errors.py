@@ -1,0 +1,23 @@
+"""What every target kind's wiring raises when the spec is valid but this operator cannot run it.
+
+``TargetUnavailableError`` is the one error for that, with one reason per missing capability;
+an invalid spec is ``punctual.scheduling.errors.InvalidSpecError`` instead.
+"""
+
+QUEUE_UNAVAILABLE = "QueueUnavailable"
+"""A queue target, and this operator has no Redis."""
+HOST_NOT_ALLOWED = "HostNotAllowed"
+"""An HTTP target whose host this operator may not call (its allowlist or address guard)."""
+JOBS_UNAVAILABLE = "JobsUnavailable"
+"""A job target, and this operator does not create batch Jobs."""
+
+
+class TargetUnavailableError(Exception):
+    """The spec is valid, but this operator lacks what its target needs (``reason`` says what).
+
+    Reported like an invalid spec (Ready False, a Warning Event), with its own reason.
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason

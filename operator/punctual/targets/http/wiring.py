@@ -1,0 +1,110 @@
+"""From ``spec.target.http`` to its executor: the request checked, the operator's allowlist and
+address guard consulted, and the headers of the Secrets it names read at each run."""
+
+import urllib.parse
+from collections.abc import Mapping
+
+from punctual.api import models
+from punctual.contracts import protocols, records
+from punctual.kube import secrets
+from punctual.scheduling import slots
+from punctual.scheduling.errors import InvalidSpecError
+from punctual.targets import errors
+from punctual.targets.http import allowlist
+from punctual.targets.http import connections as http_connections
+from punctual.targets.http import executor as http_executor
+
+
+class HttpTargets:
+    """The HTTP targets of this operator: its connections, the Secrets it reads headers from,
+    and what it may call (``allowed_hosts``: any host when ``None``; ``guard``: the addresses
+    refused by default)."""
+
+    def __init__(
+        self,
+        *,
+        connections: http_connections.HttpConnections,
+        secrets: secrets.SecretReader,
+        allowed_hosts: allowlist.HostAllowlist | None = None,
+        guard: allowlist.AddressGuard | None = None,
+    ) -> None:
+        self._connections = connections
+        self._secrets = secrets
+        self._allowed_hosts = allowed_hosts
+        self._guard = guard or allowlist.AddressGuard(allowed=allowed_hosts)
+
+    def wire(self, job: slots.JobRef, target: models.HttpTarget) -> protocols.Executor:
+        """Raises ``InvalidSpecError`` for a request that cannot be sent,
+        ``TargetUnavailableError`` for a host this operator may not call."""
+        try:
+            request = http_executor.HttpRequest(
+                url=target.url,
+                method=target.method,
+                headers=dict(target.headers or {}),
+                body=target.body,
+                success_codes=frozenset(target.success_codes) if target.success_codes else None,
+            )
+        except ValueError as error:
+            raise InvalidSpecError("spec.target.http", str(error)) from None
+        if self._allowed_hosts is not None and not self._allowed_hosts.admits(target.url):
+            # The operator's policy, not the spec's fault: a reason of its own, and the job is
+            # never armed, so its URL is never called.
+            raise errors.TargetUnavailableError(
+                errors.HOST_NOT_ALLOWED,
+                f"spec.target.http.url: {http_executor.redact_url(target.url)} is not a host "
+                f"this operator may call (--http-allowed-hosts {self._allowed_hosts})",
+            )
+        url = urllib.parse.urlsplit(target.url)
+        port = url.port or allowlist.DEFAULT_PORTS[url.scheme.lower()]
+        refusal = self._guard.refusal(url.hostname or "", port)
+        if refusal is not None:  # an IP literal; names are checked on each address they resolve to
+            raise errors.TargetUnavailableError(
+                errors.HOST_NOT_ALLOWED,
+                f"spec.target.http.url: {url.hostname} is {refusal}: this operator calls it only "
+                "if --http-allowed-hosts names it",
+            )
+        secret_names = [source.secret_ref.name for source in target.headers_from or []]
+        if not secret_names:
+            return http_executor.HttpExecutor(request, connections=self._connections)
+        return _WithSecretHeaders(
+            request,
+            connections=self._connections,
+            reader=self._secrets,
+            namespace=job.namespace,
+            secret_names=secret_names,
+        )
+
+
+class _WithSecretHeaders:
+    """Reads the Secrets at each run (cached by the reader), so rotation is picked up; the
+    executor is built again only when their values changed (its request bytes are built once)."""
+
+    def __init__(
+        self,
+        request: http_executor.HttpRequest,
+        *,
+        connections: http_connections.HttpConnections,
+        reader: secrets.SecretReader,
+        namespace: str,
+        secret_names: list[str],
+    ) -> None:
+        self._request = request
+        self._connections = connections
+        self._reader = reader
+        self._namespace = namespace
+        self._secret_names = secret_names
+        self._executor: tuple[dict[str, str], http_executor.HttpExecutor] | None = None
+
+    async def __call__(self, context: records.RunContext) -> records.Outcome:
+        headers: dict[str, str] = {}
+        for name in self._secret_names:
+            values: Mapping[str, str] = await self._reader.read(
+                namespace=self._namespace, name=name
+            )
+            headers.update(values)
+        if self._executor is None or self._executor[0] != headers:
+            executor = http_executor.HttpExecutor(
+                self._request, connections=self._connections, secret_headers=headers
+            )
+            self._executor = (headers, executor)
+        return await self._executor[1](context)

@@ -1,0 +1,129 @@
+"""The batch Jobs of the job target as they are written: their names, labels, annotations and
+manifests, serialised ahead of their slot.
+
+- Names: one batch Job per slot, ``<name>-<unix seconds of the slot>``, so that creating it
+  twice (two replicas, a retry, an operator restarted mid-slot) fails with ``AlreadyExists``
+  instead of running the slot twice. The ``<name>`` part is at most 52 characters, CronJob's own
+  limit for the same reason: the Job controller copies the Job's name into the ``job-name`` and
+  ``batch.kubernetes.io/job-name`` labels of its pods, and label values stop at 63 characters;
+  52 + ``-`` + 10 digits of unix seconds is 63. (Pod names are ``<job name>-<5 random>``, which
+  the API server's name generator keeps within 63 by trimming the base, so they fit too.) A
+  longer ScheduledJob name is cut to 43 characters plus ``-`` and 8 hex digits of its SHA-256:
+  stable across replicas and restarts, distinct for names sharing a long prefix.
+- ``BatchJobRequest``: a slot's batch Job, built and serialised ahead of its slot (off the
+  firing path).
+"""
+
+import copy
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from punctual.kube import resources
+from punctual.scheduling import slots, timeline
+
+SCHEDULED_JOB_LABEL = "punctual.dev/scheduled-job"
+"""On every Job of the job target: the ScheduledJob's name (shortened past 63 characters)."""
+SCHEDULED_TIME_ANNOTATION = "punctual.dev/scheduled-time"
+"""RFC 3339 (UTC): when the run was due, the slot plus the ScheduledJob's jitter."""
+SLOT_ID_ANNOTATION = "punctual.dev/slot-id"
+"""The slot id, ``<namespace>/<name>/<uid>/<unix-ms>``: also what tells our Jobs apart."""
+
+MAX_BASE_LENGTH = 52
+"""CronJob's name limit: 52 + ``-`` + 10 digits = 63, the limit of a label value."""
+MAX_LABEL_VALUE = 63
+_HASH_LENGTH = 8
+
+
+def base_name(name: str) -> str:
+    """``name`` if it has at most 52 characters, else a stable 52-character abbreviation."""
+    if len(name) <= MAX_BASE_LENGTH:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:_HASH_LENGTH]
+    # A DNS subdomain may have "-" or "." where the cut falls; a name must not end in either.
+    prefix = name[: MAX_BASE_LENGTH - _HASH_LENGTH - 1].rstrip("-.")
+    return f"{prefix}-{digest}"
+
+
+def batch_job_name(scheduled_job: str, slot: datetime) -> str:
+    """``<name>-<unix seconds of the slot>``, the name being ``base_name(scheduled_job)``."""
+    return f"{base_name(scheduled_job)}-{timeline.unix_millis(slot) // 1000}"
+
+
+def label_value(scheduled_job: str) -> str:
+    """The ``punctual.dev/scheduled-job`` label: the name, or its abbreviation past 63 chars."""
+    return scheduled_job if len(scheduled_job) <= MAX_LABEL_VALUE else base_name(scheduled_job)
+
+
+def batch_job_manifest(
+    template: Mapping[str, Any],
+    *,
+    owner: slots.JobRef,
+    slot: datetime,
+    slot_id: str,
+    scheduled_time: datetime,
+    active_deadline: timedelta,
+) -> dict[str, Any]:
+    """The batch Job for one slot, from a CronJob-style ``jobTemplate`` ({metadata, spec}).
+
+    The template's labels and annotations are kept, ours added on top; its ``spec`` is used
+    as is, with ``activeDeadlineSeconds`` set to ``active_deadline`` (rounded up to whole
+    seconds), or kept when the template sets a shorter one.
+    """
+    metadata = template.get("metadata") or {}
+    spec = copy.deepcopy(dict(template.get("spec") or {}))
+    deadline = max(1, math.ceil(active_deadline.total_seconds()))
+    given = spec.get("activeDeadlineSeconds")
+    if isinstance(given, int) and not isinstance(given, bool) and 0 < given < deadline:
+        deadline = given
+    spec["activeDeadlineSeconds"] = deadline
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": batch_job_name(owner.name, slot),
+            "namespace": owner.namespace,
+            "labels": {
+                **dict(metadata.get("labels") or {}),
+                SCHEDULED_JOB_LABEL: label_value(owner.name),
+            },
+            "annotations": {
+                **dict(metadata.get("annotations") or {}),
+                SCHEDULED_TIME_ANNOTATION: timeline.rfc3339(scheduled_time),
+                SLOT_ID_ANNOTATION: slot_id,
+            },
+            "ownerReferences": [
+                {
+                    "apiVersion": f"{resources.GROUP}/{resources.VERSION}",
+                    "kind": resources.KIND,
+                    "name": owner.name,
+                    "uid": owner.uid,
+                    # The garbage collector deletes the Jobs with the ScheduledJob; deleting
+                    # the ScheduledJob does not wait for them (nor need the right to).
+                    "controller": True,
+                    "blockOwnerDeletion": False,
+                }
+            ],
+        },
+        "spec": spec,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class BatchJobRequest:
+    """The creation of one slot's batch Job, ready to send: its manifest, serialised."""
+
+    namespace: str
+    name: str
+    body: bytes
+    """The manifest as compact JSON."""
+
+    @classmethod
+    def of(cls, manifest: Mapping[str, Any]) -> "BatchJobRequest":
+        metadata = manifest["metadata"]
+        body = json.dumps(manifest, separators=(",", ":"), ensure_ascii=False).encode()
+        return cls(namespace=metadata["namespace"], name=metadata["name"], body=body)

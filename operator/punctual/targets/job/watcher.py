@@ -1,0 +1,272 @@
+"""The job target's one watch of its batch Jobs, and the cache it keeps (an informer).
+
+ONE watch of the Jobs labelled ``punctual.dev/scheduled-job`` per operator (all namespaces, or
+one watch per namespace in namespaced mode), resumed from its last ``resourceVersion`` and
+re-listed when the API server answers 410 Gone. It keeps the newest state of every such Job and
+resolves the futures of the runs waiting for their Job to end.
+"""
+
+import asyncio
+import collections
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from kubernetes_asyncio import watch
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from punctual.scheduling import slots
+from punctual.targets.job import manifests, requests, states
+
+logger = logging.getLogger(__name__)
+
+WATCH_SECONDS = 300
+"""The server-side timeout of one watch request; it is then resumed where it stopped."""
+RETRY_DELAYS = (0.5, 1.0, 2.0, 5.0, 10.0)
+"""Seconds between attempts after a failed list or watch, the last one repeated."""
+RECHECK = timedelta(seconds=60)
+"""A run that has waited this long for its Job's end reads the Job itself (then again)."""
+_GONE_MEMORY = 4096
+"""How many deleted Jobs the watcher remembers, for runs that ask after their Job is gone."""
+
+
+@dataclass(slots=True)
+class _Waiter:
+    uid: str
+    resource_version: str
+    future: "asyncio.Future[states.BatchJobEnd]"
+
+
+class BatchJobWatcher:
+    """Follows every labelled Job in scope through one watch, and tells runs how theirs ended.
+
+    Started on first use (an operator without job targets never lists Jobs); ``close``
+    stops it.
+    """
+
+    def __init__(
+        self,
+        api: requests.BatchJobsApi,
+        *,
+        namespaces: Sequence[str] = (),
+        recheck: timedelta = RECHECK,
+    ) -> None:
+        self._api = api
+        self._recheck = recheck
+        self._scopes: tuple[str | None, ...] = tuple(namespaces) or (None,)
+        self._jobs: dict[tuple[str, str], states.BatchJobState] = {}
+        self._by_owner: collections.defaultdict[
+            str | None, dict[tuple[str, str], states.BatchJobState]
+        ] = collections.defaultdict(dict)
+        """The same states, by the uid of their controller: a slot asks for its own Jobs."""
+        self._gone: collections.OrderedDict[tuple[str, str], str] = collections.OrderedDict()
+        self._waiters: collections.defaultdict[tuple[str, str], list[_Waiter]] = (
+            collections.defaultdict(list)
+        )
+        self._tasks: list[asyncio.Task[None]] = []
+        self._listed: dict[str | None, asyncio.Event] = {}
+
+    def start(self) -> None:
+        if self._tasks:
+            return
+        for scope in self._scopes:
+            self._listed[scope] = asyncio.Event()
+            self._tasks.append(
+                asyncio.create_task(self._follow_scope(scope), name=f"watch Jobs in {scope or '*'}")
+            )
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+
+    async def listed(self) -> None:
+        """Wait until every scope has been listed once (the cache is complete)."""
+        self.start()
+        await asyncio.gather(*(event.wait() for event in self._listed.values()))
+
+    def known(self, namespace: str, name: str) -> states.BatchJobState | None:
+        return self._jobs.get((namespace, name))
+
+    def jobs_of(self, owner: slots.JobRef) -> list[states.BatchJobState]:
+        """The Jobs in the cache whose controller is the ScheduledJob ``owner``.
+
+        In ``owner``'s namespace only: an owner reference is a uid anyone who may create Jobs
+        can write, and a Job in another namespace naming ``owner`` is not ``owner``'s (counting
+        it, or deleting it as history, would let one tenant act on another's schedule).
+        """
+        owned = self._by_owner.get(owner.uid, {}).values()
+        return [state for state in owned if state.namespace == owner.namespace]
+
+    async def ended(self, job: states.BatchJobState) -> states.BatchJobEnd:
+        """Wait until ``job`` (this incarnation of its name) completes, fails or is deleted."""
+        self.start()
+        if job.end is not None:
+            return job.end
+        key = job.key
+        known = self._jobs.get(key)
+        if known is not None and known.uid == job.uid and known.end is not None:
+            return known.end
+        if self._gone.get(key) == job.uid:
+            return states.DELETED
+        waiter = _Waiter(
+            uid=job.uid,
+            resource_version=job.resource_version,
+            future=asyncio.get_running_loop().create_future(),
+        )
+        self._waiters[key].append(waiter)
+        try:
+            while True:
+                try:
+                    return await asyncio.wait_for(
+                        asyncio.shield(waiter.future), self._recheck.total_seconds()
+                    )
+                except TimeoutError:
+                    # A long wait: the watch may be stuck or failing (no RBAC to watch, the
+                    # API server away); ask for the Job itself.
+                    end = await self._read_end(job)
+                    if end is not None:
+                        return end
+        finally:
+            waiters = self._waiters.get(key)
+            if waiters is not None:
+                if waiter in waiters:
+                    waiters.remove(waiter)
+                if not waiters:
+                    del self._waiters[key]
+
+    async def _read_end(self, job: states.BatchJobState) -> states.BatchJobEnd | None:
+        try:
+            state = await self._api.read(job.namespace, job.name)
+        except requests.BatchJobApiError as error:
+            logger.debug("Job %s/%s not read: %s", job.namespace, job.name, error)
+            return None
+        if state is None or state.uid != job.uid:
+            return states.DELETED
+        return state.end
+
+    # -- following one scope --
+
+    async def _follow_scope(self, scope: str | None) -> None:
+        resource_version: str | None = None
+        failures = 0
+        while True:
+            try:
+                if resource_version is None:
+                    resource_version = await self._relist(scope)
+                    self._listed[scope].set()
+                resource_version = await self._watch(scope, resource_version)
+                failures = 0
+            except ApiException as error:
+                if error.status == 410:  # our resourceVersion is too old: list again
+                    logger.info("Job watch in %s expired (410 Gone): listing again", scope or "*")
+                    resource_version = None
+                    continue
+                failures += 1
+                await self._pause(scope, f"HTTP {error.status} {error.reason}", failures)
+            except Exception as error:  # whatever it was, the watch must go on
+                failures += 1
+                await self._pause(scope, requests.describe(error), failures)
+
+    async def _pause(self, scope: str | None, problem: str, failures: int) -> None:
+        delay = RETRY_DELAYS[min(failures, len(RETRY_DELAYS)) - 1]
+        log = logger.warning if failures in (1, len(RETRY_DELAYS)) else logger.debug
+        log("watching Jobs in %s failed (%s); again in %.1fs", scope or "*", problem, delay)
+        await asyncio.sleep(delay)
+
+    async def _relist(self, scope: str | None) -> str:
+        items, resource_version = await self._api.list(scope)
+        listed = {state.key: state for state in map(states.BatchJobState.from_body, items)}
+        for key in [key for key in self._jobs if _in_scope(key, scope) and key not in listed]:
+            self._forget(key, self._jobs[key].uid, states.DELETED)
+        for state in listed.values():
+            self._remember(state)
+        # A run waiting for a Job the list does not have: deleted while we were not watching,
+        # unless the Job is newer than the list.
+        for key in [key for key in self._waiters if _in_scope(key, scope) and key not in listed]:
+            for waiter in list(self._waiters[key]):
+                if _not_newer(waiter.resource_version, than=resource_version):
+                    _resolve(waiter, states.DELETED)
+        return resource_version
+
+    async def _watch(self, scope: str | None, resource_version: str) -> str:
+        function, arguments = self._api.watch_function(scope)
+        # return_type "object": events keep their JSON dicts, no model classes on the way.
+        async with watch.Watch(return_type="object") as stream:
+            async for event in stream.stream(
+                function,
+                *arguments,
+                label_selector=manifests.SCHEDULED_JOB_LABEL,
+                resource_version=resource_version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=WATCH_SECONDS,
+                _request_timeout=WATCH_SECONDS + 30,
+            ):
+                kind = event.get("type")
+                body = event.get("raw_object") or {}
+                if kind in ("ADDED", "MODIFIED"):
+                    self._remember(states.BatchJobState.from_body(body))
+                elif kind == "DELETED":
+                    state = states.BatchJobState.from_body(body)
+                    self._forget(state.key, state.uid, state.end or states.DELETED)
+                resource_version = stream.resource_version or resource_version
+        return resource_version
+
+    def _remember(self, state: states.BatchJobState) -> None:
+        known = self._jobs.get(state.key)
+        if known is not None and known.uid == state.uid and _older(state, than=known):
+            return
+        if known is not None and known.owner_uid != state.owner_uid:
+            self._unindex(known)
+        self._jobs[state.key] = state
+        self._by_owner[state.owner_uid][state.key] = state
+        if state.end is not None:
+            self._resolve_all(state.key, state.uid, state.end)
+
+    def _forget(self, key: tuple[str, str], uid: str, end: states.BatchJobEnd) -> None:
+        known = self._jobs.get(key)
+        if known is not None and known.uid == uid:
+            del self._jobs[key]
+            self._unindex(known)
+        self._gone[key] = uid
+        self._gone.move_to_end(key)
+        while len(self._gone) > _GONE_MEMORY:
+            self._gone.popitem(last=False)
+        self._resolve_all(key, uid, end)
+
+    def _unindex(self, state: states.BatchJobState) -> None:
+        owned = self._by_owner.get(state.owner_uid)
+        if owned is not None:
+            owned.pop(state.key, None)
+            if not owned:
+                del self._by_owner[state.owner_uid]
+
+    def _resolve_all(self, key: tuple[str, str], uid: str, end: states.BatchJobEnd) -> None:
+        for waiter in list(self._waiters.get(key, ())):
+            if waiter.uid == uid:
+                _resolve(waiter, end)
+
+
+def _resolve(waiter: _Waiter, end: states.BatchJobEnd) -> None:
+    if not waiter.future.done():
+        waiter.future.set_result(end)
+
+
+def _in_scope(key: tuple[str, str], scope: str | None) -> bool:
+    return scope is None or key[0] == scope
+
+
+def _older(state: states.BatchJobState, *, than: states.BatchJobState) -> bool:
+    mine, theirs = state.resource_version, than.resource_version
+    return mine.isdigit() and theirs.isdigit() and int(mine) < int(theirs)
+
+
+def _not_newer(resource_version: str, *, than: str) -> bool:
+    """Whether an object at ``resource_version`` must be in a list at ``than``.
+
+    resourceVersions are opaque by contract but etcd revisions in practice; when either is
+    not numeric, nothing can be concluded.
+    """
+    return resource_version.isdigit() and than.isdigit() and int(resource_version) <= int(than)

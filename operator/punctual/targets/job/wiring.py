@@ -1,0 +1,58 @@
+"""From ``spec.target.job`` to its executor: the template checked, the shared watch started."""
+
+from collections.abc import Mapping
+from datetime import timedelta
+
+from punctual.api import models
+from punctual.contracts import protocols
+from punctual.scheduling import durations, slots
+from punctual.scheduling.errors import InvalidSpecError
+from punctual.targets import errors
+from punctual.targets.job import executor, requests
+from punctual.targets.job import watcher as batch_job_watcher
+
+
+class BatchJobTargets:
+    """The job targets of this operator: its batch Job requests and its one watch of them
+    (``None``: this operator does not create batch Jobs)."""
+
+    def __init__(
+        self,
+        *,
+        api: requests.BatchJobsApi | None = None,
+        watcher: batch_job_watcher.BatchJobWatcher | None = None,
+    ) -> None:
+        self._api = api
+        self._watcher = watcher
+
+    def wire(
+        self, owner: slots.JobRef, target: models.JobTarget, spec: models.ScheduledJobSpec
+    ) -> protocols.Executor:
+        """Raises ``InvalidSpecError`` for a template that is no JobSpec,
+        ``TargetUnavailableError`` when this operator does not create batch Jobs."""
+        if self._api is None or self._watcher is None:
+            raise errors.TargetUnavailableError(
+                errors.JOBS_UNAVAILABLE, "spec.target.job: this operator does not create Jobs"
+            )
+        template: Mapping[str, object] = target.template
+        if not isinstance(template.get("spec"), Mapping):
+            raise InvalidSpecError(
+                "spec.target.job.template.spec", "required: a batch/v1 JobSpec (as in a CronJob)"
+            )
+        metadata = template.get("metadata")
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise InvalidSpecError("spec.target.job.template.metadata", "must be an object")
+        timeout: timedelta = durations.parse(spec.timeout, field="spec.timeout")
+        # The watch of Jobs starts with the first job target: the concurrency policy of the
+        # first slot already counts the Jobs an earlier operator process or replica left.
+        self._watcher.start()
+        return executor.BatchJobExecutor(
+            api=self._api,
+            watcher=self._watcher,
+            owner=owner,
+            template=template,
+            active_deadline=timeout,
+            history=executor.BatchJobHistory(
+                succeeded=spec.history.succeeded, failed=spec.history.failed
+            ),
+        )

@@ -1,0 +1,236 @@
+"""The queue target's slot lock: claiming a slot and appending its stream entry are ONE step.
+
+One Lua script, run atomically by Redis, does ``SET punctual:slot:<slot-id> <holder> NX PX
+<ttl>`` and, only if that succeeded, ``XADD <stream> [MAXLEN ~ n] * job ... payload ...``. So a
+slot is never enqueued twice (the second claimer's SET fails, and it adds nothing), and never
+claimed without its entry: should the XADD fail, the script deletes the key it just set and
+the claim fails (closed). A stream key that holds another type is refused before anything is
+written. The slot key is the same as the plain Redis lock's (``redis_io.slot_keys.slot_key``).
+
+The script goes by ``EVALSHA``; it is loaded as soon as the first queue job is wired (which
+also opens the connection its first slot will use), and again whenever Redis answers
+``NOSCRIPT`` (a restart, ``SCRIPT FLUSH``). Claims go out in pipelines, one round trip in flight
+at a time, as the plain lock's do: the queue jobs due on the same instant are claimed and
+enqueued in one write and one read, not one pooled connection, timeout and task switch each. A
+claim that lost its reply is retried once, like the plain lock's: if the first attempt set the
+key, the retry finds it holding our holder and the slot is ours (its entry id unknown).
+
+A claim made only to count missed slots (``Claim.run`` false) is a plain ``SET NX``: a missed
+slot is never enqueued.
+
+Entries carry the fields ``job`` (``<namespace>/<name>``), ``namespace``, ``slot`` (the slot
+id), ``scheduledTime`` (RFC 3339, UTC: the slot plus the job's jitter), ``idempotencyKey``
+(the slot id again, for consumers that deduplicate) and ``payload`` (JSON of
+``spec.target.queue.payload``; ``{}`` when unset). On Redis Cluster the slot key and the stream
+would live in different hash slots: only a standalone Redis (or a primary endpoint) works.
+"""
+
+import asyncio
+import collections
+import hashlib
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Self
+
+import redis.asyncio
+import redis.exceptions
+
+from punctual.contracts import records
+from punctual.redis_io import connections, pipelines, slot_keys
+from punctual.scheduling import timeline
+
+logger = logging.getLogger(__name__)
+
+CLAIM_AND_ENQUEUE = """
+-- KEYS[1] the slot key, KEYS[2] the stream
+-- ARGV[1] holder, ARGV[2] TTL in ms, ARGV[3] MAXLEN or '', ARGV[4..] field, value, ...
+local kind = redis.call('TYPE', KEYS[2])['ok']
+if kind ~= 'stream' and kind ~= 'none' then
+  return redis.error_reply('WRONGTYPE ' .. KEYS[2] .. ' holds a ' .. kind .. ', not a stream')
+end
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return false
+end
+local added, id
+if ARGV[3] == '' then
+  added, id = pcall(redis.call, 'XADD', KEYS[2], '*', unpack(ARGV, 4))
+else
+  added, id = pcall(redis.call, 'XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', unpack(ARGV, 4))
+end
+if not added then
+  redis.call('DEL', KEYS[1])
+  local reason = type(id) == 'table' and id['err'] or tostring(id)
+  return redis.error_reply('XADD failed, slot released: ' .. reason)
+end
+return id
+"""
+
+UNKNOWN_ENTRY = "(id unknown: the reply was lost)"
+_ENTRY_MEMORY = 1024
+"""Entry ids kept per job between the claim and the run that reports them."""
+
+
+def entry_fields(claim: records.Claim, *, payload: str) -> dict[str, str]:
+    """The fields of the stream entry of ``claim``'s slot, in the order they are written."""
+    scheduled = claim.scheduled_time or claim.slot
+    return {
+        "job": f"{claim.job.namespace}/{claim.job.name}",
+        "namespace": claim.job.namespace,
+        "slot": claim.slot_id,
+        "scheduledTime": timeline.rfc3339(scheduled),
+        "idempotencyKey": claim.slot_id,
+        "payload": payload,
+    }
+
+
+def payload_json(payload: Mapping[str, Any] | None) -> str:
+    """Compact, key-sorted JSON: the same bytes on every replica."""
+    return json.dumps(payload or {}, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
+@dataclass(slots=True, kw_only=True)
+class _Request(pipelines.Request["str | None"]):
+    stream: str
+    arguments: list[str | int]
+    """The script's ARGV: holder, TTL in ms, MAXLEN or '', then the entry's fields."""
+    run: bool
+    reloaded: bool = False
+    """Sent again once after ``NOSCRIPT``: a second ``NOSCRIPT`` fails it closed."""
+
+    @property
+    def ttl_ms(self) -> int:
+        return int(self.arguments[1])
+
+
+class StreamClaims(pipelines.PipelinedClaims[_Request]):
+    """The operator's Redis for queue targets: one client and script, one lock per job."""
+
+    def __init__(self, connection: connections.Connection) -> None:
+        super().__init__(
+            connection.client,
+            description=connection.description,
+            password=connection.password,
+            name="redis stream claims",
+        )
+        self._sha = hashlib.sha1(CLAIM_AND_ENQUEUE.encode()).hexdigest()
+        self._warming: asyncio.Task[None] | None = None
+
+    @classmethod
+    def from_url(cls, url: str) -> Self:
+        """Raises ``ValueError`` for a URL that is not redis:// or rediss:// (see
+        ``redis_io.connections``)."""
+        return cls(connections.connect(url))
+
+    def __repr__(self) -> str:
+        return f"StreamClaims({self._description})"
+
+    def lock_for(
+        self, *, stream: str, payload: Mapping[str, Any] | None, max_len: int | None
+    ) -> "StreamLock":
+        self._warm_up()
+        return StreamLock(self, stream=stream, payload=payload_json(payload), max_len=max_len)
+
+    async def close(self) -> None:
+        await self._stop(self._warming)
+        await super().close()
+
+    async def claim(
+        self, claim: records.Claim, *, stream: str, fields: Mapping[str, str], max_len: int | None
+    ) -> str | None:
+        """The new entry's id when ``claim`` won (``UNKNOWN_ENTRY`` if its reply was lost);
+        ``None`` when another holder has the slot. Raises ``LockUnavailableError``."""
+        ttl_ms = pipelines.ttl_millis(claim.ttl)
+        arguments: list[str | int] = [claim.holder, ttl_ms, "" if max_len is None else max_len]
+        for name, value in fields.items():
+            arguments += [name, value]
+        request = _Request(
+            key=slot_keys.slot_key(claim.slot_id),
+            holder=claim.holder.encode(),
+            slot_id=claim.slot_id,
+            answer=asyncio.get_running_loop().create_future(),
+            stream=stream,
+            arguments=arguments,
+            run=claim.run,
+        )
+        entry: str | None = await self._submit(request)
+        return entry
+
+    def _warm_up(self) -> None:
+        """Load the script and open a connection before the first slot needs them (once)."""
+        if self._warming is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not on a loop (a test wiring targets): the first claim will
+            return
+        self._warming = loop.create_task(self._load_script(), name="redis stream warm-up")
+
+    async def _load_script(self) -> None:
+        try:
+            await self._client.script_load(CLAIM_AND_ENQUEUE)
+        except redis.exceptions.RedisError as error:  # the claims will say so, if it lasts
+            logger.debug("loading the claim script failed: %s", self._scrub(str(error)))
+
+    def _add(self, pipeline: redis.asyncio.client.Pipeline, request: _Request) -> None:
+        if request.run:
+            pipeline.evalsha(self._sha, 2, request.key, request.stream, *request.arguments)
+        else:  # only to count the slot missed: never enqueued
+            pipeline.set(request.key, request.holder, nx=True, px=request.ttl_ms)
+
+    async def _before_sending_again(self) -> None:
+        await self._load_script()
+
+    def _settle(self, request: _Request, reply: object, holder: object) -> bool:
+        """Answer ``request`` from its replies; False when it must go again (``NOSCRIPT``)."""
+        if reply is not None and not isinstance(reply, redis.exceptions.RedisError):
+            self._answer(request, reply.decode() if isinstance(reply, bytes) else str(reply))
+        elif holder is not None and holder == request.holder:
+            self._answer(request, UNKNOWN_ENTRY)  # the earlier attempt had won it
+        elif isinstance(reply, redis.exceptions.NoScriptError) and not request.reloaded:
+            request.reloaded = True  # nothing ran: load the script, then once more
+            return False
+        elif isinstance(reply, redis.exceptions.RedisError):
+            self._refuse([request], reply)
+        else:
+            self._answer(request, None)  # another holder has the slot
+        return True
+
+
+class StreamLock:
+    """``protocols.SlotLock`` of one queue-target job: a won claim has appended the slot's entry.
+
+    The entry id waits here for the run that reports it (``take_entry``).
+    """
+
+    def __init__(
+        self, claims: StreamClaims, *, stream: str, payload: str, max_len: int | None
+    ) -> None:
+        self._claims = claims
+        self.stream = stream
+        self._payload = payload
+        self._max_len = max_len
+        self._entries: collections.OrderedDict[str, str] = collections.OrderedDict()
+
+    def __repr__(self) -> str:
+        return f"StreamLock({self.stream!r} on {self._claims!r})"
+
+    async def claim(self, claim: records.Claim) -> bool:
+        entry = await self._claims.claim(
+            claim,
+            stream=self.stream,
+            fields=entry_fields(claim, payload=self._payload),
+            max_len=self._max_len,
+        )
+        if entry is None:
+            return False
+        if claim.run:
+            self._entries[claim.slot_id] = entry
+            while len(self._entries) > _ENTRY_MEMORY:
+                self._entries.popitem(last=False)
+        return True
+
+    def take_entry(self, slot_id: str) -> str | None:
+        """The id of the entry the claim of ``slot_id`` appended, once."""
+        return self._entries.pop(slot_id, None)

@@ -1,0 +1,327 @@
+"""The job executor over a fake Jobs API and watcher: create or adopt, follow, clean up, abort."""
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+import pytest
+
+from punctual.contracts import protocols, records
+from punctual.scheduling import slots
+from punctual.targets.job import executor as batch_job_executor
+from punctual.targets.job import manifests, states
+from punctual.targets.job import requests as batch_job_requests
+from punctual.targets.job import watcher as batch_job_watcher
+
+OWNER = slots.JobRef(namespace="reports", name="nightly", uid="owner-uid")
+SLOT = datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
+TEMPLATE = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+COMPLETE = states.BatchJobEnd(True, "Complete")
+
+
+def context(slot: datetime = SLOT) -> records.RunContext:
+    return records.RunContext(
+        job=OWNER,
+        slot=slot,
+        slot_id=slots.slot_id(OWNER, slot),
+        scheduled_time=slot,
+        timeout=timedelta(minutes=1, seconds=30),
+    )
+
+
+def state(
+    slot: datetime = SLOT,
+    *,
+    owner: str = OWNER.uid,
+    end: states.BatchJobEnd | None = None,
+    slot_id: str | None = None,
+    deleting: bool = False,
+) -> states.BatchJobState:
+    return states.BatchJobState(
+        namespace=OWNER.namespace,
+        name=manifests.batch_job_name(OWNER.name, slot),
+        uid=f"uid-{int(slot.timestamp())}",
+        resource_version="7",
+        owner_uid=owner,
+        slot_id=slots.slot_id(OWNER, slot) if slot_id is None else slot_id,
+        scheduled_time=slot,
+        end=end,
+        deleting=deleting,
+    )
+
+
+@dataclass
+class FakeApi:
+    existing: states.BatchJobState | None = None
+    created: list[dict[str, Any]] = field(default_factory=list)
+    deleted: list[tuple[str, str | None]] = field(default_factory=list)
+
+    async def create(self, request: manifests.BatchJobRequest) -> tuple[states.BatchJobState, bool]:
+        if self.existing is not None:
+            return self.existing, False
+        manifest = json.loads(request.body)
+        assert (request.namespace, request.name) == (
+            manifest["metadata"]["namespace"],
+            manifest["metadata"]["name"],
+        )
+        self.created.append(manifest)
+        return state(), True
+
+    async def read(self, namespace: str, name: str) -> states.BatchJobState | None:
+        return self.existing
+
+    async def delete(self, namespace: str, name: str, *, uid: str | None = None) -> bool:
+        self.deleted.append((name, uid))
+        return True
+
+
+@dataclass
+class FakeWatcher:
+    end: states.BatchJobEnd = COMPLETE
+    cache: list[states.BatchJobState] = field(default_factory=list)
+    followed: list[states.BatchJobState] = field(default_factory=list)
+
+    async def ended(self, job_state: states.BatchJobState) -> states.BatchJobEnd:
+        self.followed.append(job_state)
+        return self.end
+
+    def jobs_of(self, owner: slots.JobRef) -> list[states.BatchJobState]:
+        return [
+            s for s in self.cache if s.owner_uid == owner.uid and s.namespace == owner.namespace
+        ]
+
+    def known(self, namespace: str, name: str) -> states.BatchJobState | None:
+        return next((s for s in self.cache if s.name == name), None)
+
+
+@pytest.fixture
+def api() -> FakeApi:
+    return FakeApi()
+
+
+@pytest.fixture
+def watcher() -> FakeWatcher:
+    return FakeWatcher()
+
+
+def executor(
+    api: FakeApi, watcher: FakeWatcher, history: batch_job_executor.BatchJobHistory | None = None
+) -> batch_job_executor.BatchJobExecutor:
+    return batch_job_executor.BatchJobExecutor(
+        api=cast(batch_job_requests.BatchJobsApi, api),
+        watcher=cast(batch_job_watcher.BatchJobWatcher, watcher),
+        owner=OWNER,
+        template=TEMPLATE,
+        active_deadline=timedelta(minutes=1),
+        history=history or batch_job_executor.BatchJobHistory(),
+    )
+
+
+class TestARun:
+    async def test_creates_the_slots_job_and_follows_it_to_its_end(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        outcome = await executor(api, watcher)(context())
+
+        assert outcome == records.Outcome(True, "Job nightly-1796002200 complete")
+        [manifest] = api.created
+        assert manifest["metadata"]["name"] == "nightly-1796002200"
+        assert manifest["spec"]["activeDeadlineSeconds"] == 60  # the spec's timeout, no margin
+        assert watcher.followed == [state()]
+
+    async def test_a_failed_job_is_a_failed_run_with_the_controllers_words(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        watcher.end = states.BatchJobEnd(False, "BackoffLimitExceeded", "Job has reached the limit")
+
+        outcome = await executor(api, watcher)(context())
+
+        assert outcome == records.Outcome(
+            False, "Job nightly-1796002200 failed: BackoffLimitExceeded: Job has reached the limit"
+        )
+
+    async def test_a_job_past_its_deadline_is_a_timed_out_run(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        watcher.end = states.BatchJobEnd(False, "DeadlineExceeded", "Job was active longer")
+
+        outcome = await executor(api, watcher)(context())
+
+        assert outcome.timed_out
+        assert not outcome.succeeded
+
+    async def test_adopts_the_job_of_the_same_slot_when_it_exists(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        api.existing = state()
+
+        outcome = await executor(api, watcher)(context())
+
+        assert outcome.succeeded
+        assert api.created == []
+        assert watcher.followed == [state()]
+
+    @pytest.mark.parametrize(
+        "foreign",
+        [state(owner="someone-else"), state(slot_id="reports/nightly/owner-uid/1")],
+        ids=["another-owner", "another-slot"],
+    )
+    async def test_leaves_a_job_by_that_name_that_is_not_the_slots_alone(
+        self, api: FakeApi, watcher: FakeWatcher, foreign: states.BatchJobState
+    ) -> None:
+        api.existing = foreign
+
+        outcome = await executor(api, watcher)(context())
+
+        assert outcome == records.Outcome(
+            False, "Job nightly-1796002200 exists and was not created for this slot: not touched"
+        )
+        assert watcher.followed == []
+
+
+class TestPreparingTheJobBeforeItsSlot:
+    def test_the_executor_prepares_runs(self, api: FakeApi, watcher: FakeWatcher) -> None:
+        assert isinstance(executor(api, watcher), protocols.PreparesRuns)
+
+    async def test_a_prepared_slot_sends_the_job_built_ahead(
+        self, api: FakeApi, watcher: FakeWatcher, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        run = executor(api, watcher)
+        run.prepare(context())
+
+        def not_at_the_slot(*args: object, **kwargs: object) -> dict[str, Any]:
+            raise AssertionError("the Job was built again at the slot")
+
+        monkeypatch.setattr(manifests, "batch_job_manifest", not_at_the_slot)
+        outcome = await run(context())
+
+        assert outcome.succeeded
+        [manifest] = api.created
+        assert manifest["metadata"]["name"] == "nightly-1796002200"
+
+    async def test_the_job_built_ahead_is_the_one_built_at_the_slot(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        prepared = executor(api, watcher)
+        prepared.prepare(context())
+        await prepared(context())
+        await executor(api, watcher)(context())
+
+        ahead, at_the_slot = api.created
+        assert ahead == at_the_slot
+
+    async def test_a_slot_that_was_not_prepared_builds_its_own_job(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        run = executor(api, watcher)
+        run.prepare(context(SLOT + timedelta(minutes=1)))
+
+        await run(context())
+
+        [manifest] = api.created
+        assert manifest["metadata"]["name"] == "nightly-1796002200"
+
+    async def test_only_the_two_newest_prepared_jobs_are_kept(
+        self, api: FakeApi, watcher: FakeWatcher, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        run = executor(api, watcher)
+        slots_ = [SLOT + timedelta(minutes=minutes) for minutes in range(3)]
+        for slot in slots_:
+            run.prepare(context(slot))
+        built: list[datetime] = []
+        build = manifests.batch_job_manifest
+
+        def counted(*args: Any, **kwargs: Any) -> dict[str, Any]:
+            built.append(kwargs["slot"])
+            return build(*args, **kwargs)
+
+        monkeypatch.setattr(manifests, "batch_job_manifest", counted)
+        for slot in slots_:
+            await run(context(slot))
+
+        assert built == [SLOT]  # the oldest was let go: built at its slot; the others ahead
+        assert len(api.created) == 3
+
+
+class TestHistory:
+    async def test_keeps_the_newest_succeeded_and_failed_jobs(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        failed = states.BatchJobEnd(False, "BackoffLimitExceeded")
+        minutes = [SLOT - timedelta(minutes=m) for m in range(1, 7)]
+        watcher.cache = [
+            state(minutes[0], end=COMPLETE),
+            state(minutes[1], end=failed),
+            state(minutes[2], end=COMPLETE),
+            state(minutes[3], end=COMPLETE),
+            state(minutes[4], end=failed),
+            state(minutes[5]),  # still running: never a candidate
+            state(minutes[3], owner="someone-else", end=COMPLETE),
+        ]
+
+        await executor(api, watcher, batch_job_executor.BatchJobHistory(succeeded=2, failed=1))(
+            context()
+        )
+
+        assert sorted(api.deleted) == sorted(
+            [
+                (
+                    manifests.batch_job_name("nightly", minutes[3]),
+                    f"uid-{int(minutes[3].timestamp())}",
+                ),
+                (
+                    manifests.batch_job_name("nightly", minutes[4]),
+                    f"uid-{int(minutes[4].timestamp())}",
+                ),
+            ]
+        )
+
+
+class TestAbort:
+    async def test_deletes_the_slots_job_by_uid(self, api: FakeApi, watcher: FakeWatcher) -> None:
+        watcher.cache = [state()]
+
+        await executor(api, watcher).abort(context())
+
+        assert api.deleted == [("nightly-1796002200", "uid-1796002200")]
+
+    async def test_leaves_a_job_that_is_not_the_slots_alone(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        api.existing = state(owner="someone-else")
+
+        await executor(api, watcher).abort(context())
+
+        assert api.deleted == []
+
+
+class TestRunningSlots:
+    def test_are_the_slots_of_the_scheduled_jobs_unfinished_jobs(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        earlier = SLOT - timedelta(minutes=1)
+        watcher.cache = [
+            state(SLOT),
+            state(earlier),
+            state(SLOT - timedelta(minutes=2), end=COMPLETE),
+            state(SLOT - timedelta(minutes=3), deleting=True),
+            state(SLOT - timedelta(minutes=4), owner="someone-else"),
+        ]
+
+        assert sorted(executor(api, watcher).running_slots()) == [earlier, SLOT]
+
+    @pytest.mark.parametrize(
+        "slot_id",
+        [
+            pytest.param(f"{slots.slot_id(OWNER, SLOT)[:-13]}\u00b2", id="a-unicode-digit"),
+            pytest.param(f"{slots.slot_id(OWNER, SLOT)[:-13]}{'9' * 30}", id="past-year-9999"),
+            pytest.param(f"{slots.slot_id(OWNER, SLOT)[:-13]}1/2", id="more-parts"),
+        ],
+    )
+    def test_a_job_annotated_with_no_slot_id_is_no_run_and_hides_none(
+        self, api: FakeApi, watcher: FakeWatcher, slot_id: str
+    ) -> None:
+        watcher.cache = [state(SLOT), state(SLOT - timedelta(minutes=1), slot_id=slot_id)]
+
+        assert executor(api, watcher).running_slots() == [SLOT]

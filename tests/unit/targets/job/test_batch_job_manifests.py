@@ -1,0 +1,250 @@
+"""The Job of one slot: its name, labels, annotations, owner, deadline; and how Jobs end."""
+
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from punctual.scheduling import slots
+from punctual.targets.job import manifests, states
+
+OWNER = slots.JobRef(
+    namespace="reports", name="nightly", uid="5f0c1d2e-0000-4000-8000-00000000000a"
+)
+SLOT = datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
+SLOT_SECONDS = 1796002200
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+TEMPLATE: dict[str, Any] = {
+    "metadata": {"labels": {"team": "reports"}, "annotations": {"owner": "ops"}},
+    "spec": {
+        "backoffLimit": 0,
+        "template": {
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}
+        },
+    },
+}
+
+
+def manifest(
+    template: dict[str, Any] = TEMPLATE,
+    *,
+    owner: slots.JobRef = OWNER,
+    deadline: timedelta = timedelta(minutes=10),
+    scheduled: datetime = SLOT,
+) -> dict[str, Any]:
+    return manifests.batch_job_manifest(
+        template,
+        owner=owner,
+        slot=SLOT,
+        slot_id=slots.slot_id(owner, SLOT),
+        scheduled_time=scheduled,
+        active_deadline=deadline,
+    )
+
+
+class TestTheJobName:
+    def test_is_the_name_and_the_unix_seconds_of_the_slot(self) -> None:
+        assert manifests.batch_job_name("nightly", SLOT) == f"nightly-{SLOT_SECONDS}"
+
+    def test_ignores_milliseconds_of_the_slot(self) -> None:
+        assert manifests.batch_job_name("nightly", SLOT + timedelta(milliseconds=250)) == (
+            f"nightly-{SLOT_SECONDS}"
+        )
+
+    def test_keeps_a_52_character_name_whole(self) -> None:
+        name = "a" * 52
+
+        assert manifests.batch_job_name(name, SLOT) == f"{name}-{SLOT_SECONDS}"
+
+    @pytest.mark.parametrize(
+        "name",
+        [
+            "a" * 53,
+            "x" * 253,
+            "report-" * 30 + "z",
+            "a" * 42 + "-" + "b" * 20,  # the cut falls just after a dash
+            "a" * 42 + "." + "b" * 20,  # or a dot
+        ],
+    )
+    def test_shortens_a_longer_name_to_52_characters_with_a_hash(self, name: str) -> None:
+        job_name = manifests.batch_job_name(name, SLOT)
+        base = manifests.base_name(name)
+
+        assert len(base) <= 52
+        assert len(job_name) <= 63  # fits a label value: the pods' job-name label
+        assert job_name == f"{base}-{SLOT_SECONDS}"
+        assert re.fullmatch(r"[a-z0-9.-]*[a-z0-9]-[0-9a-f]{8}", base)
+
+    def test_the_short_form_is_stable_and_tells_apart_names_with_a_long_common_prefix(
+        self,
+    ) -> None:
+        first, second = "a" * 60 + "-first", "a" * 60 + "-second"
+
+        assert manifests.base_name(first) == manifests.base_name(first)
+        assert manifests.base_name(first) != manifests.base_name(second)
+
+
+class TestTheManifest:
+    def test_is_a_batch_v1_job_in_the_owners_namespace_named_after_the_slot(self) -> None:
+        job = manifest()
+
+        assert job["apiVersion"] == "batch/v1"
+        assert job["kind"] == "Job"
+        assert job["metadata"]["name"] == f"nightly-{SLOT_SECONDS}"
+        assert job["metadata"]["namespace"] == "reports"
+
+    def test_is_labelled_with_the_scheduled_job_beside_the_templates_labels(self) -> None:
+        labels = manifest()["metadata"]["labels"]
+
+        assert labels == {"team": "reports", "punctual.dev/scheduled-job": "nightly"}
+
+    def test_a_name_too_long_for_a_label_value_is_labelled_by_its_short_form(self) -> None:
+        owner = slots.JobRef(namespace="reports", name="n" * 80, uid=OWNER.uid)
+
+        label = manifest(owner=owner)["metadata"]["labels"]["punctual.dev/scheduled-job"]
+
+        assert label == manifests.base_name("n" * 80)
+
+    def test_is_annotated_with_the_scheduled_time_and_the_slot_id(self) -> None:
+        jittered = SLOT + timedelta(seconds=7, milliseconds=250)
+
+        annotations = manifest(scheduled=jittered)["metadata"]["annotations"]
+
+        assert annotations == {
+            "owner": "ops",
+            "punctual.dev/scheduled-time": "2026-11-30T01:30:07.250Z",
+            "punctual.dev/slot-id": f"reports/nightly/{OWNER.uid}/{SLOT_SECONDS * 1000}",
+        }
+
+    def test_is_owned_by_the_scheduled_job_as_its_controller_without_blocking_deletion(
+        self,
+    ) -> None:
+        assert manifest()["metadata"]["ownerReferences"] == [
+            {
+                "apiVersion": "punctual.dev/v1alpha1",
+                "kind": "ScheduledJob",
+                "name": "nightly",
+                "uid": OWNER.uid,
+                "controller": True,
+                "blockOwnerDeletion": False,
+            }
+        ]
+
+    def test_keeps_the_templates_spec_and_sets_the_deadline_from_the_timeout(self) -> None:
+        spec = manifest(deadline=timedelta(minutes=10))["spec"]
+
+        assert spec == {**TEMPLATE["spec"], "activeDeadlineSeconds": 600}
+        assert "activeDeadlineSeconds" not in TEMPLATE["spec"]  # the template is not changed
+
+    def test_rounds_a_fractional_timeout_up_to_whole_seconds(self) -> None:
+        assert manifest(deadline=timedelta(milliseconds=1500))["spec"]["activeDeadlineSeconds"] == 2
+        assert manifest(deadline=timedelta(milliseconds=1))["spec"]["activeDeadlineSeconds"] == 1
+
+    def test_a_shorter_deadline_in_the_template_is_kept(self) -> None:
+        template = {**TEMPLATE, "spec": {**TEMPLATE["spec"], "activeDeadlineSeconds": 30}}
+
+        assert manifest(template)["spec"]["activeDeadlineSeconds"] == 30
+
+    def test_a_longer_deadline_in_the_template_gives_way_to_the_timeout(self) -> None:
+        template = {**TEMPLATE, "spec": {**TEMPLATE["spec"], "activeDeadlineSeconds": 3600}}
+
+        assert manifest(template)["spec"]["activeDeadlineSeconds"] == 600
+
+    def test_a_template_without_metadata_is_fine(self) -> None:
+        job = manifest({"spec": TEMPLATE["spec"]})
+
+        assert job["metadata"]["labels"] == {"punctual.dev/scheduled-job": "nightly"}
+
+
+def body(*conditions: dict[str, str], annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "namespace": "reports",
+            "name": f"nightly-{SLOT_SECONDS}",
+            "uid": "job-uid",
+            "resourceVersion": "42",
+            "annotations": annotations or {},
+            "ownerReferences": [
+                {"kind": "ConfigMap", "uid": "not-the-controller"},
+                {"kind": "ScheduledJob", "uid": OWNER.uid, "controller": True},
+            ],
+        },
+        "status": {"conditions": list(conditions)},
+    }
+
+
+class TestHowAJobEnded:
+    def test_a_running_job_has_not_ended(self) -> None:
+        state = states.BatchJobState.from_body(body())
+
+        assert state.end is None
+        assert state.owner_uid == OWNER.uid
+        assert state.key == ("reports", f"nightly-{SLOT_SECONDS}")
+
+    def test_complete_is_success(self) -> None:
+        state = states.BatchJobState.from_body(
+            body(
+                {"type": "SuccessCriteriaMet", "status": "True"},
+                {"type": "Complete", "status": "True", "message": "Reached expected number"},
+            )
+        )
+
+        assert state.end == states.BatchJobEnd(True, "Complete", "Reached expected number")
+
+    def test_failed_is_failure_with_the_controllers_reason(self) -> None:
+        failed = {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}
+
+        end = states.BatchJobState.from_body(body(failed)).end
+
+        assert end == states.BatchJobEnd(False, "BackoffLimitExceeded", "")
+        assert end is not None
+        assert not end.deadline_exceeded
+
+    def test_failure_target_already_is_failure(self) -> None:
+        target = {"type": "FailureTarget", "status": "True", "reason": "DeadlineExceeded"}
+
+        end = states.BatchJobState.from_body(body(target)).end
+
+        assert end is not None
+        assert end.deadline_exceeded
+        assert not end.succeeded
+
+    def test_a_condition_that_is_not_true_does_not_count(self) -> None:
+        assert (
+            states.BatchJobState.from_body(body({"type": "Failed", "status": "False"})).end is None
+        )
+
+    def test_the_annotations_give_the_slot_and_scheduled_time(self) -> None:
+        state = states.BatchJobState.from_body(
+            body(
+                annotations={
+                    "punctual.dev/slot-id": "reports/nightly/u/1",
+                    "punctual.dev/scheduled-time": "2026-11-30T01:30:00Z",
+                }
+            )
+        )
+
+        assert state.slot_id == "reports/nightly/u/1"
+        assert state.scheduled_time == SLOT
+
+    def test_newest_slot_first(self) -> None:
+        def at(minute: int, name: str) -> states.BatchJobState:
+            return states.BatchJobState(
+                namespace="reports",
+                name=name,
+                uid=name,
+                resource_version="1",
+                owner_uid=OWNER.uid,
+                slot_id=None,
+                scheduled_time=SLOT + timedelta(minutes=minute),
+                end=None,
+            )
+
+        ordered = states.sorted_by_slot([at(1, "b"), at(3, "c"), at(2, "a")])
+
+        assert [state.name for state in ordered] == ["c", "a", "b"]
+
+
+def test_job_names_are_dns_labels() -> None:
+    assert DNS_LABEL.fullmatch(manifests.batch_job_name("nightly-report", SLOT))

@@ -1,0 +1,192 @@
+"""From ``spec.target`` to executor and lock, for the queue and job targets (no server needed).
+
+- the queue target claims through a stream lock of its own, which needs the operator's Redis;
+- the queue executor reports the entry its claim appended;
+- the job target needs a JobSpec in its template; its executor names its Jobs by slot.
+"""
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+import pytest
+
+from punctual.api import plans
+from punctual.contracts import records
+from punctual.controller import targets
+from punctual.kube import secrets
+from punctual.scheduling import slots
+from punctual.scheduling.errors import InvalidSpecError
+from punctual.targets import errors as target_errors
+from punctual.targets.http import connections as http_connections
+from punctual.targets.job import executor as batch_job_executor
+from punctual.targets.job import requests as batch_job_requests
+from punctual.targets.job import watcher as batch_job_watcher
+from punctual.targets.queue import executor as queue_executor
+from punctual.targets.queue import stream as queue_stream
+
+JOB_REF = slots.JobRef(namespace="reports", name="nightly", uid="5f0c1d2e-uid")
+SLOT = datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
+TEMPLATE = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+
+
+def spec(target: dict[str, Any], **fields: Any) -> Any:
+    return plans.parse_spec({"every": "1m", "target": target, **fields})
+
+
+def context(slot: datetime = SLOT) -> records.RunContext:
+    return records.RunContext(
+        job=JOB_REF,
+        slot=slot,
+        slot_id=slots.slot_id(JOB_REF, slot),
+        scheduled_time=slot,
+        timeout=timedelta(minutes=1),
+    )
+
+
+def claim(*, scheduled: datetime | None = None) -> records.Claim:
+    return records.Claim(
+        job=JOB_REF,
+        slot=SLOT,
+        slot_id=slots.slot_id(JOB_REF, SLOT),
+        holder="r1:1",
+        ttl=timedelta(minutes=2),
+        scheduled_time=scheduled,
+    )
+
+
+@pytest.fixture
+async def connections() -> AsyncIterator[http_connections.HttpConnections]:
+    async with http_connections.HttpConnections() as opened:
+        yield opened
+
+
+class NoBatchJobsApi:
+    """Lists no Jobs, and never has a watch event."""
+
+    async def list(self, namespace: str | None) -> tuple[list[dict[str, Any]], str]:
+        return [], "1"
+
+    def watch_function(self, namespace: str | None) -> tuple[Any, tuple[str, ...]]:
+        async def list_job_for_all_namespaces(**_: Any) -> Any:
+            """:rtype: V1JobList"""
+            await asyncio.Event().wait()
+
+        return list_job_for_all_namespaces, ()
+
+
+@pytest.fixture
+async def watcher() -> AsyncIterator[batch_job_watcher.BatchJobWatcher]:
+    started = batch_job_watcher.BatchJobWatcher(
+        cast(batch_job_requests.BatchJobsApi, NoBatchJobsApi())
+    )
+    yield started
+    await started.close()
+
+
+@pytest.fixture
+def wiring(
+    connections: http_connections.HttpConnections, watcher: batch_job_watcher.BatchJobWatcher
+) -> Callable[..., targets.Targets]:
+    def wired(
+        *, streams: queue_stream.StreamClaims | None = None, with_jobs: bool = True
+    ) -> targets.Targets:
+        return targets.Targets(
+            connections=connections,
+            secrets=cast(secrets.SecretReader, object()),
+            batch_jobs=cast(batch_job_requests.BatchJobsApi, NoBatchJobsApi())
+            if with_jobs
+            else None,
+            batch_job_watcher=watcher if with_jobs else None,
+            streams=streams,
+        )
+
+    return wired
+
+
+class TestTheQueueTarget:
+    async def test_without_the_operators_redis_is_unavailable_not_invalid(
+        self, wiring: Callable[..., targets.Targets]
+    ) -> None:
+        with pytest.raises(target_errors.TargetUnavailableError) as raised:
+            wiring().wire(JOB_REF, spec({"queue": {"stream": "reports:jobs"}}))
+
+        assert raised.value.reason == "QueueUnavailable"
+        assert str(raised.value).startswith("spec.target.queue: the queue target needs")
+        assert "--redis-url" in str(raised.value)
+
+    async def test_claims_through_a_stream_lock_of_its_own(
+        self, wiring: Callable[..., targets.Targets]
+    ) -> None:
+        streams = queue_stream.StreamClaims.from_url("redis://127.0.0.1:1/0")  # lazy: no server
+        try:
+            wired = wiring(streams=streams).wire(
+                JOB_REF, spec({"queue": {"stream": "reports:jobs", "maxLen": 10}})
+            )
+        finally:
+            await streams.close()
+
+        assert isinstance(wired.lock, queue_stream.StreamLock)
+        assert wired.lock.stream == "reports:jobs"
+        assert isinstance(wired.executor, queue_executor.QueueExecutor)
+
+    async def test_the_executor_reports_the_entry_its_claim_appended(self) -> None:
+        class Entries:
+            def take_entry(self, slot_id: str) -> str | None:
+                return {context().slot_id: "1796002200003-0"}.get(slot_id)
+
+        executor = queue_executor.QueueExecutor(Entries(), stream="reports:jobs")
+
+        assert await executor(context()) == records.Outcome(True, "enqueued 1796002200003-0")
+        assert await executor(context(SLOT + timedelta(minutes=1))) == records.Outcome(
+            True, "enqueued (id unknown)"
+        )
+
+    def test_the_entry_carries_the_design_fields_in_order(self) -> None:
+        fields = queue_stream.entry_fields(
+            claim(scheduled=SLOT + timedelta(seconds=3)),
+            payload=queue_stream.payload_json({"kind": "nightly", "a": [1, 2]}),
+        )
+
+        assert list(fields.items()) == [
+            ("job", "reports/nightly"),
+            ("namespace", "reports"),
+            ("slot", "reports/nightly/5f0c1d2e-uid/1796002200000"),
+            ("scheduledTime", "2026-11-30T01:30:03Z"),
+            ("idempotencyKey", "reports/nightly/5f0c1d2e-uid/1796002200000"),
+            ("payload", '{"a":[1,2],"kind":"nightly"}'),
+        ]
+
+    def test_no_payload_is_an_empty_object(self) -> None:
+        assert queue_stream.payload_json(None) == "{}"
+
+    def test_without_a_scheduled_time_the_slot_is_the_scheduled_time(self) -> None:
+        fields = queue_stream.entry_fields(claim(), payload="{}")
+
+        assert fields["scheduledTime"] == "2026-11-30T01:30:00Z"
+
+
+class TestTheJobTarget:
+    async def test_wires_a_job_executor_on_the_operators_lock(
+        self, wiring: Callable[..., targets.Targets]
+    ) -> None:
+        wired = wiring().wire(JOB_REF, spec({"job": {"template": TEMPLATE}}))
+
+        assert isinstance(wired.executor, batch_job_executor.BatchJobExecutor)
+        assert wired.lock is None
+        assert wired.executor.job_name(context()) == "nightly-1796002200"
+
+    async def test_a_template_without_a_job_spec_is_invalid(
+        self, wiring: Callable[..., targets.Targets]
+    ) -> None:
+        with pytest.raises(InvalidSpecError, match=r"^spec\.target\.job\.template\.spec: required"):
+            wiring().wire(JOB_REF, spec({"job": {"template": {"metadata": {}}}}))
+
+    async def test_template_metadata_must_be_an_object(
+        self, wiring: Callable[..., targets.Targets]
+    ) -> None:
+        template = {**TEMPLATE, "metadata": "labels"}
+
+        with pytest.raises(InvalidSpecError, match=r"^spec\.target\.job\.template\.metadata"):
+            wiring().wire(JOB_REF, spec({"job": {"template": template}}))
