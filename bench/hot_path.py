@@ -2,7 +2,9 @@
 
 What one replica does per slot, minus Kubernetes: the shared wall timer, the slot loop, a slot
 lock (in memory, or ``SET NX PX`` on a ``LocalRedis``), an executor (none, or the HTTP executor
-calling ``bench/scale_receiver.py`` in a process of its own) and the metrics store. It prints
+calling ``bench/scale_receiver.py`` in a process of its own) and the metrics store, each built
+by ``punctual.replica.Replica`` as the operator builds it (without the Kubernetes parts, the
+status store and durable runs). It prints
 the lateness of run starts (start − slot − jitter, what ``punctual_run_lateness_seconds``
 measures), the receiver's lateness (arrival − ``X-Punctual-Scheduled-Time``) and the CPU time
 per run of this process, so that each layer's cost can be told apart from the cluster's.
@@ -26,20 +28,14 @@ import urllib.request
 from datetime import datetime, timedelta
 from pathlib import Path
 
-import aiohttp
-import prometheus_client
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "hack")]
 
 from localcluster import LocalRedis, ports, processes  # noqa: E402
-from punctual import metrics  # noqa: E402
+from punctual import replica  # noqa: E402
 from punctual.contracts import protocols, records  # noqa: E402
-from punctual.locks import memory, metered, redis  # noqa: E402
-from punctual.runtime import clocks, supervisor  # noqa: E402
+from punctual.runtime import clocks  # noqa: E402
 from punctual.scheduling import durations, interval, overlap, plans, slots  # noqa: E402
-from punctual.stores import fanout  # noqa: E402
-from punctual.stores import metered as metered_store  # noqa: E402
 from punctual.targets.http import executor as http_executor  # noqa: E402
 
 
@@ -96,18 +92,13 @@ async def run(
     every = durations.parse(arguments.every, field="--every")
     jitter = every - timedelta(milliseconds=1)
     lateness = Lateness()
-    meters = metrics.Metrics(prometheus_client.CollectorRegistry())
-    store = fanout.FanoutStore(lateness, metered_store.MeteredStore(meters))
-    lock: protocols.SlotLock
-    if redis_url:
-        inner: protocols.SlotLock = redis.RedisLock.from_url(redis_url)
-    else:
-        inner = memory.MemoryLock()
-    lock = metered.MeteredLock(inner, meters=meters, backend=arguments.lock)
-    scheduler = supervisor.Supervisor(
-        wall=clocks.system_wall, lock=lock, store=store, replica="bench"
+    settings = replica.ReplicaSettings(
+        replica_id="bench", lock_backend=arguments.lock, redis_url=redis_url, metrics_port=0
     )
-    async with aiohttp.ClientSession() as session:
+    # Leaving the block shuts the scheduler down, then closes the lock, Redis and connections.
+    async with replica.Replica(settings) as parts:
+        scheduler = parts.start_scheduler(await parts.open_lock(), stores=[lateness])
+        connections = await parts.open_http_connections() if target else None
         for index in range(arguments.jobs):
             uid = f"00000000-0000-0000-0000-{index:012d}"
             job = slots.JobRef(namespace="bench", name=f"job-{index:05d}", uid=uid)
@@ -118,9 +109,9 @@ async def run(
             )
             executor: protocols.Executor = (
                 http_executor.HttpExecutor(
-                    http_executor.HttpRequest(url=f"{target}/{job.name}"), session=session
+                    http_executor.HttpRequest(url=f"{target}/{job.name}"), connections=connections
                 )
-                if target
+                if connections
                 else _null
             )
             scheduler.arm(job, plan, executor, resume_after=clocks.system_wall())
@@ -151,9 +142,6 @@ async def run(
             for g in range(3)
         )
         runs = len(lateness.values)
-        await scheduler.shutdown()
-    if isinstance(inner, redis.RedisLock):
-        await inner.close()
     print(
         f"{arguments.jobs} jobs every {arguments.every}, lock {arguments.lock}, executor "
         f"{arguments.executor}: {runs} runs in {wall:.1f}s ({runs / wall:.0f}/s), "

@@ -12,9 +12,10 @@ waits for ``release``. ``meddle`` is another replica writing in between.
 import asyncio
 import copy
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+from punctual.contracts import records
 from punctual.kube import objects, status_api
 from punctual.scheduling import slots
 from punctual.stores import status as status_store
@@ -122,4 +123,17 @@ def store_on(
         replica="r1",
         wall=wall,
         clock=clock,
+    )
+
+
+def succeeded(slot: datetime) -> records.RunRecord:
+    """A run of ``slot`` that succeeded in 40 ms on replica r1."""
+    return records.RunRecord(
+        slot=slot,
+        scheduled_time=slot,
+        result=records.RunResult.SUCCEEDED,
+        started_at=slot,
+        finished_at=slot + timedelta(milliseconds=40),
+        message="HTTP 204",
+        replica="r1",
     )

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import pytest
 
 from localcluster import LocalCluster
-from punctual.api import models, plans
+from punctual.api import models, plans, status_models
 from punctual.scheduling.errors import InvalidSpecError
 
 T = TypeVar("T")
@@ -372,7 +372,7 @@ class TestStatusAndColumns:
         self, cluster: LocalCluster, namespace: str
     ) -> None:
         apply(cluster, manifest(namespace, "nightly", DESIGN_EXAMPLE))
-        status = models.ScheduledJobStatus.model_validate(
+        status = status_models.ScheduledJobStatus.model_validate(
             {
                 "observedGeneration": 1,
                 "conditions": [
@@ -409,7 +409,7 @@ class TestStatusAndColumns:
         )  # fmt: skip
 
         stored = get_json(cluster, "sj", "nightly", "-n", namespace)["status"]
-        assert models.ScheduledJobStatus.model_validate(stored) == status
+        assert status_models.ScheduledJobStatus.model_validate(stored) == status
         table = cluster.kubectl("get", "sj", "nightly", "-n", namespace).stdout.splitlines()
         assert table[0].split() == [
             "NAME", "SCHEDULE", "EVERY", "TIMEZONE", "SUSPEND", "NEXT", "LAST",

@@ -1,4 +1,5 @@
-"""The ScheduledJob CustomResourceDefinition, generated from ``punctual.api.models``.
+"""The ScheduledJob CustomResourceDefinition, generated from the API models
+(``punctual.api.models`` for the spec, ``punctual.api.status_models`` for the status).
 
 The CRD in ``crds/`` is this module's output (``punctual crd``), never edited by hand, so the
 schema the API server enforces and the models the operator reads through are one definition.
@@ -17,7 +18,7 @@ from typing import Any
 
 import pydantic
 
-from punctual.api import models
+from punctual.api import models, status_models
 
 Schema = dict[str, Any]
 """A JSON or OpenAPI schema node, as plain data."""
@@ -166,7 +167,7 @@ def root_schema() -> Schema:
             # The API server owns metadata's schema and refuses even a description here.
             "metadata": {"type": "object"},
             "spec": structural_schema(models.ScheduledJobSpec),
-            "status": structural_schema(models.ScheduledJobStatus),
+            "status": structural_schema(status_models.ScheduledJobStatus),
         },
         "required": ["spec"],
     }

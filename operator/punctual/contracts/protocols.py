@@ -88,23 +88,33 @@ class PreparesRuns(Protocol):
 
 
 class RunStore(Protocol):
-    """Where the scheduler reports what happened. Calls must not block: buffer and flush."""
+    """Where the scheduler reports what happened. Calls must not block: buffer and flush.
+
+    Each report does nothing here: a sink that cares for a few of them subclasses this
+    protocol and overrides only those (the run-lease heartbeat needs two of five).
+    """
 
     def slot_upcoming(self, job: slots.JobRef, *, scheduled_time: datetime) -> None:
         """The loop now waits for a slot due at ``scheduled_time`` (slot plus jitter)."""
-        ...
+        return
 
-    def run_started(self, job: slots.JobRef, run: records.ActiveRun) -> None: ...
+    def run_started(self, job: slots.JobRef, run: records.ActiveRun) -> None:
+        """A run of ``job`` started (this replica claimed its slot)."""
+        return
 
-    def run_finished(self, job: slots.JobRef, record: records.RunRecord) -> None: ...
+    def run_finished(self, job: slots.JobRef, record: records.RunRecord) -> None:
+        """A slot's fate: a run that ended, or a slot skipped or lost."""
+        return
 
-    def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None: ...
+    def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
+        """``count`` slots up to ``newest`` were given up (``missedRuns``), counted once."""
+        return
 
     def slot_overlapped(
         self, job: slots.JobRef, *, slot: datetime, policy: overlap.ConcurrencyPolicy
     ) -> None:
         """``slot`` came due while runs of the job were active or queued; ``policy`` decided."""
-        ...
+        return
 
 
 class RunLeases(Protocol):

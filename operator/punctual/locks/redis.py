@@ -42,14 +42,21 @@ class RedisLock(pipelines.PipelinedClaims[_Claim]):
         *,
         description: str = "redis",
         password: str | None = None,
+        owns_client: bool = True,
     ) -> None:
-        """Use ``client`` (which this lock then owns: ``close()`` closes it).
+        """Use ``client`` (which this lock then owns: ``close()`` closes it; with
+        ``owns_client`` false, a client the replica shares with its run leases and stream
+        claims, which ``close()`` leaves open).
 
         ``description`` names the server in errors and logs (a redacted URL); ``password``, when
         given, is scrubbed from every error message as a last line of defence.
         """
         super().__init__(
-            client, description=description, password=password, name="redis slot claims"
+            client,
+            description=description,
+            password=password,
+            name="redis slot claims",
+            owns_client=owns_client,
         )
 
     @classmethod

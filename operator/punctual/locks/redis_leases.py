@@ -176,8 +176,11 @@ def _replica(text: str | None) -> str:
 
 
 class RedisRunLeases:
-    def __init__(self, connection: connections.Connection) -> None:
+    def __init__(self, connection: connections.Connection, *, owns_client: bool = True) -> None:
+        """Use ``connection``'s client: this object's own (``close()`` closes it), or with
+        ``owns_client`` false one the replica shares with its slot lock and stream claims."""
         self._client: redis.asyncio.Redis = connection.client
+        self._owns_client = owns_client
         self._description = connection.description
         self._password = connection.password
         self._hold = self._client.register_script(HOLD)
@@ -194,7 +197,8 @@ class RedisRunLeases:
         return f"RedisRunLeases({self._description})"
 
     async def close(self) -> None:
-        await self._client.aclose()
+        if self._owns_client:
+            await self._client.aclose()
 
     async def hold(self, leases_: Sequence[records.Lease], *, ttl: timedelta) -> None:
         def call(batch: Sequence[records.Lease]) -> Awaitable[Any]:

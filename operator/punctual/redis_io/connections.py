@@ -1,6 +1,10 @@
 """Connecting to the operator's Redis: a client with the pool and timeouts every Redis user of
 the operator shares (the slot lock, the run leases, the queue target's stream claims).
 
+A replica makes one client per URL (``SHARED_MAX_CONNECTIONS``) and hands it to those three,
+which then leave it open when they close; it closes the client once, after all three. Each of
+them can still make a client of its own (``from_url``: then its ``close`` closes it).
+
 Connections come from a ``BlockingConnectionPool`` (the pipelines need one; ``ping`` another).
 Socket timeouts are short so that a dead or unreachable Redis answers "unavailable" within a
 second or two rather than stalling the scheduler.
@@ -16,6 +20,12 @@ import redis.backoff
 SCHEMES = frozenset({"redis", "rediss"})
 
 DEFAULT_MAX_CONNECTIONS = 64
+SHARED_MAX_CONNECTIONS = DEFAULT_MAX_CONNECTIONS + 4
+"""The pool of the one client a replica's slot lock, run leases and stream claims share: what
+each could hold at once with a pool of its own. The slot lock and the stream claims hold two at
+most each (their one round trip of claims in flight, plus a ``ping`` while the lock is down, or
+the script load ahead of the first queue claim); the run leases held up to their own pool's
+``DEFAULT_MAX_CONNECTIONS`` (a renewal of many leases goes out in chunks, all at once)."""
 DEFAULT_POOL_TIMEOUT = 10.0
 """Seconds a claim waits for a free connection: generous, a burst of claims drains quickly."""
 DEFAULT_SOCKET_TIMEOUT = 1.0

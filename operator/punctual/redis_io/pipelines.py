@@ -70,11 +70,14 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
         description: str,
         password: str | None,
         name: str,
+        owns_client: bool = True,
     ) -> None:
-        """Send through ``client`` (owned from now on: ``close()`` closes it). ``description``
-        names the server in errors (a redacted URL); ``password`` is scrubbed from them;
-        ``name`` is the sender task's."""
+        """Send through ``client`` (owned from now on: ``close()`` closes it; with
+        ``owns_client`` false, a client shared with other users, left open for the one who made
+        it). ``description`` names the server in errors (a redacted URL); ``password`` is
+        scrubbed from them; ``name`` is the sender task's."""
         self._client = client
+        self._owns_client = owns_client
         self._description = description
         self._password = password
         self._name = name
@@ -89,11 +92,13 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
             raise self._unavailable(None, error) from None
 
     async def close(self) -> None:
-        """Close the client and every pooled connection; claims still waiting fail closed."""
+        """Stop sending (claims still waiting fail closed), then close the client and every
+        pooled connection if it is this sender's own."""
         await self._stop(self._sender)
         self._refuse(list(self._queue), redis.exceptions.ConnectionError("the lock is closed"))
         self._queue.clear()
-        await self._client.aclose()
+        if self._owns_client:
+            await self._client.aclose()
 
     @staticmethod
     async def _stop(task: "asyncio.Task[None] | None") -> None:

@@ -56,10 +56,10 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from punctual.contracts import protocols, records
-from punctual.scheduling import overlap, slots
+from punctual.scheduling import slots
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ class LeaseRules:
         return self.ttl + self.scan
 
 
-class Heartbeat:
+class Heartbeat(protocols.RunStore):
     """``protocols.RunStore`` that holds a lease for every run this replica starts, renews them,
     and releases each when its run is recorded. ``run()`` does the I/O; calls never block."""
 
@@ -114,9 +114,6 @@ class Heartbeat:
         return self._running.keys()
 
     # -- the RunStore seam -----------------------------------------------------------------
-
-    def slot_upcoming(self, job: slots.JobRef, *, scheduled_time: datetime) -> None:
-        pass
 
     def run_started(self, job: slots.JobRef, run: records.ActiveRun) -> None:
         lease = records.Lease(
@@ -144,14 +141,6 @@ class Heartbeat:
         else:
             self._to_release[slot_id] = lease  # written, or its hold is on the wire
             self._wake.set()
-
-    def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
-        pass
-
-    def slot_overlapped(
-        self, job: slots.JobRef, *, slot: datetime, policy: overlap.ConcurrencyPolicy
-    ) -> None:
-        pass
 
     # -- the I/O ---------------------------------------------------------------------------
 

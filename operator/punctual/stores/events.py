@@ -12,27 +12,22 @@ Pair it with the status and metrics stores through ``stores.fanout``.
 
 from datetime import datetime
 
-from punctual.contracts import records
+from punctual.contracts import protocols, records
 from punctual.kube import events, objects
-from punctual.scheduling import overlap, slots, timeline
+from punctual.scheduling import slots, timeline
 from punctual.stores.status import ledger
 
 _WARNED = {records.RunResult.FAILED, records.RunResult.TIMED_OUT, records.RunResult.LOST}
 
 
-class EventStore:
+class EventStore(protocols.RunStore):
     """``protocols.RunStore`` posting Warning Events on the body ``cache`` knows of each job."""
 
     def __init__(self, *, cache: objects.ObjectCache) -> None:
         self._cache = cache
 
-    # The parameters are the RunStore protocol's; most reports say nothing worth an Event.
-    def slot_upcoming(self, job: slots.JobRef, *, scheduled_time: datetime) -> None:
-        """Nothing to say."""
-
-    def run_started(self, job: slots.JobRef, run: records.ActiveRun) -> None:
-        """Nothing to say."""
-
+    # Other reports say nothing worth an Event: the protocol's no-ops. Overlaps show in status
+    # and metrics.
     def run_finished(self, job: slots.JobRef, record: records.RunRecord) -> None:
         if record.result in _WARNED:
             self._warn(
@@ -45,11 +40,6 @@ class EventStore:
         self._warn(
             job, reason="SlotsMissed", message=ledger.missed_message(count=count, newest=newest)
         )
-
-    def slot_overlapped(
-        self, job: slots.JobRef, *, slot: datetime, policy: overlap.ConcurrencyPolicy
-    ) -> None:
-        """Nothing to say: what the policy did shows in status, overlaps are counted in metrics."""
 
     def _warn(self, job: slots.JobRef, *, reason: str, message: str) -> None:
         # An Event needs the object it is about; one this replica never saw (or forgot) gets none.

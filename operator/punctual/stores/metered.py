@@ -8,11 +8,11 @@ from datetime import datetime, timedelta
 import prometheus_client
 
 from punctual import metrics
-from punctual.contracts import records
+from punctual.contracts import protocols, records
 from punctual.scheduling import overlap, slots
 
 
-class MeteredStore:
+class MeteredStore(protocols.RunStore):
     """``protocols.RunStore`` feeding ``metrics.Metrics``."""
 
     def __init__(self, meters: metrics.Metrics) -> None:
@@ -22,10 +22,9 @@ class MeteredStore:
             result: meters.runs.labels(result=result.value) for result in metrics.RECORDED_RESULTS
         }
 
-    # The parameters are the RunStore protocol's; metrics carry no per-job labels.
-    def slot_upcoming(self, job: slots.JobRef, *, scheduled_time: datetime) -> None:
-        """Nothing to count: the lateness is measured when the run starts."""
-
+    # The parameters are the RunStore protocol's; metrics carry no per-job labels. Nothing is
+    # counted as a slot comes up (slot_upcoming: the protocol's no-op): the lateness is
+    # measured when the run starts.
     def run_started(self, job: slots.JobRef, run: records.ActiveRun) -> None:
         # A negative lateness (a timer that woke early, a wall-clock step) is clamped: the
         # histogram's sum would otherwise understate how late runs really are.

@@ -8,7 +8,7 @@ import pydantic
 import pytest
 import yaml
 
-from punctual.api import crd, models, plans
+from punctual.api import crd, fields, plans
 from punctual.cli import crd as crd_command
 from punctual.cli import main
 
@@ -216,8 +216,8 @@ class TestValidationTheApiServerDoes:
     def test_every_duration_has_the_pattern_a_bound_and_the_positive_rule(self, path: str) -> None:
         node = dict(schema_nodes(ROOT))[path]
         assert node["type"] == "string"
-        assert node["pattern"] == models.DURATION_PATTERN
-        assert node["maxLength"] == models.MAX_DURATION_LENGTH
+        assert node["pattern"] == fields.DURATION_PATTERN
+        assert node["maxLength"] == fields.MAX_DURATION_LENGTH
         [rule] = node["x-kubernetes-validations"]
         assert "duration(self) > duration('0s')" in rule["rule"]
         assert "positive duration" in rule["message"]

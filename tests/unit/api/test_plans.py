@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from punctual.api import models, plans
+from punctual.api import models, plans, status_models
 from punctual.contracts import records
 from punctual.scheduling import cron, dst, durations, interval, missed, overlap, slots
 from punctual.scheduling.errors import InvalidSpecError
@@ -503,7 +503,7 @@ class TestStatusRoundTripsThroughItsWireForm:
             },
         }
 
-        status = models.ScheduledJobStatus.model_validate(wire)
+        status = status_models.ScheduledJobStatus.model_validate(wire)
 
         assert status.last_schedule_time == datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
         assert status.last_run is not None
@@ -511,11 +511,11 @@ class TestStatusRoundTripsThroughItsWireForm:
         assert status.model_dump(mode="json", exclude_none=True) == wire
 
     def test_timestamps_in_other_offsets_are_written_in_utc(self) -> None:
-        status = models.ScheduledJobStatus.model_validate(
+        status = status_models.ScheduledJobStatus.model_validate(
             {"nextRunTime": "2026-12-01T02:30:12+01:00"}
         )
         assert status.model_dump(mode="json")["nextRunTime"] == "2026-12-01T01:30:12Z"
 
     def test_a_timestamp_without_an_offset_is_refused(self) -> None:
         with pytest.raises(ValueError, match="timezone"):
-            models.ScheduledJobStatus.model_validate({"nextRunTime": "2026-12-01T01:30:12"})
+            status_models.ScheduledJobStatus.model_validate({"nextRunTime": "2026-12-01T01:30:12"})

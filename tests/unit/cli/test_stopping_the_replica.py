@@ -1,7 +1,7 @@
 """Stopping a replica: kopf's cleanup handler stops it, before kopf cancels the tasks it finds
 left (every run among them) and before anything the stop needs is closed. The stop ends every
 run, records its fate and writes every pending status, letting a status write in flight finish;
-``_operate`` calls it again after kopf returns, as a safety net.
+``Replica.aclose`` calls it again after kopf returns, as a safety net.
 
 The job runs ``every: 10s`` from 00:00:00: its first slot is 00:00:10.
 """
@@ -18,7 +18,7 @@ from kopf._cogs.structs import ephemera
 from kopf._core.engines import activities, indexing
 from kopf._core.intents import causes
 
-from punctual.cli import run as run_command
+from punctual import replica as punctual_replica
 from punctual.contracts import records
 from punctual.controller import handlers, reconciler
 from punctual.kube import objects, status_api
@@ -133,13 +133,14 @@ def statuses(api: SlowStatusApi, clock: Clock) -> status_store.StatusStore:
     )
 
 
-def replica(statuses: status_store.StatusStore, clock: Clock) -> run_command._Stopping:
-    """A replica's stop as ``_operate`` builds it (started inside the test: looptime's clock)."""
+def replica(statuses: status_store.StatusStore, clock: Clock) -> punctual_replica.Stopping:
+    """A replica's stop as ``Replica.start`` builds it (started inside the test: looptime's
+    clock)."""
     clock.wall()
     scheduler = supervisor.Supervisor(
         wall=clock.wall, lock=memory.MemoryLock(), store=statuses, replica="r1"
     )
-    return run_command._Stopping(
+    return punctual_replica.Stopping(
         scheduler=scheduler,
         statuses=statuses,
         flusher=asyncio.create_task(statuses.run(), name="status writer"),

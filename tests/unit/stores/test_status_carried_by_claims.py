@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import status_api_double
 from punctual.contracts import records
 from punctual.kube import status_api
 from punctual.stores import status as status_store
@@ -25,15 +26,7 @@ READY = status_store.Condition(
 
 
 def succeeded(slot: datetime = SLOT) -> records.RunRecord:
-    return records.RunRecord(
-        slot=slot,
-        scheduled_time=slot,
-        result=records.RunResult.SUCCEEDED,
-        started_at=slot,
-        finished_at=slot + timedelta(milliseconds=40),
-        message="HTTP 204",
-        replica="r1",
-    )
+    return status_api_double.succeeded(slot)
 
 
 def on_api(api: FakeStatusApi) -> status_store.StatusStore:

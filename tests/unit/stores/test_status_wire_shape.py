@@ -1,13 +1,13 @@
-"""What the status writer writes is the status models' shape (``punctual.api.models``), the one
-the CRD is generated from: each entry it composes is what the model dumps, field for field, and
-the status it leaves validates as ``ScheduledJobStatus``."""
+"""What the status writer writes is the status models' shape (``punctual.api.status_models``),
+the one the CRD is generated from: each entry it composes is what the model dumps, field for
+field, and the status it leaves validates as ``ScheduledJobStatus``."""
 
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pydantic
 
-from punctual.api import models
+from punctual.api import status_models
 from punctual.contracts import records
 from punctual.stores import status as status_store
 from status_api_double import JOB, FakeStatusApi, scheduled_job, store_on
@@ -66,7 +66,7 @@ async def test_a_run_record_is_the_models_dump_and_the_shape_it_always_had() -> 
         "latenessMillis": 12,
         "durationMillis": 740,
     }
-    assert entry == dumped(models.RunRecord, entry)
+    assert entry == dumped(status_models.RunRecord, entry)
     assert status["lastRun"] == entry
 
 
@@ -79,14 +79,14 @@ async def test_a_slot_that_never_ran_says_no_times() -> None:
 
     [entry] = status["recentRuns"]
     assert entry.keys() == {"slot", "scheduledTime", "result", "message", "replica"}
-    assert entry == dumped(models.RunRecord, entry)
+    assert entry == dumped(status_models.RunRecord, entry)
 
 
 async def test_active_runs_counts_and_conditions_are_the_models_dumps() -> None:
     status = await written(FakeStatusApi(scheduled_job()), runs=[])
 
     [active] = status["active"]
-    assert active == dumped(models.ActiveRun, active)
+    assert active == dumped(status_models.ActiveRun, active)
     assert [active[key] for key in ("slot", "startedAt", "heartbeatTime", "attempt")] == [
         "2026-11-30T01:30:01Z",
         "2026-11-30T01:30:01.003Z",
@@ -99,7 +99,7 @@ async def test_active_runs_counts_and_conditions_are_the_models_dumps() -> None:
     assert status["conditions"] == [ready(lastTransitionTime="2026-11-30T01:30:02Z", message="ok")]
     assert status["lastScheduleTime"] == "2026-11-30T01:30:01Z"
     assert status["observedGeneration"] == 1
-    models.ScheduledJobStatus.model_validate(status)
+    status_models.ScheduledJobStatus.model_validate(status)
 
 
 def ready(**changes: Any) -> dict[str, Any]:

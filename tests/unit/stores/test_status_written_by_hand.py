@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import status_api_double
 from punctual.contracts import records
 from punctual.scheduling import timeline
 from status_api_double import JOB, FakeStatusApi, scheduled_job, store_on
@@ -21,15 +22,7 @@ UNREADABLE = [
 
 
 def succeeded(slot: datetime = SLOT) -> records.RunRecord:
-    return records.RunRecord(
-        slot=slot,
-        scheduled_time=slot,
-        result=records.RunResult.SUCCEEDED,
-        started_at=slot,
-        finished_at=slot + timedelta(milliseconds=40),
-        message="HTTP 204",
-        replica="r1",
-    )
+    return status_api_double.succeeded(slot)
 
 
 def run_at(slot: str) -> dict[str, Any]:

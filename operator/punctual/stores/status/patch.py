@@ -1,7 +1,7 @@
 """The status merge patch: one write's ``status``, composed from the status it merges onto and
 what the ledger has pending for the job.
 
-What this replica states is dumped from the status models in ``punctual.api.models``
+What this replica states is dumped from the status models in ``punctual.api.status_models``
 (``RunRecord``, ``ActiveRun``, ``Condition``, ``RunCounts``, ``ScheduledJobStatus``), the
 models the CRD is generated from, so the shape written is the shape the API server checks.
 What the status already holds and is not this replica's to restate (other replicas' runs in
@@ -21,7 +21,7 @@ from typing import Any
 
 import pydantic
 
-from punctual.api import models
+from punctual.api import status_models
 from punctual.contracts import records
 from punctual.scheduling import timeline
 from punctual.stores.status import ledger
@@ -34,10 +34,10 @@ _COUNTED = {
     records.RunResult.MISSED: "missed",
     records.RunResult.LOST: "lost",
 }
-"""The field of ``models.RunCounts`` that counts each result."""
+"""The field of ``status_models.RunCounts`` that counts each result."""
 _STATED = {"counts", "last_schedule_time", "next_run_time", "observed_generation"}
-"""The fields of ``models.ScheduledJobStatus`` that a write states outright (the others merge
-this replica's entries with those already there)."""
+"""The fields of ``status_models.ScheduledJobStatus`` that a write states outright (the others
+merge this replica's entries with those already there)."""
 _RUNS = {records.RunResult.SUCCEEDED, records.RunResult.FAILED, records.RunResult.TIMED_OUT}
 """The results of runs that ran: only they become ``lastRun``."""
 
@@ -64,7 +64,7 @@ def compose(
     known_last = _instant(current.get("lastScheduleTime"))
     claimed = pending.claimed
     forward = claimed is not None and (known_last is None or claimed > known_last)
-    stated = models.ScheduledJobStatus(
+    stated = status_models.ScheduledJobStatus(
         counts=_counts(current, pending.counts),
         last_schedule_time=claimed if forward else None,
         next_run_time=upcoming,
@@ -99,7 +99,7 @@ def compose(
         ),
     }
     return stated | {
-        _wire(models.ScheduledJobStatus, name): value
+        _wire(status_models.ScheduledJobStatus, name): value
         for name, value in merged.items()
         if value is not None
     }
@@ -130,7 +130,7 @@ def says(current: Mapping[str, Any], condition: ledger.Condition, *, generation:
 
 
 def _run_entry(record: records.RunRecord) -> dict[str, Any]:
-    return models.RunRecord(
+    return status_models.RunRecord(
         slot=record.slot,
         scheduled_time=record.scheduled_time,
         started_at=record.started_at,
@@ -144,7 +144,7 @@ def _run_entry(record: records.RunRecord) -> dict[str, Any]:
 
 
 def _active_entry(run: records.ActiveRun, *, heartbeat: datetime) -> dict[str, Any]:
-    return models.ActiveRun(
+    return status_models.ActiveRun(
         slot=run.slot,
         started_at=run.started_at,
         replica=run.replica,
@@ -156,13 +156,13 @@ def _active_entry(run: records.ActiveRun, *, heartbeat: datetime) -> dict[str, A
 
 def _counts(
     current: Mapping[str, Any], pending: collections.Counter[records.RunResult]
-) -> models.RunCounts:
+) -> status_models.RunCounts:
     known: Mapping[str, Any] = current.get("counts") or {}
     # Read by name, not validated: a newer operator's status may count what this one does not
     # know, and the merge patch leaves such a count as it is.
-    return models.RunCounts(
+    return status_models.RunCounts(
         **{
-            name: known.get(_wire(models.RunCounts, name), 0) + pending[result]
+            name: known.get(_wire(status_models.RunCounts, name), 0) + pending[result]
             for result, name in _COUNTED.items()
         }
     )
@@ -184,7 +184,7 @@ def _merge_conditions(
             # The transition time stays while the status does; one this operator cannot read
             # counts as absent, and the condition is restated from now.
             since = _instant(previous.get("lastTransitionTime"))
-        merged[update.type] = models.Condition(
+        merged[update.type] = status_models.Condition(
             type=update.type,
             status=status,
             reason=update.reason,
@@ -195,8 +195,12 @@ def _merge_conditions(
     return list(merged.values())
 
 
-def _condition_status(condition: ledger.Condition) -> models.ConditionStatus:
-    return models.ConditionStatus.TRUE if condition.status else models.ConditionStatus.FALSE
+def _condition_status(condition: ledger.Condition) -> status_models.ConditionStatus:
+    return (
+        status_models.ConditionStatus.TRUE
+        if condition.status
+        else status_models.ConditionStatus.FALSE
+    )
 
 
 def _wire(model: type[pydantic.BaseModel], name: str) -> str:

@@ -35,7 +35,7 @@ from typing import Any
 
 from punctual.contracts import protocols, records
 from punctual.kube import objects, status_api
-from punctual.scheduling import overlap, slots
+from punctual.scheduling import slots
 from punctual.stores.status import ledger, patch
 
 logger = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ ACTIVE_HEARTBEAT = 30.0
 ``heartbeatTime``, so that a heartbeat older than this tells users its replica stopped."""
 
 
-class StatusStore:
+class StatusStore(protocols.RunStore):
     """``protocols.RunStore`` and ``protocols.StatusCarrier`` writing ScheduledJob status."""
 
     def __init__(
@@ -99,10 +99,8 @@ class StatusStore:
     def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
         self._ledger.missed(job, count=count, newest=newest)
 
-    def slot_overlapped(
-        self, job: slots.JobRef, *, slot: datetime, policy: overlap.ConcurrencyPolicy
-    ) -> None:
-        pass  # what the policy did shows in the run records; overlaps are counted in metrics
+    # slot_overlapped: the protocol's no-op; what the policy did shows in the run records, and
+    # overlaps are counted in metrics.
 
     # Called by the controller.
 

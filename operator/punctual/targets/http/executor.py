@@ -24,6 +24,7 @@ import yarl
 from punctual.contracts import records
 from punctual.scheduling import timeline
 from punctual.targets import prepared
+from punctual.targets.http import connection as http_connection
 from punctual.targets.http import connections as http_connections
 
 logger = logging.getLogger(__name__)
@@ -171,7 +172,7 @@ class HttpExecutor:
                 deadline=asyncio.get_running_loop().time() + context.timeout.total_seconds(),
                 head_request=self._request.method == "HEAD",
             )
-        except (OSError, http_connections.ProtocolError) as error:
+        except (OSError, http_connection.ProtocolError) as error:
             message = f"{self._request.method} {self._display_url}: {self._describe(error)}"
             logger.debug("slot %s: %s", context.slot_id, message)
             raise HttpTargetError(message) from None

@@ -107,12 +107,15 @@ class _Request(pipelines.Request["str | None"]):
 class StreamClaims(pipelines.PipelinedClaims[_Request]):
     """The operator's Redis for queue targets: one client and script, one lock per job."""
 
-    def __init__(self, connection: connections.Connection) -> None:
+    def __init__(self, connection: connections.Connection, *, owns_client: bool = True) -> None:
+        """Use ``connection``'s client: this object's own (``close()`` closes it), or with
+        ``owns_client`` false one the replica shares with its slot lock and run leases."""
         super().__init__(
             connection.client,
             description=connection.description,
             password=connection.password,
             name="redis stream claims",
+            owns_client=owns_client,
         )
         self._sha = hashlib.sha1(CLAIM_AND_ENQUEUE.encode()).hexdigest()
         self._warming: asyncio.Task[None] | None = None

@@ -3,10 +3,11 @@ scripted answers (bytes, written as they are), so that every framing, and every 
 misbehave, can be played."""
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from punctual.targets.http.connections import Origin
+from punctual.targets.http import connection
+from punctual.targets.http.connections import HttpConnections, Origin
 
 REQUEST = b"POST /run HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
 NO_CONTENT = b"HTTP/1.1 204 No Content\r\n\r\n"
@@ -72,3 +73,22 @@ class Server:
 
 
 Serve = Callable[[Server], Awaitable[Server]]
+
+
+async def held_burst(
+    connections: HttpConnections,
+    server: Server,
+    *,
+    namespaces: Sequence[str],
+    hold_for: float = 0.05,
+) -> list[connection.Answer]:
+    """One call per entry of ``namespaces``, all at once, held at the server for ``hold_for``
+    seconds before it answers any: as many as the client lets through are in flight together."""
+    server.hold = asyncio.Event()
+    calling = [
+        asyncio.create_task(connections.request(server.origin, REQUEST, namespace=namespace))
+        for namespace in namespaces
+    ]
+    await asyncio.sleep(hold_for)
+    server.hold.set()
+    return await asyncio.gather(*calling)

@@ -20,8 +20,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from scripted_server import NO_CONTENT, REQUEST, TENANT, Serve, Server
+from scripted_server import NO_CONTENT, REQUEST, TENANT, Serve, Server, held_burst
 
+from punctual.targets.http import connection as http_connection
 from punctual.targets.http import connections as http_connections
 from punctual.targets.http.connections import HttpConnections
 
@@ -148,7 +149,7 @@ async def call(connections: HttpConnections, server: Server) -> Outcome:
     try:
         async with asyncio.timeout(CALL_TIMEOUT):
             answer = await connections.request(server.origin, REQUEST, namespace=TENANT)
-    except http_connections.ProtocolError as error:
+    except http_connection.ProtocolError as error:
         return Refused(str(error))
     except TimeoutError:
         return Unanswered()
@@ -188,7 +189,7 @@ class TestAHostileAnswer:
 
         if isinstance(expected, Refused):
             assert isinstance(outcome, Refused)
-            assert outcome.reason.startswith(http_connections.INVALID)
+            assert outcome.reason.startswith(http_connection.INVALID)
             assert expected.reason in outcome.reason
         else:
             assert outcome == expected
@@ -267,15 +268,8 @@ class TestWhatFollowsTheHeadIsBounded:
 class TestIdleConnections:
     async def test_are_swept_from_the_oldest_and_their_pool_dropped(self, serve: Serve) -> None:
         server = await serve(Server([NO_CONTENT]))
-        server.hold = asyncio.Event()
         async with HttpConnections(idle_timeout=0.1) as connections:
-            burst = [
-                asyncio.create_task(connections.request(server.origin, REQUEST, namespace=TENANT))
-                for _ in range(30)
-            ]
-            await asyncio.sleep(0.02)
-            server.hold.set()
-            await asyncio.gather(*burst)
+            await held_burst(connections, server, namespaces=[TENANT] * 30, hold_for=0.02)
             assert connections.open_connections == 30
 
             await asyncio.sleep(0.2)  # and no call since
@@ -297,17 +291,8 @@ class TestNamespaces:
 
     async def test_share_the_limit_of_calls_to_one_origin(self, serve: Serve) -> None:
         server = await serve(Server([NO_CONTENT]))
-        server.hold = asyncio.Event()
         async with HttpConnections(limit_per_origin=2) as connections:
-            calling = [
-                asyncio.create_task(
-                    connections.request(server.origin, REQUEST, namespace=f"tenant-{n}")
-                )
-                for n in range(6)
-            ]
-            await asyncio.sleep(0.05)
-            server.hold.set()
-            await asyncio.gather(*calling)
+            await held_burst(connections, server, namespaces=[f"tenant-{n}" for n in range(6)])
 
         assert server.most_in_flight == 2
 

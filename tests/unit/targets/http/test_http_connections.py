@@ -7,10 +7,11 @@ Their server is ``scripted_server``'s.
 import asyncio
 
 import pytest
-from scripted_server import CLOSE, NO_CONTENT, REQUEST, TENANT, Serve, Server
+from scripted_server import CLOSE, NO_CONTENT, REQUEST, TENANT, Serve, Server, held_burst
 
-from punctual.targets.http import connections as http_connections
-from punctual.targets.http.connections import Answer, HttpConnections
+from punctual.targets.http import connection as http_connection
+from punctual.targets.http.connection import Answer
+from punctual.targets.http.connections import HttpConnections
 
 
 async def calls(connections: HttpConnections, server: Server, count: int) -> list[Answer]:
@@ -100,7 +101,7 @@ class TestAConnectionIsClosed:
             b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
             b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n",
             b"HTTP/1.1 200 OK\r\n\r\nthe body ends when the connection does",
-            b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % (http_connections.DRAIN_LIMIT + 1),
+            b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % (http_connection.DRAIN_LIMIT + 1),
         ],
         ids=["connection-close", "http-1.0", "body-until-close", "body-too-large"],
     )
@@ -117,7 +118,7 @@ class TestAConnectionIsClosed:
     async def test_when_a_chunked_body_runs_past_the_drain_limit(
         self, serve: Serve, connections: HttpConnections
     ) -> None:
-        size = http_connections.DRAIN_LIMIT // 2 + 1
+        size = http_connection.DRAIN_LIMIT // 2 + 1
         chunk = b"%x\r\n%s\r\n" % (size, b"x" * size)
         server = await serve(
             Server(
@@ -167,7 +168,7 @@ class TestAConnectionTheServerClosed:
     ) -> None:
         server = await serve(Server([CLOSE]))
 
-        with pytest.raises(http_connections.ConnectionClosedError):
+        with pytest.raises(http_connection.ConnectionClosedError):
             await connections.request(server.origin, REQUEST, namespace=TENANT)
         assert server.requests == 1
 
@@ -179,7 +180,7 @@ class TestAConnectionTheServerClosed:
         )
         await connections.request(server.origin, REQUEST, namespace=TENANT)
 
-        with pytest.raises(http_connections.ConnectionClosedError):
+        with pytest.raises(http_connection.ConnectionClosedError):
             await connections.request(server.origin, REQUEST, namespace=TENANT)
         assert server.requests == 2
 
@@ -203,7 +204,7 @@ class TestAnAnswerThatIsNotHttpRaises:
 
         try:
             await connections.request(server.origin, REQUEST, namespace=TENANT)
-        except http_connections.ProtocolError:
+        except http_connection.ProtocolError:
             pass
         else:  # the bad chunk comes after the status line: the call had its answer
             assert answer.endswith(b"zz\r\n")
@@ -218,15 +219,8 @@ class TestAnAnswerThatIsNotHttpRaises:
 class TestCallsInFlightAreBounded:
     async def test_to_the_limit_per_origin(self, serve: Serve) -> None:
         server = await serve(Server([NO_CONTENT]))
-        server.hold = asyncio.Event()
         async with HttpConnections(limit_per_origin=3) as connections:
-            calling = [
-                asyncio.create_task(connections.request(server.origin, REQUEST, namespace=TENANT))
-                for _ in range(10)
-            ]
-            await asyncio.sleep(0.05)
-            server.hold.set()
-            answers = await asyncio.gather(*calling)
+            answers = await held_burst(connections, server, namespaces=[TENANT] * 10)
 
         assert len(answers) == 10
         assert server.most_in_flight == 3

@@ -16,6 +16,7 @@ import pytest
 from punctual.contracts import protocols, records
 from punctual.scheduling import slots, timeline
 from punctual.targets import prepared
+from punctual.targets.http import connection as http_connection
 from punctual.targets.http import connections as http_connections
 from punctual.targets.http import executor as http_executor
 
@@ -359,7 +360,7 @@ class TestTheStatusDecidesTheOutcome:
         self, target: Target, connections: http_connections.HttpConnections
     ) -> None:
         target.status = 200
-        target.body = b"x" * (3 * http_connections.DRAIN_LIMIT)
+        target.body = b"x" * (3 * http_connection.DRAIN_LIMIT)
         executor = http_executor.HttpExecutor(
             http_executor.HttpRequest(url=target.url()), connections=connections
         )

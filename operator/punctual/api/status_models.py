@@ -1,0 +1,199 @@
+"""The status of a ScheduledJob as pydantic models: what the operator observed (readiness, the
+next and last slots, recent runs, runs in progress, counts per result).
+
+The CRD's ``status`` schema is generated from them (``punctual crd``), and the status writer
+(``punctual.stores.status.patch``) dumps what a replica states through them, so what the
+operator writes is what the API server checks. Like the spec's (``punctual.api.models``), they
+are built on ``punctual.api.fields``.
+"""
+
+import enum
+
+import pydantic
+
+from punctual.api import fields
+from punctual.contracts import records
+
+
+class ConditionStatus(enum.StrEnum):
+    TRUE = "True"
+    FALSE = "False"
+    UNKNOWN = "Unknown"
+
+
+class Condition(fields.ApiModel):
+    """One aspect of the object's state, following the Kubernetes API conventions."""
+
+    type: str = pydantic.Field(
+        min_length=1,
+        max_length=316,
+        description="The aspect: Ready (the schedule is valid and armed) or Suspended.",
+    )
+    status: ConditionStatus = pydantic.Field(description='"True", "False" or "Unknown".')
+    reason: str = pydantic.Field(
+        min_length=1,
+        max_length=1024,
+        pattern=r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
+        description="Why, in one CamelCase word: Scheduled; InvalidSpec, "
+        "LockBackendUnavailable, ... when Ready is False.",
+    )
+    message: str = pydantic.Field(
+        default="",
+        max_length=32768,
+        description="Details for humans; for InvalidSpec it names the offending field, e.g. "
+        "spec.schedule.",
+    )
+    last_transition_time: fields.Timestamp = pydantic.Field(
+        description="When status last changed (RFC 3339).",
+    )
+    observed_generation: fields.WholeNumber | None = pydantic.Field(
+        default=None,
+        ge=0,
+        description="The metadata.generation of the spec this condition was computed from.",
+    )
+
+
+class RunRecord(fields.ApiModel):
+    """One slot's fate."""
+
+    slot: fields.Timestamp = pydantic.Field(
+        description="The slot: the nominal fire time (RFC 3339, UTC) the run belongs to, before "
+        "jitter. The idempotency key sent to targets is <namespace>/<name>/<uid>/<unix "
+        "milliseconds of the slot>.",
+    )
+    scheduled_time: fields.Timestamp = pydantic.Field(
+        description="When the run was due to start: the slot plus this ScheduledJob's jitter.",
+    )
+    started_at: fields.Timestamp | None = pydantic.Field(
+        default=None,
+        description="When the run started; unset for slots that never ran (SkippedOverlap, "
+        "Missed).",
+    )
+    finished_at: fields.Timestamp | None = pydantic.Field(
+        default=None, description="When the run finished; unset for slots that never ran."
+    )
+    lateness_millis: fields.WholeNumber | None = pydantic.Field(
+        default=None,
+        description="startedAt minus scheduledTime, in whole milliseconds.",
+    )
+    # No minimum: a wall-clock step back during a run must not make the status unwritable.
+    duration_millis: fields.WholeNumber | None = pydantic.Field(
+        default=None,
+        description="finishedAt minus startedAt, in whole milliseconds.",
+    )
+    result: records.RunResult = pydantic.Field(
+        description="Succeeded, Failed, TimedOut (cancelled at spec.timeout), SkippedOverlap "
+        "(an earlier run was still going, see spec.concurrencyPolicy), Missed (see "
+        "spec.missedRuns) or Lost (the operator replica running it died; see "
+        "spec.retryLostRuns).",
+    )
+    # Status strings carry no length limits: a long error must not make the status unwritable.
+    message: str = pydantic.Field(
+        default="",
+        description='What happened, e.g. "HTTP 204" or the error of a failed run.',
+    )
+    replica: str = pydantic.Field(
+        default="",
+        description="The operator replica that claimed the slot.",
+    )
+
+
+class ActiveRun(fields.ApiModel):
+    """A run in progress."""
+
+    slot: fields.Timestamp = pydantic.Field(
+        description="The slot the run belongs to (RFC 3339, UTC)."
+    )
+    started_at: fields.Timestamp = pydantic.Field(description="When the run started.")
+    replica: str = pydantic.Field(description="The operator replica running it.")
+    heartbeat_time: fields.Timestamp | None = pydantic.Field(
+        default=None,
+        description="When that replica last stated the run in progress: at least every 30 "
+        "seconds while it runs, so an older heartbeat means the replica stopped (with the redis "
+        "lock backend, the run is then recorded Lost within about 20 seconds).",
+    )
+    job_name: str | None = pydantic.Field(
+        default=None,
+        description="For the job target: the name of the Job created for the slot.",
+    )
+    attempt: fields.WholeNumber | None = pydantic.Field(
+        default=None,
+        ge=1,
+        description="2 for the retry of a run recorded Lost (spec.retryLostRuns); unset for a "
+        "first run.",
+    )
+
+
+class RunCounts(fields.ApiModel):
+    """Totals since the ScheduledJob was created: no slot's fate goes uncounted."""
+
+    succeeded: fields.WholeNumber = pydantic.Field(
+        default=0, ge=0, description="Runs that succeeded."
+    )
+    failed: fields.WholeNumber = pydantic.Field(default=0, ge=0, description="Runs that failed.")
+    timed_out: fields.WholeNumber = pydantic.Field(
+        default=0, ge=0, description="Runs cancelled at spec.timeout."
+    )
+    skipped_overlap: fields.WholeNumber = pydantic.Field(
+        default=0,
+        ge=0,
+        description="Slots not run because an earlier run was still going (spec."
+        "concurrencyPolicy).",
+    )
+    missed: fields.WholeNumber = pydantic.Field(
+        default=0,
+        ge=0,
+        description="Slots not run because no replica could run them in time (spec.missedRuns).",
+    )
+    lost: fields.WholeNumber = pydantic.Field(
+        default=0,
+        ge=0,
+        description="Runs whose operator replica died while they ran (spec.retryLostRuns).",
+    )
+
+
+class ScheduledJobStatus(fields.ApiModel):
+    """What the operator observed: readiness, the next and last slots, and recent runs."""
+
+    observed_generation: fields.WholeNumber | None = pydantic.Field(
+        default=None,
+        ge=0,
+        description="The metadata.generation of the spec this status describes.",
+    )
+    conditions: tuple[Condition, ...] = pydantic.Field(
+        default_factory=tuple,
+        json_schema_extra={
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["type"],
+        },
+        description="Ready: True (reason Scheduled) when the schedule is armed; False with "
+        "reason InvalidSpec (the message names the field), LockBackendUnavailable, ... "
+        "Suspended: True while spec.suspend is true.",
+    )
+    next_run_time: fields.Timestamp | None = pydantic.Field(
+        default=None,
+        description="When the next run is due: the next slot plus this ScheduledJob's jitter.",
+    )
+    last_schedule_time: fields.Timestamp | None = pydantic.Field(
+        default=None,
+        description="The last slot claimed by any replica. Persisted across operator restarts: "
+        "a slot at or before it never runs again.",
+    )
+    last_successful_time: fields.Timestamp | None = pydantic.Field(
+        default=None,
+        description="When the last successful run finished.",
+    )
+    last_run: RunRecord | None = pydantic.Field(
+        default=None, description="The most recent finished run (or skipped or missed slot)."
+    )
+    recent_runs: tuple[RunRecord, ...] = pydantic.Field(
+        default_factory=tuple,
+        description="Recent runs, newest first, as many as spec.history keeps per outcome.",
+    )
+    active: tuple[ActiveRun, ...] = pydantic.Field(
+        default_factory=tuple, description="The runs in progress."
+    )
+    counts: RunCounts = pydantic.Field(
+        default_factory=RunCounts,
+        description="How many slots ended in each result since the ScheduledJob was created.",
+    )

@@ -1,0 +1,394 @@
+"""One replica of the operator: its whole wiring, built in order and torn down in reverse.
+
+A ``Replica`` owns, once ``start`` has built them in this order:
+
+1. the metrics (``meters``) and, with a ``metrics_port``, their HTTP server (left running: it
+   lives as long as the process);
+2. the Kubernetes API client, the object cache, the status API and the status store;
+3. one Redis client for the ``redis_url`` (when given), shared by the slot lock, the run
+   leases and the queue targets' stream claims, its pool sized for the three at once
+   (``redis_io.connections.SHARED_MAX_CONNECTIONS``);
+4. the slot lock (``lock_backend``: redis, kubernetes or memory), its health tracked;
+5. durable runs (redis backend): the run leases and their heartbeat;
+6. the scheduler (``runtime.supervisor``), on the metered lock, reporting to every store;
+7. the HTTP targets' connections, behind the address guard (the API server's addresses);
+8. the batch-Job API and its one watcher;
+9. the queue targets' stream claims (with a ``redis_url``, whatever the lock backend);
+10. the reconciler and its targets;
+11. the background tasks: the status writer, the lock's health probe and, for durable runs, the
+    lease heartbeat and the lost-run detector.
+
+``stop`` (kopf's cleanup handler; ``aclose`` again as a safety net) ends, in order: the health
+probe; every run (cancelled, recorded Failed "operator stopping"); the heartbeat and the
+detector, then the leases of the runs the scheduler cancelled; last, every pending status is
+written, while the API client, Redis and the HTTP connections are still open. Only then does
+``aclose`` close what ``start`` opened, in reverse: the stream claims, the Job watcher, the HTTP
+connections, the run leases, the slot lock, the shared Redis client (once, after the three that
+use it) and the API client.
+
+The parts that need no Kubernetes can be built on their own (``connect_redis``, ``open_lock``,
+``start_scheduler``, ``open_http_connections``), as ``bench/hot_path.py`` does; ``aclose``
+(or leaving ``async with Replica(settings)``) closes whatever was built.
+"""
+
+import asyncio
+import contextlib
+import logging
+import socket
+import urllib.parse
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Literal, Self, get_args
+
+import prometheus_client
+
+from punctual import metrics
+from punctual.contracts import protocols
+from punctual.controller import reconciler, targets
+from punctual.kube import client, objects, secrets, status_api
+from punctual.locks import health, kubernetes, memory, metered, redis, redis_leases
+from punctual.redis_io import connections as redis_connections
+from punctual.runtime import clocks, leases, supervisor
+from punctual.scheduling.errors import InvalidSpecError
+from punctual.stores import events as event_store
+from punctual.stores import fanout
+from punctual.stores import metered as metered_store
+from punctual.stores import status as status_store
+from punctual.targets.http import allowlist
+from punctual.targets.http import connections as http_connections
+from punctual.targets.job import requests as batch_job_requests
+from punctual.targets.job import watcher as batch_job_watcher
+from punctual.targets.queue import stream as queue_stream
+
+logger = logging.getLogger(__name__)
+
+LockBackend = Literal["redis", "kubernetes", "memory"]
+LOCK_BACKENDS: tuple[LockBackend, ...] = get_args(LockBackend)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplicaSettings:
+    """What one replica is told (``punctual run``'s options, parsed). Raises
+    ``InvalidSpecError`` naming the option for settings no replica can run with."""
+
+    replica_id: str
+    """This replica's name in locks and status."""
+    namespaces: tuple[str, ...] = ()
+    """The namespaces watched; none: all of them."""
+    lock_backend: LockBackend = "kubernetes"
+    redis_url: str | None = None
+    """The Redis of the redis lock backend and of queue targets."""
+    stagger: timedelta = timedelta()
+    """A fixed offset added to this replica's lock attempts."""
+    bind_address: str = "0.0.0.0"
+    metrics_port: int = 8080
+    """Where ``/metrics`` listens; 0: nowhere."""
+    health_port: int = 8081
+    """Where kopf's ``/healthz`` listens; 0: nowhere."""
+    status_interval: timedelta = timedelta(seconds=5)
+    status_writes_per_second: int = 100
+    allowed_hosts: allowlist.HostAllowlist | None = None
+    """The only hosts HTTP targets may call; ``None``: any but those refused by default."""
+
+    def __post_init__(self) -> None:
+        if self.lock_backend == "redis" and not self.redis_url:
+            raise InvalidSpecError("--redis-url", "required with --lock-backend redis")
+        if self.status_writes_per_second < 1:
+            raise InvalidSpecError("--status-writes-per-second", "must be at least 1")
+
+    @property
+    def liveness_endpoint(self) -> str | None:
+        if not self.health_port:
+            return None
+        return f"http://{self.bind_address}:{self.health_port}/healthz"
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledJobsApi:
+    """How the replica reads and writes ScheduledJobs (the kubernetes lock backend's too)."""
+
+    api: status_api.StatusApi
+    cache: objects.ObjectCache
+    statuses: status_store.StatusStore
+
+
+class Replica:
+    """One operator replica; see the module's docstring for what it owns and in which order."""
+
+    def __init__(self, settings: ReplicaSettings) -> None:
+        self.settings = settings
+        self.meters = metrics.Metrics(prometheus_client.CollectorRegistry())
+        self._stack = contextlib.AsyncExitStack()
+        self._redis: redis_connections.Connection | None = None
+        self._scheduler: supervisor.Supervisor | None = None
+        self._reconciler: reconciler.Reconciler | None = None
+        self._stopping: Stopping | None = None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
+    @property
+    def reconciler(self) -> reconciler.Reconciler:
+        """What kopf's handlers call (once ``start`` has returned)."""
+        if self._reconciler is None:
+            raise RuntimeError("the replica is not started")
+        return self._reconciler
+
+    async def start(self) -> None:
+        """Build the whole wiring, in the order of the module's docstring."""
+        settings = self.settings
+        if settings.metrics_port:
+            prometheus_client.start_http_server(
+                settings.metrics_port, addr=settings.bind_address, registry=self.meters.registry
+            )
+        api = await client.connect()
+        self._stack.push_async_callback(api.close)
+        cache = objects.ObjectCache()
+        kube_status = status_api.StatusApi(api)
+        statuses = status_store.StatusStore(
+            api=kube_status,
+            cache=cache,
+            replica=settings.replica_id,
+            wall=clocks.system_wall,
+            interval=settings.status_interval,
+            writes_per_second=settings.status_writes_per_second,
+        )
+        self.connect_redis()
+        tracked = await self.open_lock(ScheduledJobsApi(kube_status, cache, statuses))
+        durable = self.open_durable_runs()
+        scheduler = self.start_scheduler(
+            tracked, stores=[statuses, event_store.EventStore(cache=cache)], durable=durable
+        )
+        guard = allowlist.AddressGuard.default(
+            api_server=await _api_server(api.configuration.host), allowed=settings.allowed_hosts
+        )
+        http = await self.open_http_connections(guard)
+        batch_jobs = batch_job_requests.BatchJobsApi(api)
+        # One watch of our Jobs for the whole operator, started by the first job-target run.
+        batch_watcher = batch_job_watcher.BatchJobWatcher(
+            batch_jobs, namespaces=settings.namespaces
+        )
+        self._stack.push_async_callback(batch_watcher.close)
+        streams = self._open_streams()
+        self._reconciler = reconciler.Reconciler(
+            scheduler=scheduler,
+            store=statuses,
+            cache=cache,
+            targets=targets.Targets(
+                connections=http,
+                secrets=secrets.SecretReader(api),
+                allowed_hosts=settings.allowed_hosts,
+                guard=guard,
+                batch_jobs=batch_jobs,
+                batch_job_watcher=batch_watcher,
+                streams=streams,
+                meter_lock=lambda lock: metered.MeteredLock(
+                    lock, meters=self.meters, backend="redis-stream"
+                ),
+            ),
+            wall=clocks.system_wall,
+            # Only Redis is a backend of its own: the kubernetes lock fails exactly when status
+            # cannot be written either, and the memory lock always answers.
+            lock_health=tracked if settings.lock_backend == "redis" else None,
+        )
+        # Started before kopf, so not among the tasks kopf cancels when it stops (those it
+        # finds started after it): they end in ``stop``.
+        self._stopping = Stopping(
+            scheduler=scheduler,
+            statuses=statuses,
+            flusher=asyncio.create_task(statuses.run(), name="status writer"),
+            prober=asyncio.create_task(tracked.watch(), name="lock health"),
+            durable=durable,
+            durable_tasks=durable.start(scheduler) if durable is not None else [],
+        )
+
+    def connect_redis(self) -> redis_connections.Connection | None:
+        """The one client for ``redis_url`` (none without one), made at the first call; closed
+        by ``aclose`` after the slot lock, the run leases and the stream claims on it."""
+        if self._redis is None and self.settings.redis_url:
+            self._redis = redis_connections.connect(
+                self.settings.redis_url, max_connections=redis_connections.SHARED_MAX_CONNECTIONS
+            )
+            self._stack.push_async_callback(self._redis.client.aclose)
+        return self._redis
+
+    async def open_lock(
+        self, scheduled_jobs: ScheduledJobsApi | None = None
+    ) -> health.HealthTrackingLock:
+        """The slot lock of ``lock_backend``, its health tracked; the kubernetes backend claims
+        through ``scheduled_jobs`` (the status this replica has pending rides along)."""
+        lock: protocols.SlotLock
+        match self.settings.lock_backend:
+            case "redis":
+                shared = self._shared_redis()
+                lock = redis.RedisLock(
+                    shared.client,
+                    description=shared.description,
+                    password=shared.password,
+                    owns_client=False,
+                )
+                self._stack.push_async_callback(lock.close)
+            case "kubernetes":
+                if scheduled_jobs is None:
+                    raise ValueError("the kubernetes lock backend needs the Kubernetes API")
+                lock = kubernetes.KubernetesLock(
+                    api=scheduled_jobs.api,
+                    cache=scheduled_jobs.cache,
+                    carrier=scheduled_jobs.statuses,
+                )
+            case _:
+                lock = memory.MemoryLock()
+        return health.HealthTrackingLock(lock, backend=self.settings.lock_backend)
+
+    def open_durable_runs(self) -> "DurableRuns | None":
+        """Run leases and their heartbeat (redis backend only), on the shared Redis client."""
+        if self.settings.lock_backend != "redis":
+            return None
+        run_leases = redis_leases.RedisRunLeases(self._shared_redis(), owns_client=False)
+        self._stack.push_async_callback(run_leases.close)
+        return DurableRuns(
+            run_leases, leases.Heartbeat(run_leases, replica=self.settings.replica_id)
+        )
+
+    def start_scheduler(
+        self,
+        lock: protocols.SlotLock,
+        *,
+        stores: Iterable[protocols.RunStore] = (),
+        durable: "DurableRuns | None" = None,
+    ) -> supervisor.Supervisor:
+        """The scheduler on ``lock`` (metered), reporting to ``stores``, the metrics and the
+        heartbeat of ``durable``; ``stop`` shuts it down."""
+        reports = [*stores, metered_store.MeteredStore(self.meters)]
+        reports += [durable.heartbeat] if durable is not None else []
+        backend = self.settings.lock_backend
+        scheduler = supervisor.Supervisor(
+            wall=clocks.system_wall,
+            lock=metered.MeteredLock(lock, meters=self.meters, backend=backend),
+            store=fanout.FanoutStore(*reports),
+            replica=self.settings.replica_id,
+            stagger=self.settings.stagger,
+        )
+        self.meters.scheduled_jobs.set_function(lambda: len(scheduler.armed))
+        self._scheduler = scheduler
+        return scheduler
+
+    async def open_http_connections(
+        self, guard: allowlist.AddressGuard | None = None
+    ) -> http_connections.HttpConnections:
+        """The HTTP targets' connections, refusing what ``guard`` refuses (by default: the
+        addresses refused without an API server to add, and what ``allowed_hosts`` leaves)."""
+        if guard is None:
+            guard = allowlist.AddressGuard.default(
+                api_server=[], allowed=self.settings.allowed_hosts
+            )
+        return await self._stack.enter_async_context(
+            http_connections.HttpConnections(refuse=guard.refusal)
+        )
+
+    async def stop(self) -> None:
+        """End every run, record its fate and write every pending status (``Stopping``);
+        idempotent. Of a replica built in parts, only the scheduler is shut down."""
+        if self._stopping is not None:
+            await self._stopping.stop()
+        elif self._scheduler is not None:
+            await self._scheduler.shutdown()
+
+    async def aclose(self) -> None:
+        """``stop``, then close everything opened, in reverse. The stop is done already by
+        kopf's cleanup on a normal stop; not when kopf failed to start, was cancelled, or its
+        cleanup was cut short."""
+        try:
+            await self.stop()
+        finally:
+            await self._stack.aclose()
+
+    def _shared_redis(self) -> redis_connections.Connection:
+        shared = self.connect_redis()
+        if shared is None:  # the settings refuse the redis backend without a URL
+            raise ValueError("no Redis URL")
+        return shared
+
+    def _open_streams(self) -> queue_stream.StreamClaims | None:
+        """The Redis of queue targets: the operator's --redis-url, whatever the lock backend."""
+        shared = self.connect_redis()
+        if shared is None:
+            return None
+        streams = queue_stream.StreamClaims(shared, owns_client=False)
+        self._stack.push_async_callback(streams.close)
+        return streams
+
+
+async def _api_server(url: str) -> list[tuple[str, int]]:
+    """Each (address, port) the API server is reached at: HTTP targets are refused there."""
+    parts = urllib.parse.urlsplit(url)
+    port = parts.port or allowlist.DEFAULT_PORTS.get(parts.scheme, 443)
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(
+            parts.hostname, port, type=socket.SOCK_STREAM
+        )
+    except OSError:
+        return []  # the API client will say why it cannot reach it
+    return sorted({(str(info[4][0]), port) for info in infos})
+
+
+@dataclass
+class Stopping:
+    """The replica's stop, in order: every run ended and recorded, run leases released, every
+    status written (the API client, Redis and the HTTP connections still open). Idempotent: called
+    by kopf's cleanup handler, and again by ``Replica.aclose`` as a safety net."""
+
+    scheduler: supervisor.Supervisor
+    statuses: status_store.StatusStore
+    flusher: asyncio.Task[None]
+    prober: asyncio.Task[None]
+    durable: "DurableRuns | None"
+    durable_tasks: list[asyncio.Task[None]]
+    _done: bool = field(default=False, init=False)
+
+    async def stop(self) -> None:
+        if self._done:
+            return
+        self.prober.cancel()  # no Ready changes any more: they would come after the last write
+        await self.scheduler.shutdown()  # runs cancelled, recorded Failed ("operator stopping")
+        if self.durable is not None:
+            await self.durable.stop(self.durable_tasks)
+        self.statuses.close()  # the writes in flight finish, then everything left is written
+        await asyncio.wait([self.flusher, self.prober])
+        if not self.flusher.cancelled() and self.flusher.exception() is not None:
+            logger.error("the status writer failed", exc_info=self.flusher.exception())
+        self._done = True
+
+
+@dataclass(frozen=True)
+class DurableRuns:
+    """Durable runs (redis backend): a lease per run in flight, renewed by a heartbeat; a
+    replica that dies mid-run leaves an expiring lease, which another replica takes over."""
+
+    backend: redis_leases.RedisRunLeases
+    heartbeat: leases.Heartbeat
+
+    def start(self, scheduler: supervisor.Supervisor) -> list[asyncio.Task[None]]:
+        detector = leases.LossDetector(
+            self.backend,
+            jobs=lambda: scheduler.armed,
+            on_lost=scheduler.lost,
+            held=lambda: self.heartbeat.held,
+        )
+        return [
+            asyncio.create_task(self.heartbeat.run(), name="run lease heartbeat"),
+            asyncio.create_task(detector.run(), name="lost run detector"),
+        ]
+
+    async def stop(self, tasks: Sequence[asyncio.Task[None]]) -> None:
+        """After the scheduler's shutdown: runs it cancelled are recorded (Failed, "operator
+        stopping"), so their leases go too, or another replica would record them Lost."""
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        with contextlib.suppress(protocols.LockUnavailableError):
+            await self.heartbeat.close()

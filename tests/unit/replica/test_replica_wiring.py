@@ -1,0 +1,107 @@
+"""The replica's wiring without a cluster: one Redis client for the slot lock, the run leases
+and the queue's stream claims, closed once after all three; settings refused as ``punctual run``
+refuses them (exit status 2, a line naming the option)."""
+
+import argparse
+from typing import Any
+
+import pytest
+
+from punctual import replica
+from punctual.cli import run as run_command
+from punctual.locks import redis as redis_lock
+from punctual.locks import redis_leases
+from punctual.redis_io import connections
+from punctual.targets.queue import stream as queue_stream
+
+URL = "redis://127.0.0.1:1/0"  # never connected to
+
+
+class Client:
+    """The part of ``redis.asyncio.Redis`` built on before any command: counts its closes."""
+
+    def __init__(self) -> None:
+        self.closed = 0
+
+    def register_script(self, text: str) -> Any:
+        return object()
+
+    async def aclose(self) -> None:
+        self.closed += 1
+
+
+@pytest.fixture
+def client() -> Client:
+    return Client()
+
+
+@pytest.fixture
+def connection(client: Client) -> connections.Connection:
+    return connections.Connection(client, "redis://test", None)  # type: ignore[arg-type]
+
+
+async def test_the_lock_and_the_run_leases_share_one_client_closed_once(
+    monkeypatch: pytest.MonkeyPatch, client: Client, connection: connections.Connection
+) -> None:
+    pools: list[int] = []
+
+    def connect(url: str, *, max_connections: int) -> connections.Connection:
+        pools.append(max_connections)
+        return connection
+
+    monkeypatch.setattr(connections, "connect", connect)
+    settings = replica.ReplicaSettings(
+        replica_id="r1", lock_backend="redis", redis_url=URL, metrics_port=0
+    )
+    async with replica.Replica(settings) as parts:
+        await parts.open_lock()
+        assert parts.open_durable_runs() is not None
+        assert parts.connect_redis() is connection
+
+    assert pools == [connections.SHARED_MAX_CONNECTIONS]
+    assert client.closed == 1
+
+
+async def test_the_users_of_a_shared_client_leave_it_open(
+    client: Client, connection: connections.Connection
+) -> None:
+    users = [
+        redis_lock.RedisLock(connection.client, owns_client=False),
+        redis_leases.RedisRunLeases(connection, owns_client=False),
+        queue_stream.StreamClaims(connection, owns_client=False),
+    ]
+    for user in users:
+        await user.close()
+
+    assert client.closed == 0
+
+
+async def test_a_replica_built_in_parts_without_redis_opens_none() -> None:
+    settings = replica.ReplicaSettings(replica_id="r1", lock_backend="memory", metrics_port=0)
+    async with replica.Replica(settings) as parts:
+        assert parts.connect_redis() is None
+        assert parts.open_durable_runs() is None
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--lock-backend", "redis"], "--redis-url: required with --lock-backend redis"),
+        (["--status-writes-per-second", "0"], "--status-writes-per-second: must be at least 1"),
+        (["--status-interval", "soon"], "--status-interval"),
+    ],
+)
+def test_the_command_line_refuses_what_no_replica_runs_with(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    options: list[str],
+    message: str,
+) -> None:
+    monkeypatch.delenv("PUNCTUAL_REDIS_URL", raising=False)
+    parser = argparse.ArgumentParser()
+    run_command.register(parser.add_subparsers())
+
+    status = run_command.run(parser.parse_args(["run", *options]))
+
+    assert status == 2
+    assert capsys.readouterr().out.startswith(f"punctual run: {message}")
