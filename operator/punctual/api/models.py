@@ -12,7 +12,7 @@ evaluates on every write, and as a pydantic validator raising ``InvalidSpecError
 ``field`` is relative to the model that raised it), so that an object which escaped the API
 server's checks (an older CRD, a test fixture) is refused the same way by the operator.
 What the API server cannot check at all (cron syntax, time-zone names, jitter against a cron
-schedule's period) is left to ``punctual.api.plans``.
+schedule's period) is left to ``punctual.api.planning``.
 """
 
 import enum

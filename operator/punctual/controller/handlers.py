@@ -18,8 +18,8 @@ from typing import Any, Protocol
 
 import kopf
 
+from punctual.api import models
 from punctual.controller import reconciler
-from punctual.kube import resources
 
 
 class Stoppable(Protocol):
@@ -40,7 +40,7 @@ def register(
 
     detached = Detached()
 
-    @kopf.on.event(resources.GROUP, resources.VERSION, resources.PLURAL, registry=registry)
+    @kopf.on.event(models.GROUP, models.VERSION, models.PLURAL, registry=registry)
     async def scheduled_job_event(type: str | None, body: kopf.Body, **_: Any) -> None:
         if type == "DELETED":
             await detached.run(scheduled_jobs.forget(body))

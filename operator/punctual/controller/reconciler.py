@@ -9,7 +9,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from punctual.api import plans
+from punctual.api import planning
 from punctual.contracts import protocols
 from punctual.controller import targets
 from punctual.kube import events, objects, resources
@@ -68,8 +68,8 @@ class Reconciler:
         if seen is not None and seen.generation == generation:
             return  # a status change: nothing for the scheduler
         try:
-            spec = plans.parse_spec(body.get("spec") or {})
-            plan = plans.plan_for(spec, uid=job.uid)
+            spec = planning.parse_spec(body.get("spec") or {})
+            plan = planning.plan_for(spec, uid=job.uid)
             wiring = self._targets.wire(job, spec)
         except (InvalidSpecError, target_errors.TargetUnavailableError) as error:
             reason = (

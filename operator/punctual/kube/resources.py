@@ -1,14 +1,12 @@
-"""The ScheduledJob resource: its coordinates, and the identity of one object."""
+"""One ScheduledJob object as the API server returns it, and its identity.
+
+The resource's coordinates (group, version, plural, kind) are the API's: ``punctual.api.models``.
+"""
 
 from collections.abc import Mapping
 from typing import Any
 
 from punctual.scheduling import slots
-
-GROUP = "punctual.dev"
-VERSION = "v1alpha1"
-PLURAL = "scheduledjobs"
-KIND = "ScheduledJob"
 
 Body = Mapping[str, Any]
 """A ScheduledJob object as the API server returns it (JSON)."""

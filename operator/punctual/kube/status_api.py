@@ -12,6 +12,7 @@ import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from punctual.api import models
 from punctual.kube import resources
 from punctual.scheduling import slots
 
@@ -37,7 +38,7 @@ class StatusApi:
     async def read(self, ref: slots.JobRef) -> resources.Body:
         try:
             body = await self._objects.get_namespaced_custom_object(
-                resources.GROUP, resources.VERSION, ref.namespace, resources.PLURAL, ref.name
+                models.GROUP, models.VERSION, ref.namespace, models.PLURAL, ref.name
             )
         except ApiException as error:
             raise _translate(error) from error
@@ -56,10 +57,10 @@ class StatusApi:
         }
         try:
             body = await self._objects.patch_namespaced_custom_object_status(
-                resources.GROUP,
-                resources.VERSION,
+                models.GROUP,
+                models.VERSION,
                 ref.namespace,
-                resources.PLURAL,
+                models.PLURAL,
                 ref.name,
                 patch,
                 _content_type=_MERGE_PATCH,

@@ -8,7 +8,7 @@ import pydantic
 import pytest
 import yaml
 
-from punctual.api import crd, fields, plans
+from punctual.api import crd, fields, planning
 from punctual.cli import crd as crd_command
 from punctual.cli import main
 
@@ -302,4 +302,4 @@ class TestDefaultsAreTheModelsDefaults:
         defaulted = with_crd_defaults(minimal, SPEC)
 
         assert defaulted != minimal
-        assert plans.parse_spec(defaulted) == plans.parse_spec(minimal)
+        assert planning.parse_spec(defaulted) == planning.parse_spec(minimal)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from punctual.api import models, plans, status_models
+from punctual.api import models, planning, status_models
 from punctual.contracts import records
 from punctual.scheduling import cron, dst, durations, interval, missed, overlap, slots
 from punctual.scheduling.errors import InvalidSpecError
@@ -26,7 +26,7 @@ def spec(**fields: Any) -> dict[str, Any]:
 
 
 def plan(raw: dict[str, Any]) -> Any:
-    return plans.plan_for(plans.parse_spec(raw), uid=UID)
+    return planning.plan_for(planning.parse_spec(raw), uid=UID)
 
 
 class TestAValidSpecBecomesItsPlan:
@@ -87,7 +87,7 @@ class TestAValidSpecBecomesItsPlan:
         assert built.timeout == timedelta(minutes=10)
 
     def test_the_model_defaults_match_the_design(self) -> None:
-        parsed = plans.parse_spec(spec(schedule="@daily"))
+        parsed = planning.parse_spec(spec(schedule="@daily"))
 
         assert parsed.time_zone == "UTC"
         assert parsed.dst == models.DstSpec(
@@ -124,11 +124,11 @@ class TestAValidSpecBecomesItsPlan:
         assert timedelta() <= built.offset < jitter
 
     def test_the_jitter_offset_differs_between_objects_and_not_between_calls(self) -> None:
-        parsed = plans.parse_spec(spec(every="1h", jitter="59m"))
-        offsets = {plans.plan_for(parsed, uid=f"uid-{n}").offset for n in range(20)}
+        parsed = planning.parse_spec(spec(every="1h", jitter="59m"))
+        offsets = {planning.plan_for(parsed, uid=f"uid-{n}").offset for n in range(20)}
 
         assert len(offsets) > 1
-        assert plans.plan_for(parsed, uid=UID) == plans.plan_for(parsed, uid=UID)
+        assert planning.plan_for(parsed, uid=UID) == planning.plan_for(parsed, uid=UID)
 
     @pytest.mark.parametrize(
         "target",
@@ -141,10 +141,10 @@ class TestAValidSpecBecomesItsPlan:
         ],
     )
     def test_every_kind_of_target_is_accepted(self, target: dict[str, Any]) -> None:
-        parsed = plans.parse_spec({"every": "1m", "target": target})
+        parsed = planning.parse_spec({"every": "1m", "target": target})
         # The job target's loop waits a margin longer: the Job's own deadline fires first.
-        margin = plans.JOB_TIMEOUT_MARGIN if "job" in target else timedelta()
-        assert plans.plan_for(parsed, uid=UID).timeout == timedelta(minutes=10) + margin
+        margin = planning.JOB_TIMEOUT_MARGIN if "job" in target else timedelta()
+        assert planning.plan_for(parsed, uid=UID).timeout == timedelta(minutes=10) + margin
 
 
 class TestAnInvalidSpecNamesTheFieldAsUsersWroteIt:
@@ -363,13 +363,13 @@ class TestAnInvalidSpecNamesTheFieldAsUsersWroteIt:
         raw = spec(every="0s", timeout="x", maxQueued=0)
 
         with pytest.raises(InvalidSpecError) as caught:
-            plans.parse_spec(raw)
+            planning.parse_spec(raw)
         assert caught.value.field == "spec.every"
         assert caught.value.problem.endswith("(and 2 more problems)")
 
     def test_a_spec_that_is_not_an_object_is_refused_on_spec(self) -> None:
         with pytest.raises(InvalidSpecError) as caught:
-            plans.parse_spec("every: 10s")  # type: ignore[arg-type]
+            planning.parse_spec("every: 10s")  # type: ignore[arg-type]
         assert caught.value.field == "spec"
 
 
@@ -429,13 +429,13 @@ class TestBadInputNeverEscapesAsAnythingButInvalidSpecError:
 
 class TestTheModelsAreFrozenAndSpeakCamelCase:
     def test_a_parsed_spec_cannot_be_changed(self) -> None:
-        parsed = plans.parse_spec(spec(every="10s"))
+        parsed = planning.parse_spec(spec(every="10s"))
         with pytest.raises(ValueError, match="frozen"):
             parsed.suspend = True
 
     def test_dumping_uses_the_wire_names(self) -> None:
         raw = spec(every="10s", missedRuns={"maxCatchUp": 3})
-        dumped = plans.parse_spec(raw).model_dump(mode="json", exclude_defaults=True)
+        dumped = planning.parse_spec(raw).model_dump(mode="json", exclude_defaults=True)
 
         assert dumped == raw
 

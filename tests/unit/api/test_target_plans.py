@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from punctual.api import plans
+from punctual.api import planning
 from punctual.locks import redis_leases
 from punctual.redis_io import slot_keys
 from punctual.scheduling.errors import InvalidSpecError
@@ -19,7 +19,7 @@ HTTP = {"http": {"url": "http://report-svc.reports.svc:8080/run"}}
 
 def plan(target: dict[str, Any], **fields: Any) -> Any:
     raw = {"every": "1m", "target": target, **fields}
-    return plans.plan_for(plans.parse_spec(raw), uid=UID)
+    return planning.plan_for(planning.parse_spec(raw), uid=UID)
 
 
 class TestTheLoopsTimeout:
@@ -27,7 +27,7 @@ class TestTheLoopsTimeout:
         # The Job's activeDeadlineSeconds (the timeout) fails it first; the loop's own
         # timeout is the fallback.
         assert plan(JOB, timeout="10m").timeout == timedelta(minutes=10, seconds=30)
-        assert timedelta(seconds=30) == plans.JOB_TIMEOUT_MARGIN
+        assert timedelta(seconds=30) == planning.JOB_TIMEOUT_MARGIN
 
     @pytest.mark.parametrize("target", [HTTP, QUEUE])
     def test_is_the_timeout_for_the_other_targets(self, target: dict[str, Any]) -> None:
@@ -67,6 +67,6 @@ class TestTheQueueTargetsStream:
         plan({"queue": {"stream": stream}})  # no InvalidSpecError
 
     def test_the_keys_refused_are_the_ones_the_locks_write(self) -> None:
-        assert slot_keys.KEY_PREFIX in plans.OPERATOR_KEY_PREFIXES
-        assert redis_leases.RUN_PREFIX in plans.OPERATOR_KEY_PREFIXES
-        assert redis_leases.RUNS_KEY in plans.OPERATOR_KEYS
+        assert slot_keys.KEY_PREFIX in planning.OPERATOR_KEY_PREFIXES
+        assert redis_leases.RUN_PREFIX in planning.OPERATOR_KEY_PREFIXES
+        assert redis_leases.RUNS_KEY in planning.OPERATOR_KEYS

@@ -2,9 +2,9 @@
 plan: never another exception, which would crash the handler and leave the object unreported.
 
 The path is the reconciler's (``controller/reconciler.py``, ``Reconciler.observe``):
-``plans.parse_spec`` → ``plans.plan_for`` → ``Targets.wire`` (building the target's executor and
-lock). Every capability a target can need is present (a Redis for queue targets, the Jobs API
-for job targets), so ``TargetUnavailableError`` cannot stand in for a validation gap.
+``planning.parse_spec`` → ``planning.plan_for`` → ``Targets.wire`` (building the target's
+executor and lock). Every capability a target can need is present (a Redis for queue targets,
+the Jobs API for job targets), so ``TargetUnavailableError`` cannot stand in for a validation gap.
 
 Specs come in two shapes: arbitrary JSON (what a stale CRD or a hand-made object could carry),
 and the real fields with values drawn near their edges (odd durations, cron fragments, zone
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from punctual.api import plans
+from punctual.api import planning
 from punctual.controller import targets
 from punctual.scheduling import slots
 from punctual.scheduling.errors import InvalidSpecError
@@ -305,8 +305,8 @@ def wiring() -> targets.Targets:
 def validate(raw: object, wiring: targets.Targets) -> None:
     """What ``Reconciler.observe`` does with an object's spec before it arms anything."""
     # The reconciler reads `body.get("spec") or {}`: whatever the object holds under spec.
-    spec = plans.parse_spec(raw or {})  # type: ignore[arg-type]
-    plans.plan_for(spec, uid=JOB.uid)
+    spec = planning.parse_spec(raw or {})  # type: ignore[arg-type]
+    planning.plan_for(spec, uid=JOB.uid)
     wiring.wire(JOB, spec)
 
 

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import pytest
 
-from punctual.api import plans
+from punctual.api import planning
 from punctual.contracts import records
 from punctual.controller import targets
 from punctual.kube import secrets
@@ -32,7 +32,7 @@ TEMPLATE = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image":
 
 
 def spec(target: dict[str, Any], **fields: Any) -> Any:
-    return plans.parse_spec({"every": "1m", "target": target, **fields})
+    return planning.parse_spec({"every": "1m", "target": target, **fields})
 
 
 def context(slot: datetime = SLOT) -> records.RunContext:

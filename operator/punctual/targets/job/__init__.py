@@ -7,6 +7,6 @@ Belongs here, one module per purpose: the names, labels and manifests of our bat
 
 Does not belong here: ScheduledJob I/O (the API client, status, Events: ``punctual.kube``), and
 the plan's rules for this target (its loop timeout margin and shortest period:
-``punctual.api.plans``, which makes every plan and sits below the targets). "Job" alone means a
+``punctual.api.planning``, which makes every plan and sits below the targets). "Job" alone means a
 ScheduledJob everywhere else; here the Kubernetes object is a batch Job.
 """

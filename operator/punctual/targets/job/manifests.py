@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from punctual.kube import resources
+from punctual.api import models
 from punctual.scheduling import slots, timeline
 
 SCHEDULED_JOB_LABEL = "punctual.dev/scheduled-job"
@@ -98,8 +98,8 @@ def batch_job_manifest(
             },
             "ownerReferences": [
                 {
-                    "apiVersion": f"{resources.GROUP}/{resources.VERSION}",
-                    "kind": resources.KIND,
+                    "apiVersion": f"{models.GROUP}/{models.VERSION}",
+                    "kind": models.KIND,
                     "name": owner.name,
                     "uid": owner.uid,
                     # The garbage collector deletes the Jobs with the ScheduledJob; deleting

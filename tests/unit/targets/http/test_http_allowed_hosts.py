@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from punctual.api import plans
+from punctual.api import planning
 from punctual.cli import run as run_command
 from punctual.controller import targets
 from punctual.scheduling import slots
@@ -76,7 +76,7 @@ def test_a_job_whose_host_is_not_allowed_is_reported_and_never_wired() -> None:
         secrets=object(),  # type: ignore[arg-type]
         allowed_hosts=HostAllowlist.parse(["*.svc.cluster.local"]),  # type: ignore[call-arg]
     )
-    spec = plans.parse_spec(
+    spec = planning.parse_spec(
         {"every": "10s", "target": {"http": {"url": "http://169.254.169.254/latest/meta-data/"}}}
     )
 
@@ -93,7 +93,7 @@ def test_a_job_whose_host_is_allowed_is_wired() -> None:
         secrets=object(),  # type: ignore[arg-type]
         allowed_hosts=HostAllowlist.parse(["*.svc.cluster.local"]),  # type: ignore[call-arg]
     )
-    spec = plans.parse_spec(
+    spec = planning.parse_spec(
         {"every": "10s", "target": {"http": {"url": "http://report.reports.svc.cluster.local/"}}}
     )
 
@@ -159,7 +159,7 @@ def test_a_job_calling_the_metadata_endpoint_is_refused_without_any_allowlist() 
         connections=object(),  # type: ignore[arg-type]
         secrets=object(),  # type: ignore[arg-type]
     )
-    spec = plans.parse_spec(
+    spec = planning.parse_spec(
         {"every": "10s", "target": {"http": {"url": "http://169.254.169.254/latest/meta-data/"}}}
     )
 
