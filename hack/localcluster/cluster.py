@@ -16,12 +16,10 @@ import ssl
 import subprocess
 import tempfile
 import time
-import types
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Self
 
 from localcluster import certs as pki
 from localcluster import kwok as kwok_node
@@ -77,7 +75,7 @@ def _healthz(port: int) -> Callable[[], bool]:
     return probe
 
 
-class LocalCluster:
+class LocalCluster(processes.Service):
     """A control plane in ``run_dir`` (a temporary folder, removed on exit, if not given).
 
     Process logs, the PKI and the admin kubeconfig are in ``run_dir``; the kubeconfig is
@@ -165,22 +163,6 @@ class LocalCluster:
         if check and result.returncode != 0:
             raise KubectlError(result.returncode, result.args, result.stdout, result.stderr)
         return result
-
-    def __enter__(self) -> Self:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: types.TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def start(self) -> None:
         processes.install_signal_handlers()

@@ -6,10 +6,8 @@
 import json
 import shutil
 import tempfile
-import types
 import urllib.request
 from pathlib import Path
-from typing import Self
 
 from localcluster import processes
 from localcluster.binaries import Binaries
@@ -18,7 +16,7 @@ from localcluster.ports import LOOPBACK, free_port
 READY_TIMEOUT = 60.0
 
 
-class Etcd:
+class Etcd(processes.Service):
     def __init__(self, binaries: Binaries, run_dir: Path | None = None) -> None:
         self.binaries = binaries
         self._own_dir: tempfile.TemporaryDirectory[str] | None = None
@@ -74,19 +72,3 @@ class Etcd:
             self.process.stop()
         if self._own_dir is not None:
             self._own_dir.cleanup()
-
-    def __enter__(self) -> Self:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: types.TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -20,7 +20,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
+from types import FrameType, TracebackType
+from typing import Self
 
 LOG_TAIL_LINES = 40
 DEFAULT_GRACE_SECONDS = 10.0
@@ -247,3 +248,30 @@ def install_signal_handlers() -> None:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(signum) is signal.SIG_DFL:
             signal.signal(signum, _interrupt_on_signal)
+
+
+class Service:
+    """A local service used in ``with``: started on entry, stopped on exit, and stopped again
+    when its start fails half-way (whatever it started so far is not left behind)."""
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -15,10 +15,8 @@ import shutil
 import socket
 import ssl
 import tempfile
-import types
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Self
 from urllib.parse import quote
 
 from localcluster import certs, processes
@@ -34,7 +32,7 @@ def _command(*parts: str) -> bytes:
     )
 
 
-class LocalRedis:
+class LocalRedis(processes.Service):
     def __init__(
         self,
         *,
@@ -167,19 +165,3 @@ class LocalRedis:
             self.process.stop()
         if self._given_run_dir is None and self.run_dir != Path():
             shutil.rmtree(self.run_dir, ignore_errors=True)
-
-    def __enter__(self) -> Self:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: types.TracebackType | None,
-    ) -> None:
-        self.stop()
