@@ -4,9 +4,10 @@ croniter does the calendar arithmetic on *naive local* times, where no DST exist
 then maps each local time to UTC. That split is what prevents the classic bug of running a
 daily 02:30 twice on a fall-back night (raw croniter on aware datetimes does).
 
-Expressions: 5 fields, or 6 with LEADING seconds, or an @-macro. Schedules whose hour field is a
-wildcard (``*``, ``*/n``, ``0-23``, ``0-23/n``) follow real elapsed time; fixed-hour schedules
-follow ``DstRules``.
+Expressions: 5 fields, or 6 with LEADING seconds, or an @-macro; ``cron_fields`` says which
+extensions (``L``, ``W``, ``#``, ``?``, wrapping ranges) they may use. Schedules whose hour field is
+a wildcard (``*``, ``*/n``, ``0-23``, ``0-23/n``) follow real elapsed time; fixed-hour schedules
+follow ``DstRules``, whatever their day fields say.
 """
 
 import functools
@@ -18,7 +19,7 @@ from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadDateError, CroniterError, croniter
 
-from punctual.scheduling import dst, timeline
+from punctual.scheduling import cron_fields, dst, timeline
 from punctual.scheduling.errors import InvalidSpecError
 
 MACROS = {
@@ -36,9 +37,9 @@ _RANGES = {
     "second": "0-59",
     "minute": "0-59",
     "hour": "0-23",
-    "day-of-month": "1-31 or L",
+    "day-of-month": "1-31, L (last day) or 15W (nearest weekday)",
     "month": "1-12 or JAN-DEC",
-    "day-of-week": "0-7 or SUN-SAT",
+    "day-of-week": "0-7 or SUN-SAT, 5L (last Friday) or 1#2 (second Monday)",
 }
 _WILDCARD_HOUR = re.compile(r"\*(/\d+)?|0-23(/\d+)?")
 # Hashed (H) and random (R) fields would give each replica different slots.
@@ -97,35 +98,27 @@ def _normalize(expression: str, *, field: str) -> str:
         raise InvalidSpecError(
             field,
             f"{expression!r} has {len(fields)} fields; expected 5 (minute hour day-of-month "
-            "month day-of-week), or 6 with leading seconds",
+            "month day-of-week), or 6 with leading seconds (a year field is not supported)",
         )
     names = _FIELDS_5 if len(fields) == len(_FIELDS_5) else _FIELDS_6
-    for position, (name, value) in enumerate(zip(names, fields, strict=True)):
-        if _NONDETERMINISTIC.search(_strip_names(value)):
+    for name, value in zip(names, fields, strict=True):
+        if _NONDETERMINISTIC.search(cron_fields.strip_names(value)):
             raise InvalidSpecError(
                 field,
                 f"{name} field {value!r}: hashed (H) and random (R) values are not supported, "
                 "every replica must compute the same slots (use spec.jitter to spread load)",
             )
+    canonical = cron_fields.canonical(fields, names, field=field)
+    for position, (name, value) in enumerate(zip(names, fields, strict=True)):
         probe = ["*"] * len(fields)
-        probe[position] = value
+        probe[position] = canonical[position]
         if not _is_valid(probe):
             raise InvalidSpecError(
                 field, f"{name} field {value!r} is not valid (expected {_RANGES[name]})"
             )
-    if not _is_valid(fields):
+    if not _is_valid(canonical):
         raise InvalidSpecError(field, f"{expression!r} is not a valid cron expression")
-    return text
-
-
-def _strip_names(value: str) -> str:
-    """Drop month and weekday names, whose letters are not hash or random markers."""
-    return re.sub(
-        r"jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|sun|mon|tue|wed|thu|fri|sat",
-        "",
-        value,
-        flags=re.IGNORECASE,
-    )
+    return " ".join(canonical)
 
 
 def _is_valid(fields: list[str]) -> bool:
