@@ -4,7 +4,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from punctual.cli import crd, next_slots, run
+from punctual.cli import convert, crd, next_slots, run
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -14,6 +14,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     next_slots.register(commands)
     crd.register(commands)
+    convert.register(commands)
     run.register(commands)
     arguments = parser.parse_args(argv)
     result: int = arguments.handler(arguments)
