@@ -10,6 +10,7 @@ modules may rely on the same CRD (they install it from the same file).
 """
 
 import json
+import re
 import subprocess
 import time
 from collections.abc import Callable
@@ -411,14 +412,32 @@ class TestStatusAndColumns:
         stored = get_json(cluster, "sj", "nightly", "-n", namespace)["status"]
         assert status_models.ScheduledJobStatus.model_validate(stored) == status
         table = cluster.kubectl("get", "sj", "nightly", "-n", namespace).stdout.splitlines()
-        assert table[0].split() == [
-            "NAME", "SCHEDULE", "EVERY", "TIMEZONE", "SUSPEND", "NEXT", "LAST",
-            "LATENESS(MS)", "READY", "AGE",
+        assert re.split(r"\s{2,}", table[0].strip()) == [
+            "NAME", "SCHEDULE", "SUSPEND", "ACTIVE", "NEXT", "LAST", "LATENESS(MS)",
+            "LAST RESULT", "READY",
         ]  # fmt: skip
         row = table[1]
-        for value in ("30 2 * * *", "Europe/Copenhagen", "false", "2026-12-01T01:30:12Z"):
+        for value in ("30 2 * * *", "false", "2026-12-01T01:30:12Z"):
             assert value in row
-        assert row.split()[-3:-1] == ["3", "True"]
+        assert row[table[0].index("ACTIVE") : table[0].index("NEXT")].strip() == ""  # none runs
+        assert row.split()[-3:] == ["3", "Succeeded", "True"]
+        wide = cluster.kubectl("get", "sj", "nightly", "-n", namespace, "-o", "wide").stdout
+        header, row = wide.splitlines()
+        assert re.split(r"\s{2,}", header.strip()) == [
+            "NAME", "SCHEDULE", "EVERY", "TIMEZONE", "SUSPEND", "ACTIVE", "NEXT", "LAST",
+            "LATENESS(MS)", "LAST RESULT", "READY", "AGE",
+        ]  # fmt: skip
+        assert "Europe/Copenhagen" in row
+
+        # No length() in Kubernetes JSONPath: ACTIVE is the age of the first active run's slot.
+        running = {"slot": "2026-11-30T01:30:00Z", "startedAt": "2026-11-30T01:30:12Z"}
+        cluster.kubectl(
+            "patch", "sj", "nightly", "-n", namespace, "--subresource=status", "--type=merge",
+            "-p", json.dumps({"status": {"active": [{**running, "replica": "r1"}]}}),
+        )  # fmt: skip
+        header, row = cluster.kubectl("get", "sj", "nightly", "-n", namespace).stdout.splitlines()
+        active = row[header.index("ACTIVE") : header.index("NEXT")].strip()
+        assert re.fullmatch(r"\d+[smhdy]\w*", active), row
 
     def test_status_with_a_bad_result_is_refused(
         self, cluster: LocalCluster, namespace: str

@@ -206,28 +206,48 @@ class TestAJobAppliedWithKubectl:
         assert list(row) == [
             "NAME",
             "SCHEDULE",
-            "EVERY",
-            "TIMEZONE",
             "SUSPEND",
+            "ACTIVE",
             "NEXT",
             "LAST",
             "LATENESS(MS)",
+            "LAST RESULT",
             "READY",
-            "AGE",
         ]
-        assert (row["NAME"], row["SCHEDULE"], row["EVERY"]) == (name, "", "2s")
-        assert (row["TIMEZONE"], row["SUSPEND"], row["READY"]) == ("UTC", "false", "True")
+        assert (row["NAME"], row["SCHEDULE"], row["SUSPEND"]) == (name, "", "false")
+        assert (row["LAST RESULT"], row["READY"]) == ("Succeeded", "True")
+        # The age of the slot of a run in progress; a 204 answers fast, so mostly empty.
+        assert re.fullmatch(r"(\d+(ms|s))?", row["ACTIVE"]), row
         assert parse_time(row["NEXT"])  # an RFC 3339 instant
         assert re.fullmatch(r"\d+(ms|s|m)(\d+s)?", row["LAST"]), row  # an age, e.g. 1s
         assert re.fullmatch(r"\d+", row["LATENESS(MS)"]), row
-        assert re.fullmatch(r"\d+(s|m)(\d+s)?", row["AGE"]), row
+        wide = columns(
+            cluster.kubectl("get", "sj", name, "-n", namespace, "-o", "wide").stdout.splitlines()
+        )
+        assert list(wide) == [
+            "NAME",
+            "SCHEDULE",
+            "EVERY",
+            "TIMEZONE",
+            "SUSPEND",
+            "ACTIVE",
+            "NEXT",
+            "LAST",
+            "LATENESS(MS)",
+            "LAST RESULT",
+            "READY",
+            "AGE",
+        ]
+        assert (wide["EVERY"], wide["TIMEZONE"]) == ("2s", "UTC")
+        assert re.fullmatch(r"\d+(s|m)(\d+s)?", wide["AGE"]), wide
 
 
 def columns(table: list[str]) -> dict[str, str]:
     """The one row of a ``kubectl get`` table by column: kubectl aligns each value under the
-    start of its header, and an empty value (no cron schedule) leaves only blanks."""
+    start of its header, and an empty value (no cron schedule) leaves only blanks. Headers are
+    apart by three blanks at least, the words of one (LAST RESULT) by one."""
     header, row = table
-    starts = [match.start() for match in re.finditer(r"\S+", header)]
+    starts = [match.start() for match in re.finditer(r"\S+(?: \S+)*", header)]
     ends = [*starts[1:], None]
     return {
         header[start:end].strip(): row[start:end].strip()

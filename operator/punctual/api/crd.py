@@ -62,18 +62,35 @@ PRINTER_COLUMNS = [
         "jsonPath": ".spec.schedule",
         "description": "The cron schedule",
     },
-    {"name": "Every", "type": "string", "jsonPath": ".spec.every", "description": "The interval"},
+    # Priority 1: shown by `kubectl get -o wide` only, so that `kubectl get sj` fits a terminal.
+    {
+        "name": "Every",
+        "type": "string",
+        "jsonPath": ".spec.every",
+        "description": "The interval",
+        "priority": 1,
+    },
     {
         "name": "TimeZone",
         "type": "string",
         "jsonPath": ".spec.timeZone",
         "description": "The time zone of the cron schedule",
+        "priority": 1,
     },
     {
         "name": "Suspend",
         "type": "boolean",
         "jsonPath": ".spec.suspend",
         "description": "Whether new runs are held back",
+    },
+    # Kubernetes JSONPath has no length(): a column cannot count the runs in progress, and a
+    # path matching several values shows the first. So: how long ago the slot of the first run
+    # listed in progress was, empty when nothing runs.
+    {
+        "name": "Active",
+        "type": "date",
+        "jsonPath": ".status.active[0].slot",
+        "description": "The slot of a run in progress (the first listed in status.active)",
     },
     # A string, not a date: kubectl prints a date as its age, and a future time as <invalid>.
     {
@@ -95,12 +112,18 @@ PRINTER_COLUMNS = [
         "description": "How late the last run started, in milliseconds",
     },
     {
+        "name": "Last Result",
+        "type": "string",
+        "jsonPath": ".status.lastRun.result",
+        "description": "The result of the last run that started",
+    },
+    {
         "name": "Ready",
         "type": "string",
         "jsonPath": '.status.conditions[?(@.type=="Ready")].status',
         "description": "Whether the schedule is valid and armed",
     },
-    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp", "priority": 1},
 ]
 
 _ROOT_DESCRIPTION = (

@@ -272,8 +272,11 @@ class ScheduledJobSpec(fields.ApiModel):
         max_length=128,
         description="A cron expression evaluated in timeZone: 5 fields (minute hour "
         "day-of-month month day-of-week), or 6 with leading seconds, or one of @hourly, "
-        "@daily, @weekly, @monthly, @yearly. Exactly one of schedule or every. Checked by the "
-        "operator, which reports a bad expression on the Ready condition (reason InvalidSpec).",
+        "@daily, @weekly, @monthly, @yearly. Day fields also take L (last day: L, 15-L), nW "
+        "(nearest weekday: 15W), nL (last weekday: 5L), n#k (k-th weekday: 1#2) and ?; ranges "
+        "may wrap (FRI-MON). Not supported: H/R, L-n, LW, a year field. Exactly one of "
+        "schedule or every. Checked by the operator, which reports a bad expression on the "
+        "Ready condition (reason InvalidSpec).",
     )
     every: fields.Duration | None = pydantic.Field(
         default=None,

@@ -14,6 +14,14 @@ import pydantic
 from punctual.api import fields
 from punctual.contracts import records
 
+LAST_RUN_SUCCEEDED = "LastRunSucceeded"
+"""The condition that tells whether the last run that started succeeded (written by the status
+writer, ``punctual.stores.status.patch``, from the runs it writes)."""
+NO_RUN_YET = "NoRunYet"
+"""LastRunSucceeded's reason, with status Unknown, until a run has finished."""
+CONDITION_MESSAGE_MAX = 32768
+"""The longest condition message (the Kubernetes ``metav1.Condition`` limit)."""
+
 
 class ConditionStatus(enum.StrEnum):
     TRUE = "True"
@@ -27,7 +35,8 @@ class Condition(fields.ApiModel):
     type: str = pydantic.Field(
         min_length=1,
         max_length=316,
-        description="The aspect: Ready (the schedule is valid and armed) or Suspended.",
+        description="The aspect: Ready (the schedule is valid and armed), Suspended, or "
+        "LastRunSucceeded (whether the last run that started succeeded).",
     )
     status: ConditionStatus = pydantic.Field(description='"True", "False" or "Unknown".')
     reason: str = pydantic.Field(
@@ -35,13 +44,14 @@ class Condition(fields.ApiModel):
         max_length=1024,
         pattern=r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
         description="Why, in one CamelCase word: Scheduled; InvalidSpec, "
-        "LockBackendUnavailable, ... when Ready is False.",
+        "LockBackendUnavailable, ... when Ready is False; for LastRunSucceeded the last run's "
+        "result (Succeeded, Failed, TimedOut, Lost), or NoRunYet.",
     )
     message: str = pydantic.Field(
         default="",
-        max_length=32768,
+        max_length=CONDITION_MESSAGE_MAX,
         description="Details for humans; for InvalidSpec it names the offending field, e.g. "
-        "spec.schedule.",
+        "spec.schedule; for LastRunSucceeded the last run's message.",
     )
     last_transition_time: fields.Timestamp = pydantic.Field(
         description="When status last changed (RFC 3339).",
@@ -168,7 +178,10 @@ class ScheduledJobStatus(fields.ApiModel):
         },
         description="Ready: True (reason Scheduled) when the schedule is armed; False with "
         "reason InvalidSpec (the message names the field), LockBackendUnavailable, ... "
-        "Suspended: True while spec.suspend is true.",
+        "Suspended: True while spec.suspend is true. LastRunSucceeded: True or False after "
+        "each run, its reason the run's result (Succeeded; Failed, TimedOut, Lost) and its "
+        "message the run's; Unknown (NoRunYet) before the first run; skipped and missed "
+        "slots leave it as it is.",
     )
     next_run_time: fields.Timestamp | None = pydantic.Field(
         default=None,
@@ -184,7 +197,9 @@ class ScheduledJobStatus(fields.ApiModel):
         description="When the last successful run finished.",
     )
     last_run: RunRecord | None = pydantic.Field(
-        default=None, description="The most recent finished run (or skipped or missed slot)."
+        default=None,
+        description="The most recent run that started: Succeeded, Failed, TimedOut or Lost "
+        "(skipped and missed slots never ran; recentRuns shows them).",
     )
     recent_runs: tuple[RunRecord, ...] = pydantic.Field(
         default_factory=tuple,

@@ -107,19 +107,22 @@ class TestTheResourceIsNamedAsDesigned:
 
     def test_printer_columns(self) -> None:
         columns = [
-            (column["name"], column["type"], column["jsonPath"])
+            (column["name"], column["type"], column["jsonPath"], column.get("priority", 0))
             for column in VERSION["additionalPrinterColumns"]
         ]
+        # Priority 1: only with `kubectl get -o wide`.
         assert columns == [
-            ("Schedule", "string", ".spec.schedule"),
-            ("Every", "string", ".spec.every"),
-            ("TimeZone", "string", ".spec.timeZone"),
-            ("Suspend", "boolean", ".spec.suspend"),
-            ("Next", "string", ".status.nextRunTime"),
-            ("Last", "date", ".status.lastScheduleTime"),
-            ("Lateness(ms)", "integer", ".status.lastRun.latenessMillis"),
-            ("Ready", "string", '.status.conditions[?(@.type=="Ready")].status'),
-            ("Age", "date", ".metadata.creationTimestamp"),
+            ("Schedule", "string", ".spec.schedule", 0),
+            ("Every", "string", ".spec.every", 1),
+            ("TimeZone", "string", ".spec.timeZone", 1),
+            ("Suspend", "boolean", ".spec.suspend", 0),
+            ("Active", "date", ".status.active[0].slot", 0),
+            ("Next", "string", ".status.nextRunTime", 0),
+            ("Last", "date", ".status.lastScheduleTime", 0),
+            ("Lateness(ms)", "integer", ".status.lastRun.latenessMillis", 0),
+            ("Last Result", "string", ".status.lastRun.result", 0),
+            ("Ready", "string", '.status.conditions[?(@.type=="Ready")].status', 0),
+            ("Age", "date", ".metadata.creationTimestamp", 1),
         ]
 
 

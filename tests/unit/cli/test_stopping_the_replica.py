@@ -222,7 +222,11 @@ class TestTheStop:
 
         assert api.cut == 0
         assert api.written == 2
-        assert [c["type"] for c in api.status["conditions"]] == ["Ready", "Suspended"]
+        assert [c["type"] for c in api.status["conditions"]] == [
+            "Ready",
+            "LastRunSucceeded",  # stated with the first write, before any run
+            "Suspended",
+        ]
 
     async def test_a_second_stop_the_safety_net_does_nothing_more(
         self, statuses: status_store.StatusStore, clock: Clock, api: SlowStatusApi

@@ -71,7 +71,10 @@ async def test_a_claim_carries_what_the_replica_has_to_say_and_the_writer_has_no
 
     assert patch["counts"]["succeeded"] == 1
     assert [run["slot"] for run in patch["recentRuns"]] == ["2026-11-30T01:30:00Z"]
-    assert [condition["reason"] for condition in patch["conditions"]] == ["Scheduled"]
+    assert [condition["reason"] for condition in patch["conditions"]] == [
+        "Scheduled",
+        "Succeeded",  # LastRunSucceeded, from the run the claim carries
+    ]
     assert await counted(api, store) == 1
     assert len(api.landed) == 1
 

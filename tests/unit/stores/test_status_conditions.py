@@ -112,7 +112,7 @@ async def test_a_changed_reason_or_message_is_written() -> None:
 
         patches = await writes_after(known, READY, generation=3)
 
-        assert [c["reason"] for c in patches[0]["conditions"]] == ["Scheduled"]
+        assert [c["reason"] for c in patches[0]["conditions"]] == ["Scheduled", "NoRunYet"]
 
 
 async def test_an_object_without_status_gets_its_conditions() -> None:

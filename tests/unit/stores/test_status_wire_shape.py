@@ -96,7 +96,10 @@ async def test_active_runs_counts_and_conditions_are_the_models_dumps() -> None:
     assert status["counts"] == dict.fromkeys(
         ["succeeded", "failed", "timedOut", "skippedOverlap", "missed", "lost"], 0
     )
-    assert status["conditions"] == [ready(lastTransitionTime="2026-11-30T01:30:02Z", message="ok")]
+    assert status["conditions"] == [
+        ready(lastTransitionTime="2026-11-30T01:30:02Z", message="ok"),
+        NO_RUN_YET,
+    ]
     assert status["lastScheduleTime"] == "2026-11-30T01:30:01Z"
     assert status["observedGeneration"] == 1
     status_models.ScheduledJobStatus.model_validate(status)
@@ -115,10 +118,21 @@ def ready(**changes: Any) -> dict[str, Any]:
     }
 
 
+NO_RUN_YET = {
+    "type": "LastRunSucceeded",
+    "status": "Unknown",
+    "reason": "NoRunYet",
+    "message": "no run has finished yet",
+    "lastTransitionTime": "2026-11-30T01:30:02Z",
+    "observedGeneration": 1,
+}
+"""LastRunSucceeded as the first write of a job that has not run says it."""
+
+
 async def test_an_unchanged_condition_keeps_its_transition_time() -> None:
     status = await written(FakeStatusApi(scheduled_job(conditions=[ready()])), runs=[])
 
-    assert status["conditions"] == [ready(message="ok")]
+    assert status["conditions"] == [ready(message="ok"), NO_RUN_YET]
 
 
 async def test_an_unreadable_transition_time_is_restated_from_now() -> None:
@@ -126,5 +140,5 @@ async def test_an_unreadable_transition_time_is_restated_from_now() -> None:
 
     status = await written(FakeStatusApi(scheduled_job(conditions=[hand_written])), runs=[])
 
-    [condition] = status["conditions"]
+    condition, _ = status["conditions"]
     assert condition["lastTransitionTime"] == "2026-11-30T01:30:02Z"

@@ -27,7 +27,8 @@ _T = TypeVar("_T")
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Condition:
     type: str
-    status: bool
+    status: bool | None
+    """True, False, or None for Unknown."""
     reason: str
     message: str
 

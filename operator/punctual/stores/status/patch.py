@@ -12,11 +12,19 @@ other writers put there.
 That status is outside input: whoever may write ``scheduledjobs/status`` can put there anything
 the API server's schema accepts. It is read by wire name and leniently: what this operator
 cannot read counts as absent, and the write replaces it.
+
+``LastRunSucceeded`` is no condition the controller sets but one this module derives from
+``lastRun`` (the newest run that started, of any replica): a write that makes one of its runs the
+new ``lastRun`` states it (True for Succeeded; False, its reason the result, for Failed,
+TimedOut, Lost), and a write onto a status without it states it from the ``lastRun`` there, or
+Unknown (``NoRunYet``) before any. Skipped and missed slots never ran: they leave it as it is. It
+goes out with the run records that make it, in the writes that carry them (coalesced, or a
+kubernetes lock's claim): never a write of its own, never an urgent one.
 """
 
 import collections
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pydantic
@@ -38,8 +46,15 @@ _COUNTED = {
 _STATED = {"counts", "last_schedule_time", "next_run_time", "observed_generation"}
 """The fields of ``status_models.ScheduledJobStatus`` that a write states outright (the others
 merge this replica's entries with those already there)."""
-_RUNS = {records.RunResult.SUCCEEDED, records.RunResult.FAILED, records.RunResult.TIMED_OUT}
-"""The results of runs that ran: only they become ``lastRun``."""
+_RUNS = {
+    records.RunResult.SUCCEEDED,
+    records.RunResult.FAILED,
+    records.RunResult.TIMED_OUT,
+    records.RunResult.LOST,
+}
+"""The results of runs that started: only they become ``lastRun`` (and ``LastRunSucceeded``)."""
+_NO_RUN_YET_MESSAGE = "no run has finished yet"
+_EARLIEST = datetime.min.replace(tzinfo=UTC)
 
 
 def compose(
@@ -73,6 +88,14 @@ def compose(
     succeeded = [
         run["finishedAt"] for run in new_runs if run["result"] == records.RunResult.SUCCEEDED
     ]
+    newest_run = _newest([run for run in new_runs if run["result"] in _RUNS])
+    last_run = _newest([current.get("lastRun"), newest_run])
+    updates = [(update, pending.observed_generation) for update in pending.conditions.values()]
+    health = _last_run_condition(
+        current, last_run, fresh=newest_run is not None and last_run is newest_run
+    )
+    if health is not None:
+        updates.append((health, _stated_generation(current, pending)))
     merged = {
         "recent_runs": _recent([*new_runs, *(current.get("recentRuns") or [])], history),
         "active": [
@@ -83,18 +106,11 @@ def compose(
             ),
             *(_active_entry(run, heartbeat=now) for run in active),
         ],
-        "last_run": _newest(
-            [current.get("lastRun"), *(run for run in new_runs if run["result"] in _RUNS)]
-        ),
+        "last_run": last_run,
         "last_successful_time": _max_text([current.get("lastSuccessfulTime"), *succeeded]),
         "conditions": (
-            _merge_conditions(
-                current.get("conditions") or [],
-                pending.conditions.values(),
-                generation=pending.observed_generation,
-                now=now,
-            )
-            if pending.conditions
+            _merge_conditions(current.get("conditions") or [], updates, now=now)
+            if updates
             else None
         ),
     }
@@ -168,15 +184,58 @@ def _counts(
     )
 
 
+def _last_run_condition(
+    current: Mapping[str, Any], last_run: Mapping[str, Any] | None, *, fresh: bool
+) -> ledger.Condition | None:
+    """``LastRunSucceeded`` as this write states it, from ``last_run`` (the ``lastRun`` it
+    leaves), or None to leave it as ``current`` has it: it changes only when the write carries
+    the new ``lastRun`` (``fresh``), or is stated at all when ``current`` lacks it."""
+    if not fresh and any(
+        known.get("type") == status_models.LAST_RUN_SUCCEEDED
+        for known in current.get("conditions") or []
+    ):
+        return None
+    if last_run is None:
+        return ledger.Condition(
+            type=status_models.LAST_RUN_SUCCEEDED,
+            status=None,
+            reason=status_models.NO_RUN_YET,
+            message=_NO_RUN_YET_MESSAGE,
+        )
+    result = last_run.get("result")
+    if result not in _RUNS:  # a hand-written lastRun this operator does not read
+        return None
+    return ledger.Condition(
+        type=status_models.LAST_RUN_SUCCEEDED,
+        status=result == records.RunResult.SUCCEEDED,
+        reason=str(result),
+        message=_bounded(str(last_run.get("message") or "")),
+    )
+
+
+def _stated_generation(current: Mapping[str, Any], pending: ledger.Pending) -> int | None:
+    """The generation a write states: the one it sets, or the one the status has."""
+    if pending.observed_generation is not None:
+        return pending.observed_generation
+    known = current.get("observedGeneration")
+    return known if isinstance(known, int) and not isinstance(known, bool) and known >= 0 else None
+
+
+def _bounded(message: str) -> str:
+    """``message`` cut to what a condition's message may hold (a run's message has no limit)."""
+    limit = status_models.CONDITION_MESSAGE_MAX
+    return message if len(message) <= limit else message[: limit - 1] + "…"
+
+
 def _merge_conditions(
     current: list[Mapping[str, Any]],
-    updates: Iterable[ledger.Condition],
+    updates: Iterable[tuple[ledger.Condition, int | None]],
     *,
-    generation: int | None,
     now: datetime,
 ) -> list[dict[str, Any]]:
+    """``current`` with ``updates`` (each with the generation it was computed from) in place."""
     merged = {condition["type"]: dict(condition) for condition in current}
-    for update in updates:
+    for update, generation in updates:
         status = _condition_status(update)
         previous = merged.get(update.type)
         since = None
@@ -196,6 +255,8 @@ def _merge_conditions(
 
 
 def _condition_status(condition: ledger.Condition) -> status_models.ConditionStatus:
+    if condition.status is None:
+        return status_models.ConditionStatus.UNKNOWN
     return (
         status_models.ConditionStatus.TRUE
         if condition.status
@@ -246,8 +307,14 @@ def _recent(runs: list[dict[str, Any]], history: ledger.History) -> list[dict[st
 
 
 def _newest(runs: list[Mapping[str, Any] | None]) -> Mapping[str, Any] | None:
+    """The run of the newest slot; of a slot's two (a run recorded Lost and its retry), the one
+    that finished last. The first of those that tie."""
     present = [run for run in runs if run is not None and _readable(run)]
-    return max(present, key=_slot_key) if present else None
+    return max(present, key=_finish_key) if present else None
+
+
+def _finish_key(run: Mapping[str, Any]) -> tuple[datetime, datetime]:
+    return _slot_key(run), _instant(run.get("finishedAt")) or _EARLIEST
 
 
 def _max_text(timestamps: list[str | None]) -> str | None:

@@ -2,12 +2,14 @@
 
 Pacing: a job's status is written only when there is something new to say (a run, a skip, a
 miss, a condition change), at most once per ``interval`` per job (default 5 s); condition
-changes go at the next tick. A 1-second job therefore costs one status write per 5 seconds per
-replica that ran it, not one per run. And one replica writes at most ``writes_per_second``
-statuses (default 100), whatever the number of jobs: the API server's load (and every
-replica's, which sees each write as a watch event) is bounded. With more jobs than that rate
-allows, each job's status is written less often than ``interval`` (10,000 jobs: every 100 s),
-condition changes first; what is pending meanwhile is coalesced by the ledger.
+changes go at the next tick. ``LastRunSucceeded`` is not such a change: ``patch`` derives it from
+the runs a write carries, so it goes out with them, paced as they are (a flapping job's every
+run would otherwise be an urgent write). A 1-second job therefore costs one status write per 5
+seconds per replica that ran it, not one per run. And one replica writes at most
+``writes_per_second`` statuses (default 100), whatever the number of jobs: the API server's load
+(and every replica's, which sees each write as a watch event) is bounded. With more jobs than
+that rate allows, each job's status is written less often than ``interval`` (10,000 jobs: every
+100 s), condition changes first; what is pending meanwhile is coalesced by the ledger.
 
 The kubernetes slot lock's claim is a status write of its own, one per slot: it carries what
 this replica has pending for the job (``carry``), so with that backend status rides along at
