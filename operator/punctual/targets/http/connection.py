@@ -21,7 +21,7 @@ Which connection serves which call, and when it is opened, reused or closed, is 
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import cast
+from typing import NoReturn, cast
 
 import httptools
 
@@ -139,8 +139,7 @@ class Connection(asyncio.Protocol):
 
     def on_message_begin(self) -> None:
         if self._complete:
-            self._error = ProtocolError("a second answer to one request")
-            raise self._error
+            self._refuse("a second answer to one request")
 
     def on_status(self, status: bytes) -> None:
         self._reason += status
@@ -148,12 +147,10 @@ class Connection(asyncio.Protocol):
     def on_headers_complete(self) -> None:
         version = self._parser.get_http_version()
         if version not in _VERSIONS:  # llhttp reads "HTTP/2.0 200" as a version it knows
-            self._error = ProtocolError(f"HTTP/{version} is not HTTP/1.x")
-            raise self._error
+            self._refuse(f"HTTP/{version} is not HTTP/1.x")
         status = self._parser.get_status_code()
         if status == 101:
-            self._error = ProtocolError("101 Switching Protocols, yet no upgrade was asked for")
-            raise self._error
+            self._refuse("101 Switching Protocols, yet no upgrade was asked for")
         if status < 200:
             self._reason = b""  # an interim answer (100 Continue): the final one follows
             return
@@ -163,13 +160,18 @@ class Connection(asyncio.Protocol):
 
     def on_body(self, body: bytes) -> None:
         if self._head_request:
-            self._error = ProtocolError("a body in the answer to a HEAD request")
-            raise self._error
+            self._refuse("a body in the answer to a HEAD request")
 
     def on_message_complete(self) -> None:
         if self._head is not None and not self._complete:
             # Read here: llhttp resets its keep-alive flag right after this callback.
             self._complete, self._keep_alive = True, self._parser.should_keep_alive()
+
+    def _refuse(self, reason: str) -> NoReturn:
+        # Raised into llhttp, which stops parsing; data_received reports this error, not
+        # llhttp's generic "callback error".
+        self._error = ProtocolError(reason)
+        raise self._error
 
     # -- calls -----------------------------------------------------------------------------
 
@@ -190,11 +192,6 @@ class Connection(asyncio.Protocol):
         self.received = False
         self._transport.write(payload)
         return self._answer
-
-    @property
-    def draining(self) -> bool:
-        """The answer's head is in, the rest still coming."""
-        return self._busy and self._head is not None
 
     def close(self) -> None:
         """Close at once (a connection this client gives up on has nothing worth flushing)."""
