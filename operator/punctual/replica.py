@@ -181,7 +181,6 @@ class Replica:
             targets=targets.Targets(
                 connections=http,
                 secrets=secrets.SecretReader(api),
-                allowed_hosts=settings.allowed_hosts,
                 guard=guard,
                 batch_jobs=batch_jobs,
                 batch_job_watcher=batch_watcher,

@@ -32,7 +32,6 @@ class Targets:
         meter_lock: Callable[[protocols.SlotLock], protocols.SlotLock] = lambda lock: lock,
         connections: http_connections.HttpConnections,
         secrets: secrets.SecretReader,
-        allowed_hosts: allowlist.HostAllowlist | None = None,
         guard: allowlist.AddressGuard | None = None,
         batch_jobs: batch_job_requests.BatchJobsApi | None = None,
         batch_job_watcher: batch_job_watcher.BatchJobWatcher | None = None,
@@ -41,9 +40,7 @@ class Targets:
         """``meter_lock`` wraps the slot locks of the kinds that bring their own (the queue's);
         the rest, kind by kind, is what each kind's wiring needs. Without ``batch_jobs`` (or
         its watcher) or ``streams``, job or queue targets are unavailable on this operator."""
-        self._http = http_wiring.HttpTargets(
-            connections=connections, secrets=secrets, allowed_hosts=allowed_hosts, guard=guard
-        )
+        self._http = http_wiring.HttpTargets(connections=connections, secrets=secrets, guard=guard)
         self._batch_jobs = batch_job_wiring.BatchJobTargets(
             api=batch_jobs, watcher=batch_job_watcher
         )

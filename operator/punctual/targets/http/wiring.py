@@ -17,21 +17,19 @@ from punctual.targets.http import executor as http_executor
 
 class HttpTargets:
     """The HTTP targets of this operator: its connections, the Secrets it reads headers from,
-    and what it may call (``allowed_hosts``: any host when ``None``; ``guard``: the addresses
-    refused by default)."""
+    and what it may call (``guard``: the addresses refused by default, and the operator's
+    allowlist, ``guard.allowed``: any host when ``None``)."""
 
     def __init__(
         self,
         *,
         connections: http_connections.HttpConnections,
         secrets: secrets.SecretReader,
-        allowed_hosts: allowlist.HostAllowlist | None = None,
         guard: allowlist.AddressGuard | None = None,
     ) -> None:
         self._connections = connections
         self._secrets = secrets
-        self._allowed_hosts = allowed_hosts
-        self._guard = guard or allowlist.AddressGuard(allowed=allowed_hosts)
+        self._guard = guard or allowlist.AddressGuard()
 
     def wire(self, job: slots.JobRef, target: models.HttpTarget) -> protocols.Executor:
         """Raises ``InvalidSpecError`` for a request that cannot be sent,
@@ -46,13 +44,14 @@ class HttpTargets:
             )
         except ValueError as error:
             raise InvalidSpecError("spec.target.http", str(error)) from None
-        if self._allowed_hosts is not None and not self._allowed_hosts.admits(target.url):
+        allowed = self._guard.allowed
+        if allowed is not None and not allowed.admits(target.url):
             # The operator's policy, not the spec's fault: a reason of its own, and the job is
             # never armed, so its URL is never called.
             raise errors.TargetUnavailableError(
                 errors.HOST_NOT_ALLOWED,
                 f"spec.target.http.url: {http_executor.redact_url(target.url)} is not a host "
-                f"this operator may call (--http-allowed-hosts {self._allowed_hosts})",
+                f"this operator may call (--http-allowed-hosts {allowed})",
             )
         url = urllib.parse.urlsplit(target.url)
         port = url.port or allowlist.DEFAULT_PORTS[url.scheme.lower()]

@@ -74,7 +74,7 @@ def test_a_job_whose_host_is_not_allowed_is_reported_and_never_wired() -> None:
     wiring = targets.Targets(
         connections=object(),  # type: ignore[arg-type]
         secrets=object(),  # type: ignore[arg-type]
-        allowed_hosts=HostAllowlist.parse(["*.svc.cluster.local"]),  # type: ignore[call-arg]
+        guard=AddressGuard(allowed=HostAllowlist.parse(["*.svc.cluster.local"])),
     )
     spec = planning.parse_spec(
         {"every": "10s", "target": {"http": {"url": "http://169.254.169.254/latest/meta-data/"}}}
@@ -91,7 +91,7 @@ def test_a_job_whose_host_is_allowed_is_wired() -> None:
     wiring = targets.Targets(
         connections=object(),  # type: ignore[arg-type]
         secrets=object(),  # type: ignore[arg-type]
-        allowed_hosts=HostAllowlist.parse(["*.svc.cluster.local"]),  # type: ignore[call-arg]
+        guard=AddressGuard(allowed=HostAllowlist.parse(["*.svc.cluster.local"])),
     )
     spec = planning.parse_spec(
         {"every": "10s", "target": {"http": {"url": "http://report.reports.svc.cluster.local/"}}}
