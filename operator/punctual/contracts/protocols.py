@@ -91,7 +91,9 @@ class RunStore(Protocol):
     """Where the scheduler reports what happened. Calls must not block: buffer and flush.
 
     Each report does nothing here: a sink that cares for a few of them subclasses this
-    protocol and overrides only those (the run-lease heartbeat needs two of five).
+    protocol and overrides only those (the run-lease heartbeat needs two of five). The bodies
+    are an explicit ``return``, not ``...``: a type checker reads ``...`` as abstract and would
+    refuse a subclass that does not override every report.
     """
 
     def slot_upcoming(self, job: slots.JobRef, *, scheduled_time: datetime) -> None:
