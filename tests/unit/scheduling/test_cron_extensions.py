@@ -8,32 +8,15 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+import slot_tables
 
 from punctual.scheduling import cron
-from punctual.scheduling.timeline import Occurrence
 
 UTC_ZONE = "UTC"
 
 
-def render(occurrence: Occurrence) -> str:
-    text = f"{occurrence.at:%Y-%m-%dT%H:%M}" + (
-        f":{occurrence.at:%S}" if occurrence.at.second else ""
-    )
-    text += "Z"
-    if occurrence.adjustment is not None:
-        text += f" {occurrence.adjustment}"
-    return text
-
-
 def slots_after(expression: str, after: str, count: int) -> list[str]:
-    schedule = cron.parse(expression, zone=ZoneInfo(UTC_ZONE))
-    instant = datetime.fromisoformat(after)
-    slots = []
-    for _ in range(count):
-        occurrence = schedule.next_after(instant)
-        slots.append(render(occurrence))
-        instant = occurrence.at
-    return slots
+    return slot_tables.slots_after(expression, datetime.fromisoformat(after), count, zone=UTC_ZONE)
 
 
 class TestTheLastDayOfTheMonth:

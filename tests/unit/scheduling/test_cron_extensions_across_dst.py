@@ -13,9 +13,9 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 import pytest
+import slot_tables
 
 from punctual.scheduling import cron, dst
-from punctual.scheduling.timeline import Occurrence
 
 SHIFT = dst.Nonexistent.SHIFT_FORWARD
 SKIP = dst.Nonexistent.SKIP
@@ -26,16 +26,6 @@ COPENHAGEN = "Europe/Copenhagen"
 JERUSALEM = "Asia/Jerusalem"
 
 
-def render(occurrence: Occurrence) -> str:
-    text = f"{occurrence.at:%Y-%m-%dT%H:%M}" + (
-        f":{occurrence.at:%S}" if occurrence.at.second else ""
-    )
-    text += "Z"
-    if occurrence.adjustment is not None:
-        text += f" {occurrence.adjustment}"
-    return text
-
-
 def slots_after(
     expression: str,
     after: str,
@@ -44,14 +34,9 @@ def slots_after(
     zone: str,
     rules: dst.DstRules = dst.DstRules(),
 ) -> list[str]:
-    schedule = cron.parse(expression, zone=ZoneInfo(zone), rules=rules)
-    instant = datetime.fromisoformat(after)
-    slots = []
-    for _ in range(count):
-        occurrence = schedule.next_after(instant)
-        slots.append(render(occurrence))
-        instant = occurrence.at
-    return slots
+    return slot_tables.slots_after(
+        expression, datetime.fromisoformat(after), count, zone=zone, rules=rules
+    )
 
 
 class TestTheDstRulesApplyToExtensionsAsToPlainExpressions:

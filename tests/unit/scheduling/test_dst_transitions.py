@@ -24,6 +24,7 @@ from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+import slot_tables
 from croniter import croniter
 
 from punctual.scheduling import cron, dst
@@ -50,28 +51,17 @@ def at(text: str) -> datetime:
 
 
 def render(occurrence: Occurrence) -> str:
-    """An occurrence in the tables' notation."""
-    instant = occurrence.at
-    assert instant.utcoffset() == timedelta(0)
-    text = f"{instant:%m-%dT%H:%M}" + (f":{instant:%S}" if instant.second else "") + "Z"
-    if instant.year != 2026:
-        text = f"{instant.year}-{text}"
-    if occurrence.adjustment is not None:
-        text += f" {occurrence.adjustment}"
-    return text
+    """An occurrence in the tables' notation (the year when it is not 2026)."""
+    return slot_tables.render(occurrence, implied_year=2026)
 
 
 def slots_after(
     expression: str, zone: str, after: datetime, count: int, rules: dst.DstRules = dst.DstRules()
 ) -> list[str]:
     """The next ``count`` slots after ``after``, each from the previous one, as the loop does."""
-    schedule = cron.parse(expression, zone=ZoneInfo(zone), rules=rules)
-    slots = []
-    for _ in range(count):
-        occurrence = schedule.next_after(after)
-        slots.append(render(occurrence))
-        after = occurrence.at
-    return slots
+    return slot_tables.slots_after(
+        expression, after, count, zone=zone, rules=rules, implied_year=2026
+    )
 
 
 class TestTheTablesRestOnTheRealTzDatabase:
