@@ -21,8 +21,13 @@ seconds.
 """
 
 import base64
+import hashlib
 import json
+import os
+import subprocess
+import sys
 import time
+import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -84,7 +89,7 @@ MATRIX: dict[str, dict[str, Any]] = {
     "custom-resources": {
         "resources": {"requests": {"cpu": "100m", "memory": "200Mi"}, "limits": {"cpu": ""}},
         "image": {"repository": "registry.example/punctual", "digest": "sha256:" + "ab" * 32},
-        "imagePullSecrets": ["registry-pull"],
+        "imagePullSecrets": [{"name": "registry-pull"}],
         "podAntiAffinity": "hard",
         "topologySpreadConstraints": [],
         "nodeSelector": {"kubernetes.io/os": "linux"},
@@ -112,6 +117,79 @@ MATRIX: dict[str, dict[str, Any]] = {
         "serviceAccount": {"create": False, "name": "default"},
         "metrics": {"service": {"enabled": False}},
     },
+    "monitoring": {
+        "metrics": {
+            "serviceMonitor": {"enabled": False},
+            "podMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
+            "prometheusRule": {
+                "enabled": True,
+                "alertLabels": {"team": "ops"},
+                "disabled": ["PunctualSlotsMissed"],
+            },
+            "dashboard": {"enabled": True, "annotations": {"grafana_folder": "Punctual"}},
+            "kubeStateMetrics": {
+                "enabled": True,
+                "serviceAccount": {"name": "kube-state-metrics", "namespace": "monitoring"},
+            },
+        }
+    },
+    "templated-crd": {"crds": {"install": True, "keep": True}},
+    "openshift-restricted": {
+        "podSecurityContext": {"runAsUser": None, "runAsGroup": None, "fsGroup": None},
+        "redis": {
+            "bundled": {
+                "enabled": True,
+                "podSecurityContext": {"runAsUser": None, "runAsGroup": None, "fsGroup": None},
+            }
+        },
+        "lock": {"backend": "redis"},
+    },
+    "private-ca-and-extras": {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}
+                            ]
+                        }
+                    ]
+                }
+            }
+        },
+        "extraArgs": ["--http-allowed-hosts=*.svc.cluster.local"],
+        "extraEnv": [{"name": "SSL_CERT_FILE", "value": "/etc/punctual/ca/ca.crt"}],
+        "extraVolumes": [{"name": "ca", "configMap": {"name": "private-ca"}}],
+        "extraVolumeMounts": [{"name": "ca", "mountPath": "/etc/punctual/ca", "readOnly": True}],
+        "imagePullSecrets": [{"name": "registry-pull"}],
+    },
+    "bundled-redis-existing-secret-network-policy": {
+        "lock": {"backend": "redis"},
+        "redis": {
+            "bundled": {
+                "enabled": True,
+                "auth": {"existingSecret": "my-redis-password"},
+                "image": {"digest": "sha256:" + "cd" * 32},
+            }
+        },
+        "networkPolicy": {
+            "enabled": True,
+            "metricsFrom": [
+                {
+                    "namespaceSelector": {
+                        "matchLabels": {"kubernetes.io/metadata.name": "monitoring"}
+                    }
+                }
+            ],
+            "redisFrom": [{"podSelector": {"matchLabels": {"app": "queue-consumer"}}}],
+            "egress": [{"ports": [{"port": 443, "protocol": "TCP"}]}],
+        },
+    },
+    "no-helm-test-no-aggregation": {
+        "helmTest": {"enabled": False},
+        "rbac": {"aggregateToDefaultRoles": False},
+    },
 }
 
 # The rules of punctual.namespacedRules / punctual.clusterReadRules, written out: the contract
@@ -136,37 +214,44 @@ CRDS = {
 }
 NAMESPACES = {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]}
 
-# A minimal ServiceMonitor CRD, so that the server-side dry run of the chart's ServiceMonitor
-# runs instead of failing on an unknown kind. It checks the group, version, kind and that the
-# object is namespaced, not the Prometheus Operator's full schema (which is not vendored here).
-SERVICE_MONITOR_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "servicemonitors.monitoring.coreos.com"},
-    "spec": {
-        "group": "monitoring.coreos.com",
-        "scope": "Namespaced",
-        "names": {
-            "plural": "servicemonitors",
-            "singular": "servicemonitor",
-            "kind": "ServiceMonitor",
-            "listKind": "ServiceMonitorList",
+
+def monitoring_crd(kind: str) -> dict[str, Any]:
+    """A minimal Prometheus Operator CRD, so that the server-side dry run of the chart's
+    ServiceMonitor, PodMonitor or PrometheusRule runs instead of failing on an unknown kind. It
+    checks the group, version, kind and that the object is namespaced, not the Prometheus
+    Operator's full schema (which is not vendored here)."""
+    plural = f"{kind.lower()}s"
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.monitoring.coreos.com"},
+        "spec": {
+            "group": "monitoring.coreos.com",
+            "scope": "Namespaced",
+            "names": {
+                "plural": plural,
+                "singular": kind.lower(),
+                "kind": kind,
+                "listKind": f"{kind}List",
+            },
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
         },
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-            }
-        ],
-    },
-}
+    }
+
+
+MONITORING_KINDS = ("ServiceMonitor", "PodMonitor", "PrometheusRule")
 
 
 # -- fixtures ------------------------------------------------------------------------------------
@@ -177,13 +262,16 @@ def chart_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
     with LocalCluster(kwok=True, run_dir=tmp_path_factory.mktemp("chart-cluster")) as local:
         for name in (*WATCHED, UNWATCHED):
             create_namespace(local, name)
-        local.kubectl("apply", "-f", "-", input=json.dumps(SERVICE_MONITOR_CRD))
+        for kind in MONITORING_KINDS:
+            local.kubectl("apply", "-f", "-", input=json.dumps(monitoring_crd(kind)))
         local.kubectl(
             "wait",
             "--for=condition=Established",
             "--timeout=60s",
-            "crd/servicemonitors.monitoring.coreos.com",
+            *(f"crd/{kind.lower()}s.monitoring.coreos.com" for kind in MONITORING_KINDS),
         )
+        # The monitoring case binds kube-state-metrics' ServiceAccount there.
+        create_namespace(local, "monitoring")
         yield local
     assert processes.alive(local.pids) == []
     assert ports.listening(local.ports) == []
@@ -226,6 +314,10 @@ def operator_container(objects: list[dict[str, Any]], name: str = "punctual") ->
     return dict(container)
 
 
+def is_helm_test(o: Mapping[str, Any]) -> bool:
+    return bool(o["metadata"].get("annotations", {}).get("helm.sh/hook") == "test")
+
+
 def rules_of(
     objects: list[dict[str, Any]], kind: str, name: str, namespace: str | None = None
 ) -> list[dict[str, Any]]:
@@ -262,6 +354,10 @@ class TestRendering:
         self, helm: Helm, chart_cluster: LocalCluster, release_namespace: str, case: str
     ) -> None:
         objects = helm.template(MATRIX[case], namespace=release_namespace, include_crds=True)
+        # The ServiceAccount admission plugin looks up a pod's ServiceAccount even in a dry run:
+        # the helm test pod's must exist (helm test creates it first, by hook weight).
+        for account in [o for o in objects if is_helm_test(o) and o["kind"] == "ServiceAccount"]:
+            chart_cluster.kubectl("apply", "-f", "-", input=json.dumps(account))
 
         # The API server validates each object (schema, admission) without storing it; the CRD
         # goes through the same path (it is applied, as an update if already installed).
@@ -347,10 +443,9 @@ class TestRendering:
             "fsGroup": 10001,
             "seccompProfile": {"type": "RuntimeDefault"},
         }
+        # The user is the pod's: dropping it there (OpenShift) drops it everywhere.
         assert container["securityContext"] == {
             "runAsNonRoot": True,
-            "runAsUser": 10001,
-            "runAsGroup": 10001,
             "readOnlyRootFilesystem": True,
             "allowPrivilegeEscalation": False,
             "privileged": False,
@@ -375,7 +470,7 @@ class TestRendering:
         }
         # Only the operator pods carry an API token, and only because they ask for it.
         assert pod["automountServiceAccountToken"] is True
-        assert one(objects, "ServiceAccount")["automountServiceAccountToken"] is False
+        assert one(objects, "ServiceAccount", "punctual")["automountServiceAccountToken"] is False
 
     def test_the_arguments_come_from_values_and_the_replica_id_from_the_pod_name(
         self, helm: Helm
@@ -410,7 +505,6 @@ class TestRendering:
         [
             ("redis-existing-secret", "my-redis", "u"),
             ("redis-url", "punctual-redis-url", "url"),
-            ("bundled-redis", "punctual-redis", "url"),
         ],
     )
     def test_the_redis_url_reaches_the_operator_only_from_a_secret(
@@ -434,9 +528,6 @@ class TestRendering:
         if case == "redis-url":
             assert urls == [REDIS_URL]
             assert REDIS_URL not in json.dumps(secrets)  # only its base64 form
-        if case == "bundled-redis":
-            [url] = urls
-            assert url.endswith("@punctual-redis.punctual-system.svc:6379/0")
 
     def test_the_bundled_redis_is_hardened_and_gets_its_password_from_a_file(
         self, helm: Helm
@@ -449,8 +540,12 @@ class TestRendering:
         assert pod["securityContext"]["runAsNonRoot"] is True
         assert redis["securityContext"]["readOnlyRootFilesystem"] is True
         assert redis["securityContext"]["capabilities"] == {"drop": ["ALL"]}
-        assert redis["args"][0] == "/etc/redis/redis.conf"
+        # Written from the Secret's password at start, into an in-memory volume: not in args.
+        assert redis["command"][:2] == ["sh", "-c"]
+        assert "/run/redis/redis.conf" in redis["command"][2]
         assert not any("requirepass" in a for a in redis["args"])
+        [auth] = [e for e in redis["env"] if e["name"] == "REDISCLI_AUTH"]
+        assert auth["valueFrom"] == {"secretKeyRef": {"name": "punctual-redis", "key": "password"}}
         assert pod["automountServiceAccountToken"] is False
         assert one(objects, "Service", "punctual-redis")["spec"]["ports"][0]["port"] == 6379
 
@@ -476,6 +571,228 @@ class TestRendering:
         assert [o for o in helm.template({}) if o["kind"] == "ServiceMonitor"] == []
 
 
+def pod_template(objects: list[dict[str, Any]], deployment: str) -> dict[str, Any]:
+    return dict(one(objects, "Deployment", deployment)["spec"]["template"])
+
+
+def env_of(container: Mapping[str, Any], name: str) -> dict[str, Any]:
+    [found] = [e for e in container["env"] if e["name"] == name]
+    return dict(found)
+
+
+class TestBundledRedisUnderHelmTemplate:
+    """Argo CD renders with `helm template`, where lookup finds nothing: each render is a sync."""
+
+    def test_each_render_agrees_with_itself_and_a_new_password_rolls_both(self, helm: Helm) -> None:
+        first, second = (helm.template(MATRIX["bundled-redis"]) for _ in range(2))
+
+        hashes = []
+        for objects in (first, second):
+            password = base64.b64decode(
+                one(objects, "Secret", "punctual-redis")["data"]["password"]
+            )
+            operator = pod_template(objects, "punctual")
+            redis = pod_template(objects, "punctual-redis")
+            [redis_container] = redis["spec"]["containers"]
+            container = operator["spec"]["containers"][0]
+            # Both read the one password of the chart's Secret; the operator's URL is made of it.
+            source = {"secretKeyRef": {"name": "punctual-redis", "key": "password"}}
+            assert env_of(container, "REDIS_PASSWORD")["valueFrom"] == source
+            assert env_of(redis_container, "REDISCLI_AUTH")["valueFrom"] == source
+            assert env_of(container, "PUNCTUAL_REDIS_URL")["value"] == (
+                "redis://:$(REDIS_PASSWORD)@punctual-redis.punctual-system.svc:6379/0"
+            )
+            # The same hash of that password on both pod templates: they restart together.
+            checksum = hashlib.sha256(password).hexdigest()[:16]
+            assert operator["metadata"]["annotations"]["checksum/redis-url"] == checksum
+            assert redis["metadata"]["annotations"]["checksum/redis-url"] == checksum
+            assert password.decode() not in json.dumps(
+                [o for o in objects if o["kind"] != "Secret"]
+            )
+            hashes.append(checksum)
+        # Without lookup every render makes a new password: both roll, neither keeps the old one.
+        assert hashes[0] != hashes[1]
+
+    def test_with_an_existing_secret_every_render_is_the_same(self, helm: Helm) -> None:
+        values = MATRIX["bundled-redis"] | {
+            "redis": {"bundled": {"enabled": True, "auth": {"existingSecret": "my-redis-password"}}}
+        }
+        first, second = (helm.template(values) for _ in range(2))
+
+        assert first == second
+        assert [o for o in first if o["kind"] == "Secret"] == []
+        source = {"secretKeyRef": {"name": "my-redis-password", "key": "password"}}
+        operator = pod_template(first, "punctual")
+        redis = pod_template(first, "punctual-redis")
+        assert env_of(operator["spec"]["containers"][0], "REDIS_PASSWORD")["valueFrom"] == source
+        assert env_of(redis["spec"]["containers"][0], "REDISCLI_AUTH")["valueFrom"] == source
+        assert (
+            operator["metadata"]["annotations"]["checksum/redis-url"]
+            == redis["metadata"]["annotations"]["checksum/redis-url"]
+        )
+
+    def test_the_redis_image_is_pinned_by_its_digest(self, helm: Helm) -> None:
+        objects = helm.template(MATRIX["bundled-redis-existing-secret-network-policy"])
+        [redis] = containers(objects, "punctual-redis")["containers"]
+
+        assert redis["image"] == "redis@sha256:" + "cd" * 32
+
+
+class TestSecurityContexts:
+    def test_openshift_restricted_drops_every_fixed_id(self, helm: Helm) -> None:
+        objects = helm.template(MATRIX["openshift-restricted"])
+
+        for deployment in ("punctual", "punctual-redis"):
+            pod = containers(objects, deployment)
+            assert pod["securityContext"] == {
+                "runAsNonRoot": True,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            }
+            for container in pod["containers"]:
+                assert "runAsUser" not in container["securityContext"]
+                assert container["securityContext"]["readOnlyRootFilesystem"] is True
+
+    def test_extras_reach_the_operator_container(self, helm: Helm) -> None:
+        values = MATRIX["private-ca-and-extras"]
+        objects = helm.template(values)
+        pod = containers(objects, "punctual")
+        container = operator_container(objects)
+
+        assert container["args"][-1] == "--http-allowed-hosts=*.svc.cluster.local"
+        assert env_of(container, "SSL_CERT_FILE")["value"] == "/etc/punctual/ca/ca.crt"
+        assert values["extraVolumeMounts"][0] in container["volumeMounts"]
+        assert values["extraVolumes"][0] in pod["volumes"]
+        assert pod["imagePullSecrets"] == [{"name": "registry-pull"}]
+        # A nodeAffinity of one's own keeps the chart's soft podAntiAffinity beside it.
+        assert pod["affinity"]["nodeAffinity"] == values["affinity"]["nodeAffinity"]
+        assert (
+            "preferredDuringSchedulingIgnoredDuringExecution"
+            in (pod["affinity"]["podAntiAffinity"])
+        )
+
+
+class TestMonitoring:
+    def test_the_pod_monitor_scrapes_the_operator_pods(self, helm: Helm) -> None:
+        objects = helm.template(MATRIX["monitoring"])
+        monitor = one(objects, "PodMonitor")
+        pod = pod_template(objects, "punctual")
+
+        assert monitor["metadata"]["labels"]["release"] == "prometheus"
+        assert (
+            monitor["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+        )
+        assert monitor["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"
+        assert [o for o in objects if o["kind"] == "ServiceMonitor"] == []
+
+    def test_the_alerts_are_the_documented_ones_less_the_disabled(self, helm: Helm) -> None:
+        objects = helm.template(MATRIX["monitoring"])
+        [group] = one(objects, "PrometheusRule")["spec"]["groups"]
+
+        alerts = {rule["alert"]: rule for rule in group["rules"]}
+        assert sorted(alerts) == [
+            "PunctualJobNoRecentSuccess",
+            "PunctualLockBackendDown",
+            "PunctualRunLatenessHigh",
+            "PunctualRunsFailing",
+            "PunctualRunsLost",
+        ]
+        assert {rule["labels"]["team"] for rule in group["rules"]} == {"ops"}
+        assert alerts["PunctualRunLatenessHigh"]["expr"].endswith(") > 1")
+        assert (
+            "3 * (kube_scheduledjob_status_next_run_time"
+            in (alerts["PunctualJobNoRecentSuccess"]["expr"])
+        )
+        assert 'namespace="punctual-system"' in alerts["PunctualLockBackendDown"]["expr"]
+
+    def test_the_dashboard_and_kube_state_metrics_configuration_are_config_maps(
+        self, helm: Helm
+    ) -> None:
+        objects = helm.template(MATRIX["monitoring"])
+        dashboard = one(objects, "ConfigMap", "punctual-dashboard")
+        ksm = one(objects, "ConfigMap", "punctual-kube-state-metrics")
+
+        assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+        assert dashboard["metadata"]["annotations"] == {"grafana_folder": "Punctual"}
+        assert json.loads(dashboard["data"]["punctual.json"])["uid"] == "punctual-operator"
+        config = yaml.safe_load(ksm["data"]["config.yaml"])
+        assert config["kind"] == "CustomResourceStateMetrics"
+        binding = one(objects, "ClusterRoleBinding", "punctual-kube-state-metrics")
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": "kube-state-metrics", "namespace": "monitoring"}
+        ]
+        assert rules_of(objects, "ClusterRole", "punctual-kube-state-metrics") == [
+            {
+                "apiGroups": ["punctual.dev"],
+                "resources": ["scheduledjobs"],
+                "verbs": ["list", "watch"],
+            }
+        ]
+
+
+class TestTemplatedCrd:
+    def test_it_is_the_crds_folder_file_with_the_release_labels_and_kept(self, helm: Helm) -> None:
+        objects = helm.template(MATRIX["templated-crd"])
+        crd = one(objects, "CustomResourceDefinition")
+        source = yaml.safe_load((CHART / "crds" / f"{CRD_NAME}.yaml").read_text())
+
+        assert crd["spec"] == source["spec"]
+        assert crd["metadata"]["name"] == CRD_NAME
+        assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+        assert crd["metadata"]["labels"]["app.kubernetes.io/instance"] == "punctual"
+        unkept = helm.template({"crds": {"install": True, "keep": False}})
+        assert "annotations" not in one(unkept, "CustomResourceDefinition")["metadata"]
+        assert [o for o in helm.template({}) if o["kind"] == "CustomResourceDefinition"] == []
+
+
+class TestNetworkPolicy:
+    def test_the_operator_takes_metrics_and_probes_and_redis_only_the_operator(
+        self, helm: Helm
+    ) -> None:
+        values = MATRIX["bundled-redis-existing-secret-network-policy"]
+        objects = helm.template(values)
+        operator = one(objects, "NetworkPolicy", "punctual")["spec"]
+        redis = one(objects, "NetworkPolicy", "punctual-redis")["spec"]
+
+        assert operator["policyTypes"] == ["Ingress", "Egress"]
+        assert [rule["ports"][0]["port"] for rule in operator["ingress"]] == ["metrics", "health"]
+        assert operator["ingress"][0]["from"] == values["networkPolicy"]["metricsFrom"]
+        assert values["networkPolicy"]["egress"][0] in operator["egress"]
+        assert operator["egress"][0]["ports"][0]["port"] == 53
+        [ingress] = redis["ingress"]
+        assert ingress["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == (
+            "operator"
+        )
+        assert ingress["from"][1:] == values["networkPolicy"]["redisFrom"]
+        assert [o for o in helm.template({}) if o["kind"] == "NetworkPolicy"] == []
+
+
+class TestHelmTestHook:
+    def test_it_is_a_test_hook_in_the_operator_image_allowed_only_scheduled_jobs(
+        self, helm: Helm
+    ) -> None:
+        objects = helm.template(MATRIX["namespaced"])
+        pod = one(objects, "Pod", "punctual-test")
+        [container] = pod["spec"]["containers"]
+
+        assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+        assert container["image"] == operator_container(objects)["image"]
+        assert container["command"] == ["python", "/etc/punctual-test/helm-test.py"]
+        assert env_of(container, "TEST_NAMESPACE")["value"] == WATCHED[0]
+        script = one(objects, "ConfigMap", "punctual-test")["data"]["helm-test.py"]
+        assert script == (CHART / "files" / "helm-test.py").read_text()
+        assert rules_of(objects, "Role", "punctual-test", WATCHED[0]) == [
+            {
+                "apiGroups": ["punctual.dev"],
+                "resources": ["scheduledjobs"],
+                "verbs": ["create", "get", "delete"],
+            }
+        ]
+        off = helm.template(MATRIX["no-helm-test-no-aggregation"])
+        assert [
+            o for o in off if o["kind"] == "Pod" or o["metadata"]["name"].endswith("-view")
+        ] == []
+
+
 class TestRbacRules:
     """The rendered rules are exactly the operator's calls (README, Permissions)."""
 
@@ -490,7 +807,8 @@ class TestRbacRules:
             JOBS,
             CRDS,
         ]
-        assert [o for o in objects if o["kind"] in ("Role", "RoleBinding")] == []
+        operator = [o for o in objects if not is_helm_test(o)]
+        assert [o for o in operator if o["kind"] in ("Role", "RoleBinding")] == []
         binding = one(objects, "ClusterRoleBinding", "punctual")
         assert binding["subjects"] == [
             {"kind": "ServiceAccount", "name": "punctual", "namespace": "punctual-system"}
@@ -516,7 +834,9 @@ class TestRbacRules:
             )
         assert rules_of(objects, "ClusterRole", "punctual-cluster-reads") == [CRDS, NAMESPACES]
         assert [o["metadata"]["name"] for o in objects if o["kind"] == "ClusterRole"] == [
-            "punctual-cluster-reads"
+            "punctual-view",
+            "punctual-edit",
+            "punctual-cluster-reads",
         ]
 
     def test_each_grant_beyond_the_core_can_be_turned_off(self, helm: Helm) -> None:
@@ -528,6 +848,7 @@ class TestRbacRules:
                     "readSecrets": False,
                     "watchCustomResourceDefinitions": False,
                     "listNamespaces": False,
+                    "aggregateToDefaultRoles": False,
                 }
             }
         )
@@ -538,7 +859,8 @@ class TestRbacRules:
     def test_no_rbac_objects_when_rbac_create_is_off(self, helm: Helm) -> None:
         objects = helm.template(MATRIX["no-rbac-existing-service-account"])
 
-        assert [o for o in objects if "Role" in o["kind"] or o["kind"] == "ServiceAccount"] == []
+        operator = [o for o in objects if not is_helm_test(o)]
+        assert [o for o in operator if "Role" in o["kind"] or o["kind"] == "ServiceAccount"] == []
         assert containers(objects, "punctual")["serviceAccountName"] == "default"
 
 
@@ -651,7 +973,7 @@ def test_the_bundled_redis_keeps_its_password_across_upgrades(
     assert len(base64.b64decode(first["password"])) == 32
     assert second == first
     password = base64.b64decode(first["password"]).decode()
-    assert base64.b64decode(first["redis.conf"]).decode() == f"requirepass {password}\n"
+    assert password.isalnum()
     eventually(
         lambda: ready_replicas(chart_cluster, secret, release_namespace) == 1,
         timeout=90,
@@ -966,3 +1288,152 @@ def test_a_job_target_runs_with_the_service_account(
 
     assert body["status"]["lastRun"]["result"] == "Succeeded"
     assert "Forbidden" not in log
+
+
+def test_namespace_users_of_the_built_in_roles_may_use_scheduled_jobs(
+    installed: Installed, chart_cluster: LocalCluster
+) -> None:
+    """rbac.aggregateToDefaultRoles: kube-controller-manager's aggregation copies the chart's
+    rules into view, edit and admin; a RoleBinding to them is all a namespace user needs."""
+    namespace = installed.job_namespace
+    users = {}
+    for role in ("view", "edit", "admin"):
+        user = f"{role}-user-{installed.mode}"
+        chart_cluster.kubectl(
+            "create", "rolebinding", user, f"--clusterrole={role}", f"--user={user}",
+            f"--namespace={namespace}",
+        )  # fmt: skip
+        users[role] = user
+    expected = {
+        ("view", "list"): True,
+        ("view", "get"): True,
+        ("view", "create"): False,
+        ("view", "delete"): False,
+        ("edit", "list"): True,
+        ("edit", "create"): True,
+        ("edit", "patch"): True,
+        ("edit", "delete"): True,
+        ("admin", "create"): True,
+        ("admin", "deletecollection"): True,
+    }
+
+    def answers() -> dict[tuple[str, str], bool]:
+        return {
+            (role, verb): can_i(
+                chart_cluster, users[role], verb, "scheduledjobs.punctual.dev", namespace
+            )
+            for role, verb in expected
+        }
+
+    # The aggregation controller and the authorizer's informers take a moment.
+    eventually(lambda: answers() == expected, timeout=RBAC_SETTLE_SECONDS, what="aggregated roles")
+    # The status stays the operator's.
+    assert not can_i(
+        chart_cluster, users["edit"], "patch", "scheduledjobs.punctual.dev/status", namespace
+    )
+    for user in users.values():
+        chart_cluster.kubectl("delete", "rolebinding", user, f"--namespace={namespace}")
+
+
+def test_the_helm_test_script_runs_a_scheduled_job_through_the_operator(
+    installed: Installed, helm: Helm, chart_cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """The `helm test` hook's script, exactly as rendered, with its own ServiceAccount's token
+    and Role, beside the operator running as the chart's ServiceAccount. (kwok would only fake
+    the test pod; the script itself runs here, as a local process listening on loopback.)"""
+    cluster = chart_cluster
+    values = {"watchNamespaces": list(WATCHED)} if installed.mode == "namespaced" else {}
+    rendered = helm.template(values, namespace=installed.namespace, release=installed.release)
+    hook = [o for o in rendered if is_helm_test(o)]
+    pod = one(hook, "Pod")
+    [container] = pod["spec"]["containers"]
+    script = tmp_path / "helm-test.py"
+    script.write_text(one(hook, "ConfigMap")["data"]["helm-test.py"])
+    cluster.kubectl(
+        "apply", "-f", "-",
+        input="\n---\n".join(json.dumps(o) for o in hook if o["kind"] not in ("Pod", "ConfigMap")),
+    )  # fmt: skip
+    account = tmp_path / "serviceaccount"
+    account.mkdir()
+    token = cluster.kubectl(
+        "create", "token", pod["spec"]["serviceAccountName"], f"--namespace={installed.namespace}",
+    ).stdout.strip()  # fmt: skip
+    (account / "token").write_text(token)
+    admin = yaml.safe_load(cluster.kubeconfig.read_text())["clusters"][0]["cluster"]
+    (account / "ca.crt").write_bytes(base64.b64decode(admin["certificate-authority-data"]))
+    server = urllib.parse.urlsplit(admin["server"])
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    env |= {
+        "PATH": os.environ["PATH"],
+        "POD_IP": ports.LOOPBACK,
+        "TEST_PORT": str(ports.free_port()),
+        "TEST_TIMEOUT_SECONDS": "60",
+        "SERVICE_ACCOUNT_DIR": str(account),
+        "KUBERNETES_SERVICE_HOST": str(server.hostname),
+        "KUBERNETES_SERVICE_PORT": str(server.port),
+    }
+    kubeconfig = service_account_kubeconfig(
+        cluster, installed.namespace, installed.service_account, tmp_path / "kubeconfig"
+    )
+
+    with operator_process(
+        kubeconfig,
+        tmp_path,
+        name=f"test-hook-operator-{installed.mode}",
+        arguments=chart_arguments(cluster, installed),
+    ):
+        result = subprocess.run(
+            [sys.executable, str(script)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=90,
+            check=False,
+        )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "punctual-test: PASS: slot " in result.stdout
+    assert "Idempotency-Key " in result.stdout
+    # It cleans up after itself: no ScheduledJob of the test is left.
+    left = get_json(cluster, "sj", "-n", env["TEST_NAMESPACE"])["items"]
+    assert [
+        o["metadata"]["name"] for o in left if o["metadata"]["name"].startswith(installed.release)
+    ] == []
+    cluster.kubectl(
+        "delete", "-f", "-", "--ignore-not-found",
+        input="\n---\n".join(json.dumps(o) for o in hook if o["kind"] not in ("Pod", "ConfigMap")),
+    )  # fmt: skip
+
+
+def test_the_templated_crd_takes_over_a_crd_from_the_crds_folder_and_upgrades_it(
+    helm: Helm, chart_cluster: LocalCluster, release_namespace: str
+) -> None:
+    """The documented path from crds/ (installed once, never upgraded) to crds.install."""
+    cluster = chart_cluster
+    release = "crd-adoption"
+    helm.install(release, release_namespace, {})
+    # A CRD older than the chart's: a printer column the chart does not have.
+    cluster.kubectl(
+        "patch", "crd", CRD_NAME, "--type=json",
+        '--patch=[{"op": "add", "path": "/spec/versions/0/additionalPrinterColumns/-", '
+        '"value": {"name": "Stale", "type": "string", "jsonPath": ".spec.every"}}]',
+    )  # fmt: skip
+
+    with pytest.raises(AssertionError, match="install with --skip-crds; to adopt"):
+        helm.install(release, release_namespace, {"crds": {"install": True}}, upgrade=True)
+    cluster.kubectl("label", "crd", CRD_NAME, "app.kubernetes.io/managed-by=Helm")
+    cluster.kubectl(
+        "annotate", "crd", CRD_NAME,
+        f"meta.helm.sh/release-name={release}",
+        f"meta.helm.sh/release-namespace={release_namespace}",
+    )  # fmt: skip
+    helm.install(release, release_namespace, {"crds": {"install": True}}, upgrade=True)
+
+    crd = get_json(cluster, "crd", CRD_NAME)
+    chart_crd = yaml.safe_load((CHART / "crds" / f"{CRD_NAME}.yaml").read_text())
+    assert crd["spec"]["versions"] == chart_crd["spec"]["versions"]
+    assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    helm.uninstall(release, release_namespace)
+    # Kept: deleting it would delete every ScheduledJob of the cluster.
+    crd = get_json(cluster, "crd", CRD_NAME)
+    assert crd["metadata"]["labels"]["app.kubernetes.io/instance"] == release

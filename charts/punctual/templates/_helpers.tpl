@@ -76,17 +76,120 @@ app.kubernetes.io/component: redis
 {{- end -}}
 {{- end -}}
 
-{{/* The operator image: repository:tag, or repository@digest when a digest pins it. */}}
-{{- define "punctual.image" -}}
-{{- if .Values.image.digest -}}
-{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{/*
+An image reference from {repository, tag, digest}: repository@digest when a digest pins it,
+else repository:tag. Called with (list $image $defaultTag).
+*/}}
+{{- define "punctual.imageRef" -}}
+{{- $image := index . 0 -}}
+{{- if $image.digest -}}
+{{- printf "%s@%s" $image.repository $image.digest -}}
 {{- else -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- printf "%s:%s" $image.repository (default (index . 1) $image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The operator image (also the helm test's). */}}
+{{- define "punctual.image" -}}
+{{- include "punctual.imageRef" (list .Values.image .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/* imagePullSecrets of a pod spec, [{name}] as Kubernetes has them; empty when none. */}}
+{{- define "punctual.imagePullSecrets" -}}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- range . }}
+  - name: {{ .name }}
+  {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The bundled Redis' password source as "secret-name/key": redis.bundled.auth.existingSecret, or
+the chart's own Secret `<fullname>-redis` (key "password").
+*/}}
+{{- define "punctual.redis.passwordSecret" -}}
+{{- $auth := .Values.redis.bundled.auth -}}
+{{- if $auth.existingSecret -}}
+{{- printf "%s/%s" $auth.existingSecret $auth.existingSecretKey -}}
+{{- else -}}
+{{- printf "%s/password" (include "punctual.redis.fullname" .) -}}
 {{- end -}}
 {{- end -}}
 
 {{/*
-Where the Redis URL comes from, as "secret-name/key", or "" when no Redis is configured. The
+The password the chart generates for the bundled Redis: the installed release's (lookup), so an
+upgrade keeps it, else a new random one. Computed once per render and remembered, so that the
+Secret (redis.yaml) and both Deployments' checksums (deployment.yaml, redis.yaml) see the same
+one although they are different templates.
+*/}}
+{{- define "punctual.redis.generatedPassword" -}}
+{{- $memo := .Values.redis.bundled -}}
+{{- if not (hasKey $memo "generatedPassword") -}}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "punctual.redis.fullname" .) -}}
+{{- if and $existing $existing.data (hasKey $existing.data "password") -}}
+{{- $_ := set $memo "generatedPassword" (index $existing.data "password" | b64dec) -}}
+{{- else -}}
+{{- $_ := set $memo "generatedPassword" (randAlphaNum 32) -}}
+{{- end -}}
+{{- end -}}
+{{- index $memo "generatedPassword" -}}
+{{- end -}}
+
+{{/*
+What the pods that hold a Redis password or URL must restart on: a hash of its content, never
+of the Secret's name alone, so a new password rolls the operator and Redis together. The
+content of a Secret the user made is read with lookup; where lookup finds nothing (`helm
+template`, Argo CD, the first install) the Secret's name and key stand in: restart the pods
+yourself after changing such a Secret (README, The bundled Redis).
+*/}}
+{{- define "punctual.secretChecksum" -}}
+{{- $root := index . 0 -}}
+{{- $source := index . 1 -}}
+{{- $secret := lookup "v1" "Secret" $root.Release.Namespace (dir $source) -}}
+{{- if and $secret $secret.data (hasKey $secret.data (base $source)) -}}
+{{- printf "%s|%s" $source (index $secret.data (base $source)) | sha256sum | trunc 16 -}}
+{{- else -}}
+{{- printf "%s|" $source | sha256sum | trunc 16 -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The hash of the Redis password (or URL) the operator uses; "" when it uses no Redis. */}}
+{{- define "punctual.redisChecksum" -}}
+{{- if .Values.redis.bundled.enabled -}}
+{{- include "punctual.redis.passwordChecksum" . -}}
+{{- else if .Values.lock.redis.url -}}
+{{- .Values.lock.redis.url | sha256sum | trunc 16 -}}
+{{- else if .Values.lock.redis.existingSecret -}}
+{{- include "punctual.secretChecksum" (list . (include "punctual.redisUrlSecret" .)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The hash of the bundled Redis' password: the same in the operator's and Redis' pods. */}}
+{{- define "punctual.redis.passwordChecksum" -}}
+{{- if .Values.redis.bundled.auth.existingSecret -}}
+{{- include "punctual.secretChecksum" (list . (include "punctual.redis.passwordSecret" .)) -}}
+{{- else -}}
+{{- include "punctual.redis.generatedPassword" . | sha256sum | trunc 16 -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Where the bundled Redis listens, as the operator's URL has it (no password). */}}
+{{- define "punctual.redis.address" -}}
+{{- printf "%s.%s.svc:%d" (include "punctual.redis.fullname" .) .Release.Namespace (int .Values.redis.bundled.port) -}}
+{{- end -}}
+
+{{/* The namespace the helm test's ScheduledJob goes to: one the operator watches. */}}
+{{- define "punctual.testNamespace" -}}
+{{- if .Values.watchNamespaces -}}
+{{- first .Values.watchNamespaces -}}
+{{- else -}}
+{{- .Release.Namespace -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Where the Redis URL comes from, as "secret-name/key", or "" when no Redis URL Secret is configured. The
 operator gets it whatever the lock backend: queue targets use the same Redis.
 Fails on contradictory settings, so a mistake shows at install time rather than as a crash loop.
 */}}
@@ -106,9 +209,8 @@ Fails on contradictory settings, so a mistake shows at install time rather than 
 {{- printf "%s/%s" $redis.existingSecret $redis.existingSecretKey -}}
 {{- else if $redis.url -}}
 {{- printf "%s-redis-url/url" (include "punctual.fullname" .) -}}
-{{- else if .Values.redis.bundled.enabled -}}
-{{- printf "%s/url" (include "punctual.redis.fullname" .) -}}
 {{- end -}}
+{{- /* The bundled Redis has no URL Secret: deployment.yaml composes the URL from its password. */ -}}
 {{- end -}}
 
 {{/* Checks that do not belong to one object. */}}
@@ -118,6 +220,12 @@ Fails on contradictory settings, so a mistake shows at install time rather than 
 {{- end -}}
 {{- if and .Values.metrics.serviceMonitor.enabled (not .Values.metrics.service.enabled) -}}
 {{- fail "metrics.serviceMonitor.enabled needs metrics.service.enabled" -}}
+{{- end -}}
+{{- if and .Values.metrics.serviceMonitor.enabled .Values.metrics.podMonitor.enabled -}}
+{{- fail "choose one of metrics.serviceMonitor.enabled and metrics.podMonitor.enabled: both would scrape every replica twice" -}}
+{{- end -}}
+{{- if and .Values.redis.bundled.auth.existingSecret (not .Values.redis.bundled.enabled) -}}
+{{- fail "redis.bundled.auth.existingSecret needs redis.bundled.enabled (for an external Redis use lock.redis.existingSecret, which holds the whole URL)" -}}
 {{- end -}}
 {{- if eq (int .Values.ports.metrics) (int .Values.ports.health) -}}
 {{- fail "ports.metrics and ports.health must differ" -}}

@@ -29,6 +29,24 @@ VALUES: dict[str, Any] = yaml.safe_load(VALUES_TEXT)
 SCHEMA: dict[str, Any] = json.loads((CHART / "values.schema.json").read_text())
 FREE_FORM = {"global"}
 """Top-level keys whose content the chart does not own: Helm passes a parent chart's globals."""
+KUBERNETES_OBJECTS = {
+    ("podSecurityContext",),
+    ("securityContext",),
+    ("affinity",),
+    ("redis", "bundled", "podSecurityContext"),
+    ("redis", "bundled", "securityContext"),
+}
+"""Values that are Kubernetes objects, passed through as they are (the API server checks them):
+each is one value, set whole or key by key, and the schema only says it is an object."""
+KUBERNETES_LISTS = {
+    ("extraEnv",),
+    ("extraVolumes",),
+    ("extraVolumeMounts",),
+    ("networkPolicy", "metricsFrom"),
+    ("networkPolicy", "redisFrom"),
+    ("networkPolicy", "egress"),
+}
+"""Lists of Kubernetes objects (EnvVar, Volume, NetworkPolicyPeer, ...), passed through."""
 KEY_LINE = re.compile(r"^(?P<indent>\s*)(?P<item>- )?(?P<key>[A-Za-z][A-Za-z0-9]*):")
 
 
@@ -39,8 +57,9 @@ def package_version() -> str:
 
 def leaves(values: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
     """Every value the user can set, by key path. A non-empty map is a group, not a value; a
-    list is one value (set whole), and so is an empty map (free-form: annotations, labels)."""
-    if isinstance(values, dict) and values:
+    list is one value (set whole), and so is an empty map (free-form: annotations, labels) or a
+    Kubernetes object."""
+    if isinstance(values, dict) and values and path not in KUBERNETES_OBJECTS:
         for key, value in values.items():
             yield from leaves(value, (*path, key))
     else:
@@ -109,6 +128,7 @@ def schema_objects(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str
 def schema_paths(schema: dict[str, Any], path: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
     """The key paths the schema describes down to its leaves (mirrors ``leaves``)."""
     properties = schema.get("properties")
+    assert not (properties and path in KUBERNETES_OBJECTS), path
     if not properties:
         return {path}
     found: set[tuple[str, ...]] = set()
@@ -131,6 +151,21 @@ class TestVersionsAndCopies:
 
         assert f"ARG VERSION={package_version()}\n" in dockerfile
 
+    def test_the_license_is_the_apache_license_the_image_label_names(self) -> None:
+        license_text = (REPO / "LICENSE").read_text()
+
+        assert license_text.split()[:5] == ["Apache", "License", "Version", "2.0,", "January"]
+        assert 'org.opencontainers.image.licenses="Apache-2.0"' in (REPO / "Dockerfile").read_text()
+
+    def test_the_chart_says_where_it_comes_from_and_what_it_runs_on(self) -> None:
+        chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+
+        assert chart["home"].startswith("https://")
+        assert chart["sources"]
+        assert all(source.startswith("https://") for source in chart["sources"])
+        assert [m["name"] for m in chart["maintainers"]]
+        assert chart["kubeVersion"] == ">=1.28.0-0"
+
     def test_the_chart_crd_is_the_generated_crd(self) -> None:
         # `make crds` writes both; a hand edit or a forgotten copy fails here.
         generated = REPO / "crds" / "scheduledjobs.punctual.dev.yaml"
@@ -145,6 +180,9 @@ class TestValuesSchema:
         def is_open(where: str, node: dict[str, Any]) -> bool:
             if where.removeprefix(".") in FREE_FORM:
                 return False
+            path = tuple(where.removeprefix(".").removesuffix("[]").split("."))
+            if path in KUBERNETES_OBJECTS or (where.endswith("[]") and path in KUBERNETES_LISTS):
+                return node.get("type") != "object"
             extra = node.get("additionalProperties", True)
             # A map of strings (labels, annotations, nodeSelector) is closed over its values'
             # type; anything else must refuse unknown keys.
