@@ -8,6 +8,14 @@
   (kwok plays kubelet: its ``pod-running`` stage makes any pod bound to the fake node Running and
   Ready whatever its image, so the unpullable image does not matter); ``helm upgrade`` applies a
   changed value; ``helm uninstall`` leaves nothing but the CRD.
+- The bundled Redis: rendered twice with ``helm template`` (Argo CD), the operator and Redis read
+  the same password and carry the same hash of it; with ``redis.bundled.auth.existingSecret``
+  every render is the same, and ``helm upgrade`` after a new password rolls both; Redis' start
+  command, as rendered, runs here and takes the password the operator's URL carries.
+- The templated CRD (``crds.install``) is the ``crds/`` file; a CRD installed from ``crds/`` is
+  refused until adopted as documented, then upgraded, then kept on uninstall.
+- The built-in ``view``/``edit``/``admin`` roles include ScheduledJobs (aggregation, for real).
+- The ``helm test`` script, as rendered, passes against the operator with its own Role.
 - RBAC: ``kubectl auth can-i`` as the chart's ServiceAccount says yes to every call the
   operator makes and no to a list it must not make, cluster-wide and in namespaced mode; then the
   operator itself runs as a local process with a token of that ServiceAccount, and a 2-second
@@ -24,6 +32,7 @@ import base64
 import hashlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -581,7 +590,9 @@ def env_of(container: Mapping[str, Any], name: str) -> dict[str, Any]:
 
 
 class TestBundledRedisUnderHelmTemplate:
-    """Argo CD renders with `helm template`, where lookup finds nothing: each render is a sync."""
+    """Argo CD renders with `helm template`, where lookup finds nothing: each render is a sync.
+    Generated, the password changes at every sync but the operator and Redis change together;
+    what an Argo CD user sets is redis.bundled.auth.existingSecret, and then nothing changes."""
 
     def test_each_render_agrees_with_itself_and_a_new_password_rolls_both(self, helm: Helm) -> None:
         first, second = (helm.template(MATRIX["bundled-redis"]) for _ in range(2))
@@ -636,6 +647,110 @@ class TestBundledRedisUnderHelmTemplate:
         [redis] = containers(objects, "punctual-redis")["containers"]
 
         assert redis["image"] == "redis@sha256:" + "cd" * 32
+
+
+def redis_ping(port: int, password: str) -> bytes:
+    """AUTH then PING on a fresh connection: both raw RESP answers (or AUTH's error)."""
+    with socket.create_connection((ports.LOOPBACK, port), timeout=5) as connection:
+        connection.sendall(b"AUTH %s\r\nPING\r\n" % password.encode())
+        answer = b""
+        while answer.count(b"\r\n") < 2:
+            chunk = connection.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+        return answer
+
+
+def test_the_rendered_redis_takes_the_password_the_rendered_operator_url_carries(
+    helm: Helm, tmp_path: Path
+) -> None:
+    """Redis' start command and the operator's URL, exactly as rendered, run here: the kubelet's
+    part (env from the Secret, $(VAR) expansion, the in-memory volume) done by the test."""
+    objects = helm.template(MATRIX["bundled-redis"])
+    password = base64.b64decode(
+        one(objects, "Secret", "punctual-redis")["data"]["password"]
+    ).decode()
+    [redis] = containers(objects, "punctual-redis")["containers"]
+    operator = operator_container(objects)
+    port = ports.free_port()
+    config = tmp_path / "run-redis"
+    config.mkdir()
+    script = redis["command"][2].replace("/run/redis", str(config))
+    arguments = list(redis["args"])
+    arguments[arguments.index("--port") + 1] = str(port)
+    arguments[arguments.index("--dir") + 1] = str(tmp_path)
+    env = {"PATH": os.environ["PATH"], "REDISCLI_AUTH": password}
+    argv = ["sh", "-c", script, *redis["command"][3:], *arguments, "--bind", ports.LOOPBACK]
+    url = env_of(operator, "PUNCTUAL_REDIS_URL")["value"].replace("$(REDIS_PASSWORD)", password)
+    parsed = urllib.parse.urlsplit(url)
+
+    server = processes.start("bundled-redis", argv, tmp_path, env=env)
+    try:
+        answer = eventually(
+            lambda: _ping_or_none(port, urllib.parse.unquote(str(parsed.password))),
+            timeout=30,
+            what="redis-server answering",
+        )
+        refused = redis_ping(port, "not-the-password")
+    finally:
+        server.stop()
+
+    assert answer == b"+OK\r\n+PONG\r\n"
+    assert refused.startswith(b"-WRONGPASS")
+    assert parsed.hostname == "punctual-redis.punctual-system.svc"
+    assert (config / "redis.conf").stat().st_mode & 0o077 == 0
+    assert password not in " ".join(argv)
+
+
+def _ping_or_none(port: int, password: str) -> bytes | None:
+    try:
+        return redis_ping(port, password)
+    except OSError:
+        return None
+
+
+def test_a_new_password_in_the_existing_secret_rolls_the_operator_and_redis_on_upgrade(
+    helm: Helm, chart_cluster: LocalCluster, release_namespace: str
+) -> None:
+    """With helm (not helm template) the chart reads the user's Secret: its content, not its
+    name, is what both pod templates hash."""
+    release = "redis-auth"
+    values = MATRIX["bundled-redis"] | {
+        "redis": {"bundled": {"enabled": True, "auth": {"existingSecret": "redis-password"}}}
+    }
+
+    def set_password(password: str) -> None:
+        secret = chart_cluster.kubectl(
+            "create", "secret", "generic", "redis-password", f"--namespace={release_namespace}",
+            f"--from-literal=password={password}", "--dry-run=client", "-o", "json",
+        ).stdout  # fmt: skip
+        chart_cluster.kubectl("apply", "-f", "-", input=secret)
+
+    def checksums() -> tuple[str, str]:
+        operator, redis = (
+            get_json(chart_cluster, "deployment", name, "-n", release_namespace)["spec"]["template"]
+            for name in (f"{release}-punctual", f"{release}-punctual-redis")
+        )
+        return (
+            operator["metadata"]["annotations"]["checksum/redis-url"],
+            redis["metadata"]["annotations"]["checksum/redis-url"],
+        )
+
+    set_password("first-password")
+    helm.install(release, release_namespace, values)
+    before = checksums()
+    helm.install(release, release_namespace, values, upgrade=True)
+    unchanged = checksums()
+    set_password("second-password")
+    helm.install(release, release_namespace, values, upgrade=True)
+    after = checksums()
+    helm.uninstall(release, release_namespace)
+
+    assert before[0] == before[1]
+    assert unchanged == before
+    assert after[0] == after[1]
+    assert after != before
 
 
 class TestSecurityContexts:
