@@ -140,13 +140,19 @@ class Containers:
         *,
         env: Mapping[str, str] | None = None,
         files: Sequence[ReadOnlyFile] = (),
+        entrypoint: Sequence[str] | None = None,
     ) -> list[str]:
-        """The command that runs the image's entrypoint with ``args`` in a new container, in the
-        foreground, and exits with it."""
+        """The command that runs the image's entrypoint (or ``entrypoint``, as a pod's
+        ``command:`` replaces it) with ``args`` in a new container, in the foreground, and exits
+        with it."""
         container_id = f"punctual-{uuid.uuid4().hex[:10]}"
         bundle = self.bundles_dir / container_id
         bundle.mkdir()
-        config = self._config(args, env=env or {}, files=files)
+        config = self._config(
+            [*(self.image.config["Entrypoint"] if entrypoint is None else entrypoint), *args],
+            env=env or {},
+            files=files,
+        )
         (bundle / "config.json").write_text(json.dumps(config))
         self.created.append(container_id)
         return [*self._runc(), "run", "--bundle", str(bundle), container_id]
@@ -157,10 +163,11 @@ class Containers:
         *,
         env: Mapping[str, str] | None = None,
         files: Sequence[ReadOnlyFile] = (),
+        entrypoint: Sequence[str] | None = None,
     ) -> "subprocess.CompletedProcess[str]":
-        """Runs the entrypoint with ``args`` to completion; its exit code, stdout and stderr."""
+        """Runs the container of ``command`` to completion; its exit code, stdout and stderr."""
         return subprocess.run(
-            self.command(args, env=env, files=files),
+            self.command(args, env=env, files=files, entrypoint=entrypoint),
             capture_output=True,
             text=True,
             timeout=RUN_TIMEOUT,
@@ -168,13 +175,13 @@ class Containers:
         )
 
     def _config(
-        self, args: Sequence[str], *, env: Mapping[str, str], files: Sequence[ReadOnlyFile]
+        self, argv: Sequence[str], *, env: Mapping[str, str], files: Sequence[ReadOnlyFile]
     ) -> dict[str, Any]:
         config: dict[str, Any] = json.loads(json.dumps(self._base))
         # Shared by every container: nothing can write to it.
         config["root"] = {"path": str(self.image.rootfs), "readonly": True}
         process = config["process"]
-        process["args"] = [*self.image.config["Entrypoint"], *args]
+        process["args"] = list(argv)
         process["terminal"] = False
         process["env"] += [f"{name}={value}" for name, value in env.items()]
         process["capabilities"] = NO_CAPABILITIES

@@ -97,6 +97,32 @@ class TestItsCommandsWithAReadOnlyRoot:
         ]
 
 
+WRITES = """
+import os
+for path in ("/tmp/spill", "/opt/punctual/spill", "/spill"):
+    try:
+        open(path, "w").close()
+        print(path, "written")
+    except OSError as error:
+        print(path, os.strerror(error.errno))
+print("uid", os.getuid(), "gid", os.getgid())
+"""
+
+
+class TestItsFilesystem:
+    def test_only_the_charts_tmp_volume_takes_writes_as_the_images_user(
+        self, containers: Containers
+    ) -> None:
+        result = containers.run(["-c", WRITES], entrypoint=["python3"])
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.splitlines() == [
+            "/tmp/spill written",
+            "/opt/punctual/spill Read-only file system",
+            "/spill Read-only file system",
+            "uid 10001 gid 10001",
+        ]
+
+
 @pytest.fixture(scope="module")
 def kubeconfig(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The admin kubeconfig, readable by the image's user only (a Secret volume's 0400)."""
