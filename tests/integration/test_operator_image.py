@@ -34,7 +34,7 @@ pytest_plugins = ["operator_fixtures"]
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VERSION = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
 CHART_USER = "10001:10001"
-"""runAsUser and runAsGroup in charts/punctual/templates/deployment.yaml."""
+"""The chart's runAsUser and runAsGroup (its pod security context)."""
 MAX_UNPACKED_MB = 240
 """About 215 MB today: 107 MB of Debian (python3 and what it needs), 111 MB of virtualenv, half of
 which is kubernetes_asyncio's generated models. The issue's 150 MB target is not met; this bound
