@@ -5,17 +5,28 @@
 # exactly the tested versions) and the project's wheel into a virtualenv; the final stage is a
 # fresh slim Python with that virtualenv copied in: no uv, no build tools, no compilers, no
 # source tree. Every dependency ships a manylinux wheel for CPython 3.11, so nothing is compiled.
+#
+# PYTHON_IMAGE is any Debian bookworm with CPython 3.11 as `python3`: the public
+# python:3.11-slim-bookworm (in /usr/local), or `make image`'s base made from Debian's own
+# packages (in /usr, pip refused outside a virtualenv): so the builder installs only into
+# virtualenvs, and calls python3 by name.
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS builder
 
-# uv only exports the lock file and builds the wheel; pip installs, so the venv has no uv in it.
+# uv only exports the lock file and builds the wheel, from a virtualenv of its own; pip installs,
+# so the operator's venv has no uv in it. PIP_CERT and SSL_CERT_FILE (pip's and uv's CA bundle)
+# are for builds behind a TLS-inspecting proxy; unset, the defaults hold.
 ARG UV_VERSION=0.13.9
+ARG PIP_CERT
+ARG SSL_CERT_FILE
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
-RUN pip install "uv==${UV_VERSION}"
+RUN python3 -m venv /opt/build \
+    && /opt/build/bin/pip install "uv==${UV_VERSION}"
+ENV PATH=/opt/build/bin:$PATH
 
 WORKDIR /src
 # Dependencies first, in their own layer: it survives changes to the operator's code.
@@ -23,7 +34,7 @@ COPY pyproject.toml uv.lock ./
 # The venv gets no pip or setuptools of its own (nothing to install with at run time): the
 # builder's pip installs into it through --python. --require-hashes: exactly the locked files.
 RUN uv export --quiet --frozen --no-dev --no-emit-project --format requirements-txt -o /tmp/requirements.txt \
-    && python -m venv --without-pip /opt/punctual \
+    && python3 -m venv --without-pip /opt/punctual \
     && pip --python /opt/punctual/bin/python install --no-deps --require-hashes \
        -r /tmp/requirements.txt
 

@@ -15,6 +15,10 @@ install: ## Install Python deps (uv.lock), redis-server and the Go-built local c
 control-plane: ## Build (or reuse) the local control-plane binaries; prints their folder
 	@hack/build-control-plane.sh
 
+.PHONY: image
+image: ## Build (or reuse) the operator image, no Docker daemon; prints its OCI archive's path
+	@hack/image/build.sh
+
 .PHONY: run
 run: install ## Start the local control plane, Redis, the operator and the examples
 	@$(UV_RUN) python -m localcluster run

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything the project needs on a fresh machine, idempotently and quickly when done:
-# uv and the locked Python environment, redis-server from Debian's packages, and the Go-built
-# local control plane (cached outside the clone).
+# uv and the locked Python environment, redis-server from Debian's packages, the Go-built
+# local control plane (cached outside the clone) and the image tools (hack/image/install-tools.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf '[install] %s\n' "$*" >&2; }
@@ -24,5 +24,6 @@ fi
 
 if [[ "${PUNCTUAL_SKIP_CONTROL_PLANE:-}" != 1 ]]; then
   hack/build-control-plane.sh >/dev/null
+  hack/image/install-tools.sh
 fi
 say "ready"

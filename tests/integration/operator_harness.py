@@ -273,7 +273,10 @@ class Operators:
         redis_url: str | None = None,
         status_interval: str = "1s",
         extra_args: Sequence[str] = (),
+        command: Callable[[str, Sequence[str]], list[str]] | None = None,
     ) -> None:
+        """``command(replica_id, args)`` is what runs ``punctual`` with ``args`` (``run ...``):
+        by default the environment's console script; the image tests run it in a container."""
         self.cluster = cluster
         self.run_dir = run_dir
         self.namespace = namespace
@@ -282,6 +285,7 @@ class Operators:
         # 1 s rather than the default 5 s: status is what several tests wait for.
         self.status_interval = status_interval
         self.extra_args = list(extra_args)
+        self.command = command or (lambda _replica_id, args: [str(PUNCTUAL), *args])
         self.replica_ids = [f"r{index}" for index in range(1, replicas + 1)]
         self.replicas: dict[str, Replica] = {}
 
@@ -302,8 +306,7 @@ class Operators:
     def start(self, replica_id: str, *, wait: bool = True) -> Replica:
         """Start (or restart) replica ``replica_id``; its log continues in the same file."""
         health_port, metrics_port = ports.free_port(), ports.free_port()
-        argv = [
-            str(PUNCTUAL),
+        args = [
             "run",
             "--namespace",
             self.namespace,
@@ -321,8 +324,8 @@ class Operators:
             self.status_interval,
         ]
         if self.redis_url is not None:
-            argv += ["--redis-url", self.redis_url]
-        argv += self.extra_args
+            args += ["--redis-url", self.redis_url]
+        argv = self.command(replica_id, [*args, *self.extra_args])
         process = processes.start(
             f"punctual-{replica_id}", argv, self.run_dir, env=self.cluster.env, cwd=REPO_ROOT
         )
