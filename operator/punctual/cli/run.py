@@ -176,8 +176,13 @@ async def _operate(settings: replica.ReplicaSettings) -> None:
         kopf_registry = kopf.OperatorRegistry()
         handlers.register(kopf_registry, operator.reconciler, operator, reviews=operator.admission)
         kopf_settings = kopf.OperatorSettings()
-        if settings.webhook_cert_dir is not None and settings.webhook_port:
-            kopf_settings.admission.server = _webhook_server(settings)
+        # The settings refuse a webhook port without a certificate.
+        if settings.webhook_port and settings.webhook_cert_dir is not None:
+            kopf_settings.admission.server = _webhook_server(
+                addr=settings.bind_address,
+                port=settings.webhook_port,
+                cert_dir=settings.webhook_cert_dir,
+            )
         kopf_settings.posting.level = logging.WARNING  # our Events are explicit, not log lines
         # on.event handlers only: kopf's deep copy of every body to diff it is for nothing.
         kopf_settings.persistence.diffbase_storage = handlers.NoDiffBase()
@@ -195,17 +200,13 @@ async def _operate(settings: replica.ReplicaSettings) -> None:
         )
 
 
-def _webhook_server(settings: replica.ReplicaSettings) -> kopf.WebhookServer:
-    """kopf's HTTPS server for the admission webhook, on the certificate of the cert dir.
+def _webhook_server(*, addr: str, port: int, cert_dir: pathlib.Path) -> kopf.WebhookServer:
+    """kopf's HTTPS server for the admission webhook, on the certificate in ``cert_dir``.
 
     kopf's own server does all the webhook needs: a certificate from files, re-read when they
-    change (a renewed Secret), and a bounded body. kopf does not manage the webhook
-    configuration (``settings.admission.managed`` stays unset): that is the chart's.
+    change (a renewed Secret), and a bounded body (aiohttp's 1 MiB). kopf does not manage the
+    webhook configuration (``settings.admission.managed`` stays unset): that is the chart's.
     """
-    assert settings.webhook_cert_dir is not None
     return kopf.WebhookServer(
-        addr=settings.bind_address,
-        port=settings.webhook_port,
-        certfile=settings.webhook_cert_dir / "tls.crt",
-        pkeyfile=settings.webhook_cert_dir / "tls.key",
+        addr=addr, port=port, certfile=cert_dir / "tls.crt", pkeyfile=cert_dir / "tls.key"
     )
