@@ -131,13 +131,8 @@ def _leaf_usage(
     )
 
 
-def generate(directory: Path) -> ClusterCerts:
-    """Creates a fresh CA and everything signed by it in ``directory``."""
-    directory.mkdir(parents=True, exist_ok=True)
-    certs = ClusterCerts(directory)
-
+def _new_ca(ca_name: x509.Name) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
     ca_key = _new_key()
-    ca_name = _name("punctual-local-ca")
     ca_cert = (
         _builder(ca_name, ca_name, ca_key.public_key())
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
@@ -160,6 +155,16 @@ def generate(directory: Path) -> ClusterCerts:
         )
         .sign(ca_key, hashes.SHA256())
     )
+    return ca_key, ca_cert
+
+
+def generate(directory: Path) -> ClusterCerts:
+    """Creates a fresh CA and everything signed by it in ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    certs = ClusterCerts(directory)
+
+    ca_name = _name("punctual-local-ca")
+    ca_key, ca_cert = _new_ca(ca_name)
     _write_key(certs.ca_key, ca_key)
     _write_cert(certs.ca_cert, ca_cert)
     authority_key_id = x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key())
@@ -201,3 +206,42 @@ def generate(directory: Path) -> ClusterCerts:
         )
     )
     return certs
+
+
+@dataclass(frozen=True)
+class ServingPair:
+    """A CA of its own and a serving certificate for 127.0.0.1 signed by it (PEM files)."""
+
+    ca_cert: Path
+    cert: Path
+    key: Path
+
+
+def serving_pair(directory: Path, *, common_name: str) -> ServingPair:
+    """A fresh CA and a certificate for 127.0.0.1 it signed, in ``directory`` as ``ca.crt``,
+    ``tls.crt`` and ``tls.key`` (the file names of a kubernetes.io/tls Secret): for a server on
+    the host that the API server calls, such as an admission webhook."""
+    directory.mkdir(parents=True, exist_ok=True)
+    pair = ServingPair(directory / "ca.crt", directory / "tls.crt", directory / "tls.key")
+    ca_name = _name(f"{common_name}-ca")
+    ca_key, ca_cert = _new_ca(ca_name)
+    key = _new_key()
+    cert = (
+        _leaf_usage(
+            _builder(_name(common_name), ca_name, key.public_key()),
+            ExtendedKeyUsageOID.SERVER_AUTH,
+        )
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.IPv4Address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    _write_cert(pair.ca_cert, ca_cert)
+    _write_cert(pair.cert, cert)
+    _write_key(pair.key, key)
+    return pair

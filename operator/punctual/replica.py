@@ -14,7 +14,8 @@ A ``Replica`` owns, once ``start`` has built them in this order:
 7. the HTTP targets' connections, behind the address guard (the API server's addresses);
 8. the batch-Job API and its one watcher;
 9. the queue targets' stream claims (with a ``redis_url``, whatever the lock backend);
-10. the reconciler and its targets;
+10. the reconciler and its targets, and the admission webhook's reviews (with a
+    ``webhook_port``; kopf serves them);
 11. the background tasks: the status writer, the lock's health probe and, for durable runs, the
     lease heartbeat and the lost-run detector.
 
@@ -39,13 +40,14 @@ import urllib.parse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 from typing import Literal, Self, get_args
 
 import prometheus_client
 
 from punctual import metrics
 from punctual.contracts import protocols
-from punctual.controller import reconciler, targets
+from punctual.controller import admission, reconciler, targets
 from punctual.kube import client, objects, secrets, status_api
 from punctual.locks import health, kubernetes, memory, metered, redis, redis_leases
 from punctual.redis_io import connections as redis_connections
@@ -90,8 +92,15 @@ class ReplicaSettings:
     status_writes_per_second: int = 100
     allowed_hosts: allowlist.HostAllowlist | None = None
     """The only hosts HTTP targets may call; ``None``: any but those refused by default."""
+    webhook_port: int = 0
+    """Where the validating admission webhook listens (HTTPS); 0: no webhook."""
+    webhook_cert_dir: Path | None = None
+    """The webhook's serving certificate and key, ``tls.crt`` and ``tls.key`` (a Secret of type
+    kubernetes.io/tls mounted as a volume); loaded again when they change."""
 
     def __post_init__(self) -> None:
+        if self.webhook_port and self.webhook_cert_dir is None:
+            raise InvalidSpecError("--webhook-cert-dir", "required with --webhook-port")
         if self.lock_backend == "redis" and not self.redis_url:
             raise InvalidSpecError("--redis-url", "required with --lock-backend redis")
         if self.status_writes_per_second < 1:
@@ -123,6 +132,7 @@ class Replica:
         self._redis: redis_connections.Connection | None = None
         self._scheduler: supervisor.Supervisor | None = None
         self._reconciler: reconciler.Reconciler | None = None
+        self._admission: admission.Admission | None = None
         self._stopping: Stopping | None = None
 
     async def __aenter__(self) -> Self:
@@ -137,6 +147,11 @@ class Replica:
         if self._reconciler is None:
             raise RuntimeError("the replica is not started")
         return self._reconciler
+
+    @property
+    def admission(self) -> admission.Admission | None:
+        """The webhook's reviews (once ``start`` has returned); ``None`` without a webhook."""
+        return self._admission
 
     async def start(self) -> None:
         """Build the whole wiring, in the order of the module's docstring."""
@@ -174,6 +189,8 @@ class Replica:
         )
         self._stack.push_async_callback(batch_watcher.close)
         streams = self._open_streams()
+        if settings.webhook_port:
+            self._admission = admission.Admission(batch_jobs=batch_jobs, wall=clocks.system_wall)
         self._reconciler = reconciler.Reconciler(
             scheduler=scheduler,
             store=statuses,

@@ -10,6 +10,7 @@ import enum
 import gc
 import logging
 import os
+import pathlib
 import socket
 from datetime import timedelta
 
@@ -17,7 +18,7 @@ import kopf
 import uvloop
 
 from punctual import replica
-from punctual.controller import handlers
+from punctual.controller import admission, handlers
 from punctual.scheduling import durations
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.targets.http import allowlist
@@ -94,6 +95,22 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "refused unless an address or network pattern here names them)",
     )
     parser.add_argument(
+        "--webhook-port",
+        type=int,
+        default=0,
+        metavar="N",
+        help="serve the validating admission webhook for ScheduledJobs here, over HTTPS, at "
+        f"/{admission.WEBHOOK_ID} (default 0: off); needs --webhook-cert-dir",
+    )
+    parser.add_argument(
+        "--webhook-cert-dir",
+        type=pathlib.Path,
+        default=None,
+        metavar="DIR",
+        help="the webhook's serving certificate and key: DIR/tls.crt and DIR/tls.key (a "
+        "kubernetes.io/tls Secret as a volume); read again within a minute of a change",
+    )
+    parser.add_argument(
         "--event-loop",
         choices=[loop.value for loop in EventLoop],
         default=EventLoop.UVLOOP.value,
@@ -109,6 +126,7 @@ def run(arguments: argparse.Namespace) -> int:
     )
     # kopf logs every handler call at INFO: a line per watch event is noise at our scale.
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+    logging.getLogger("kopf.objects").addFilter(handlers.RefusalsAreNotErrors())
     try:
         settings = _settings(arguments)
     except (InvalidSpecError, ValueError) as error:
@@ -143,6 +161,8 @@ def _settings(arguments: argparse.Namespace) -> replica.ReplicaSettings:
         bind_address=arguments.bind_address,
         metrics_port=arguments.metrics_port,
         health_port=arguments.health_port,
+        webhook_port=arguments.webhook_port,
+        webhook_cert_dir=arguments.webhook_cert_dir,
     )
     if not arguments.http_allowed_hosts:
         return settings
@@ -154,8 +174,15 @@ async def _operate(settings: replica.ReplicaSettings) -> None:
     async with replica.Replica(settings) as operator:
         await operator.start()
         kopf_registry = kopf.OperatorRegistry()
-        handlers.register(kopf_registry, operator.reconciler, operator)
+        handlers.register(kopf_registry, operator.reconciler, operator, reviews=operator.admission)
         kopf_settings = kopf.OperatorSettings()
+        # The settings refuse a webhook port without a certificate.
+        if settings.webhook_port and settings.webhook_cert_dir is not None:
+            kopf_settings.admission.server = _webhook_server(
+                addr=settings.bind_address,
+                port=settings.webhook_port,
+                cert_dir=settings.webhook_cert_dir,
+            )
         kopf_settings.posting.level = logging.WARNING  # our Events are explicit, not log lines
         # on.event handlers only: kopf's deep copy of every body to diff it is for nothing.
         kopf_settings.persistence.diffbase_storage = handlers.NoDiffBase()
@@ -171,3 +198,15 @@ async def _operate(settings: replica.ReplicaSettings) -> None:
             namespaces=list(settings.namespaces),
             liveness_endpoint=settings.liveness_endpoint,
         )
+
+
+def _webhook_server(*, addr: str, port: int, cert_dir: pathlib.Path) -> kopf.WebhookServer:
+    """kopf's HTTPS server for the admission webhook, on the certificate in ``cert_dir``.
+
+    kopf's own server does all the webhook needs: a certificate from files, re-read when they
+    change (a renewed Secret), and a bounded body (aiohttp's 1 MiB). kopf does not manage the
+    webhook configuration (``settings.admission.managed`` stays unset): that is the chart's.
+    """
+    return kopf.WebhookServer(
+        addr=addr, port=port, certfile=cert_dir / "tls.crt", pkeyfile=cert_dir / "tls.key"
+    )

@@ -1,5 +1,5 @@
-"""kopf handlers: watch events in, reconciler calls out; kopf's cleanup, the replica's stop.
-Nothing else.
+"""kopf handlers: watch events in, reconciler calls out; admission reviews in, the admission's
+verdict out; kopf's cleanup, the replica's stop. Nothing else.
 
 Only ``on.event`` handlers for objects, on purpose: they run on every replica for every event
 and persist nothing (no handler progress, no last-handled state, no finalizers), so replicas
@@ -13,13 +13,18 @@ ended and recorded by us, and their status written, while everything they need i
 
 import asyncio
 import contextvars
+import logging
 from collections.abc import Coroutine, Iterable
 from typing import Any, Protocol
 
 import kopf
 
 from punctual.api import models
-from punctual.controller import reconciler
+from punctual.controller import admission, reconciler
+from punctual.scheduling.errors import InvalidSpecError
+
+INVALID = 422
+"""An admission refusal's code, as for the CRD schema's own errors (Invalid)."""
 
 
 class Stoppable(Protocol):
@@ -31,7 +36,12 @@ def register(
     registry: kopf.OperatorRegistry,
     scheduled_jobs: reconciler.Reconciler,
     replica: Stoppable,
+    *,
+    reviews: admission.Admission | None = None,
 ) -> None:
+    """The handlers; with ``reviews``, the validating webhook's too (kopf then needs a server:
+    ``settings.admission.server``)."""
+
     # A registry of our own has none of kopf's default login fallbacks: name the one we use
     # (kubernetes-asyncio's: in-cluster service account, else the kubeconfig).
     @kopf.on.login(registry=registry)
@@ -47,11 +57,51 @@ def register(
         else:
             await detached.run(scheduled_jobs.observe(body))
 
+    if reviews is not None:
+        register_admission(registry, reviews)
+
     # PERMANENT: a stop that failed is logged once, not retried every minute; the caller's
     # safety net tries it again after kopf returns.
     @kopf.on.cleanup(registry=registry, errors=kopf.ErrorsMode.PERMANENT)
     async def stop_replica(**_: Any) -> None:
         await replica.stop()
+
+
+def register_admission(registry: kopf.OperatorRegistry, reviews: admission.Admission) -> None:
+    """The validating handler for CREATE and UPDATE of ScheduledJobs (never DELETE), served at
+    ``/<admission.WEBHOOK_ID>``."""
+
+    @kopf.on.validate(
+        models.GROUP,
+        models.VERSION,
+        models.PLURAL,
+        id=admission.WEBHOOK_ID,
+        operations=["CREATE", "UPDATE"],
+        registry=registry,
+    )
+    async def validate_scheduled_job(body: kopf.Body, warnings: list[str], **cause: Any) -> None:
+        # kopf passes the operation and the object before it (``old``) beside its protocol's
+        # arguments.
+        operation, old = str(cause.get("operation") or ""), cause.get("old")
+        try:
+            found = await reviews.review(operation=operation, body=body, old=old)
+        except InvalidSpecError as error:
+            raise kopf.AdmissionError(str(error), code=INVALID) from None
+        warnings.extend(found)
+
+
+class RefusalsAreNotErrors(logging.Filter):
+    """Logs the webhook's refusals at INFO: kopf logs every admission handler that raises as
+    an ERROR ("failed permanently"), but a refused ``kubectl apply`` is the webhook doing its
+    job, already told to whoever applied it. Install it on kopf's ``kopf.objects`` logger."""
+
+    _REFUSAL = f"Webhook {admission.WEBHOOK_ID!r} failed permanently: "
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.ERROR and str(record.msg).startswith(self._REFUSAL):
+            record.levelno, record.levelname = logging.INFO, logging.getLevelName(logging.INFO)
+            record.msg = "refused: " + str(record.msg).removeprefix(self._REFUSAL)
+        return True
 
 
 class Detached:

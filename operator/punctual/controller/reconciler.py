@@ -9,9 +9,8 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from punctual.api import planning
 from punctual.contracts import protocols
-from punctual.controller import targets
+from punctual.controller import targets, validation
 from punctual.kube import events, objects, resources
 from punctual.locks import health
 from punctual.runtime import supervisor
@@ -68,8 +67,8 @@ class Reconciler:
         if seen is not None and seen.generation == generation:
             return  # a status change: nothing for the scheduler
         try:
-            spec = planning.parse_spec(body.get("spec") or {})
-            plan = planning.plan_for(spec, uid=job.uid)
+            checked = validation.check(body.get("spec") or {}, uid=job.uid)
+            spec, plan = checked.spec, checked.plan
             wiring = self._targets.wire(job, spec)
         except (InvalidSpecError, target_errors.TargetUnavailableError) as error:
             reason = (

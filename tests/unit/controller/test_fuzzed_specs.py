@@ -2,9 +2,12 @@
 plan: never another exception, which would crash the handler and leave the object unreported.
 
 The path is the reconciler's (``controller/reconciler.py``, ``Reconciler.observe``):
-``planning.parse_spec`` → ``planning.plan_for`` → ``Targets.wire`` (building the target's
-executor and lock). Every capability a target can need is present (a Redis for queue targets,
-the Jobs API for job targets), so ``TargetUnavailableError`` cannot stand in for a validation gap.
+``validation.check`` (``planning.parse_spec`` → ``planning.plan_for`` → the target's own checks:
+what the admission webhook refuses) → ``Targets.wire`` (building the target's executor and
+lock). Whatever the check admits, the wiring finds nothing invalid in: the webhook never admits
+what the operator would then report as InvalidSpec. Every capability a target can need is
+present (a Redis for queue targets, the Jobs API for job targets), so ``TargetUnavailableError``
+cannot stand in for a validation gap.
 
 Specs come in two shapes: arbitrary JSON (what a stale CRD or a hand-made object could carry),
 and the real fields with values drawn near their edges (odd durations, cron fragments, zone
@@ -18,8 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from punctual.api import planning
-from punctual.controller import targets
+from punctual.controller import targets, validation
 from punctual.scheduling import slots
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.targets.queue import stream as queue_stream
@@ -305,9 +307,8 @@ def wiring() -> targets.Targets:
 def validate(raw: object, wiring: targets.Targets) -> None:
     """What ``Reconciler.observe`` does with an object's spec before it arms anything."""
     # The reconciler reads `body.get("spec") or {}`: whatever the object holds under spec.
-    spec = planning.parse_spec(raw or {})  # type: ignore[arg-type]
-    planning.plan_for(spec, uid=JOB.uid)
-    wiring.wire(JOB, spec)
+    checked = validation.check(raw or {}, uid=JOB.uid)  # type: ignore[arg-type]
+    wiring.wire(JOB, checked.spec)
 
 
 @FUZZ_SETTINGS
@@ -322,6 +323,18 @@ def test_a_spec_with_edgy_values_is_planned_or_refused_as_an_invalid_spec(
     else:
         field = "spec"
     assert field.startswith("spec")
+
+
+@FUZZ_SETTINGS
+@given(raw=specs)
+def test_what_the_check_admits_the_wiring_finds_valid(
+    wiring: targets.Targets, raw: dict[str, Any]
+) -> None:
+    try:
+        checked = validation.check(raw, uid=JOB.uid)
+    except InvalidSpecError:
+        return
+    wiring.wire(JOB, checked.spec)  # an InvalidSpecError here fails the test
 
 
 @FUZZ_SETTINGS

@@ -32,18 +32,9 @@ class HttpTargets:
         self._guard = guard or allowlist.AddressGuard()
 
     def wire(self, job: slots.JobRef, target: models.HttpTarget) -> protocols.Executor:
-        """Raises ``InvalidSpecError`` for a request that cannot be sent,
+        """Raises ``InvalidSpecError`` for a request that cannot be sent (``request_for``),
         ``TargetUnavailableError`` for a host this operator may not call."""
-        try:
-            request = http_executor.HttpRequest(
-                url=target.url,
-                method=target.method,
-                headers=dict(target.headers or {}),
-                body=target.body,
-                success_codes=frozenset(target.success_codes) if target.success_codes else None,
-            )
-        except ValueError as error:
-            raise InvalidSpecError("spec.target.http", str(error)) from None
+        request = request_for(target)
         allowed = self._guard.allowed
         if allowed is not None and not allowed.admits(target.url):
             # The operator's policy, not the spec's fault: a reason of its own, and the job is
@@ -72,6 +63,24 @@ class HttpTargets:
             namespace=job.namespace,
             secret_names=secret_names,
         )
+
+
+def request_for(target: models.HttpTarget) -> http_executor.HttpRequest:
+    """The request ``target`` asks for; raises ``InvalidSpecError`` when it cannot be sent.
+
+    Part of the operator's check of a spec (``punctual.controller.validation``): whatever this
+    refuses is ``InvalidSpec`` in status, and refused at admission by the webhook.
+    """
+    try:
+        return http_executor.HttpRequest(
+            url=target.url,
+            method=target.method,
+            headers=dict(target.headers or {}),
+            body=target.body,
+            success_codes=frozenset(target.success_codes) if target.success_codes else None,
+        )
+    except ValueError as error:
+        raise InvalidSpecError("spec.target.http", str(error)) from None
 
 
 class _WithSecretHeaders:

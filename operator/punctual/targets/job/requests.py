@@ -55,6 +55,17 @@ class BatchJobsApi:
             raise BatchJobApiError(f"{doing}: AlreadyExists, then gone")
         return existing, False
 
+    async def dry_run(self, request: manifests.BatchJobRequest) -> tuple[int, dict[str, Any]]:
+        """Send the creation with ``dryRun=All``: the API server validates and admits the Job as
+        it would for real, and stores nothing. ``(HTTP status, JSON body)`` of its answer;
+        raises ``BatchJobApiError`` when there is none. The caller bounds the wait."""
+        namespace = urllib.parse.quote(request.namespace, safe="")
+        path = f"/apis/batch/v1/namespaces/{namespace}/jobs?dryRun=All"
+        try:
+            return await kube_client.post_json(self._api, path, request.body)
+        except (aiohttp.ClientError, OSError) as error:
+            raise BatchJobApiError(f"a dry run of Job {request.name}: {describe(error)}") from None
+
     async def read(self, namespace: str, name: str) -> states.BatchJobState | None:
         doing = f"reading Job {name}"
         status, body = await _call(doing, self._batch.read_namespaced_job, name, namespace)

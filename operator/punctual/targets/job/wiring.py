@@ -28,20 +28,13 @@ class BatchJobTargets:
     def wire(
         self, owner: slots.JobRef, target: models.JobTarget, spec: models.ScheduledJobSpec
     ) -> protocols.Executor:
-        """Raises ``InvalidSpecError`` for a template that is no JobSpec,
+        """Raises ``InvalidSpecError`` for a template that is no JobSpec (``template_of``),
         ``TargetUnavailableError`` when this operator does not create batch Jobs."""
         if self._api is None or self._watcher is None:
             raise errors.TargetUnavailableError(
                 errors.JOBS_UNAVAILABLE, "spec.target.job: this operator does not create Jobs"
             )
-        template: Mapping[str, object] = target.template
-        if not isinstance(template.get("spec"), Mapping):
-            raise InvalidSpecError(
-                "spec.target.job.template.spec", "required: a batch/v1 JobSpec (as in a CronJob)"
-            )
-        metadata = template.get("metadata")
-        if metadata is not None and not isinstance(metadata, Mapping):
-            raise InvalidSpecError("spec.target.job.template.metadata", "must be an object")
+        template = template_of(target)
         timeout: timedelta = durations.parse(spec.timeout, field="spec.timeout")
         # The watch of Jobs starts with the first job target: the concurrency policy of the
         # first slot already counts the Jobs an earlier operator process or replica left.
@@ -56,3 +49,21 @@ class BatchJobTargets:
                 succeeded=spec.history.succeeded, failed=spec.history.failed
             ),
         )
+
+
+def template_of(target: models.JobTarget) -> Mapping[str, object]:
+    """``target.template``, checked: raises ``InvalidSpecError`` when it has no JobSpec or its
+    metadata is no object.
+
+    Part of the operator's check of a spec (``punctual.controller.validation``); what only the
+    API server can say of the JobSpec inside is the webhook's dry run (``targets.job.dry_run``).
+    """
+    template: Mapping[str, object] = target.template
+    if not isinstance(template.get("spec"), Mapping):
+        raise InvalidSpecError(
+            "spec.target.job.template.spec", "required: a batch/v1 JobSpec (as in a CronJob)"
+        )
+    metadata = template.get("metadata")
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise InvalidSpecError("spec.target.job.template.metadata", "must be an object")
+    return template

@@ -1,0 +1,80 @@
+"""The validating admission webhook: a ScheduledJob's CREATE or UPDATE refused, at ``kubectl
+apply``, for what the CRD schema cannot check.
+
+The check is the reconciler's (``validation.check``: the same ``InvalidSpecError`` that sets
+``Ready: False, InvalidSpec`` without the webhook), plus, for a job target, a server-side dry
+run of the batch Job a slot would create (``punctual.targets.job.dry_run``). The refusal's
+message is the error's, ``<field path>: <problem>``.
+
+Admitted without a check: an UPDATE that leaves ``spec`` as it was (labels, annotations,
+finalizers: whatever its spec, an object must stay annotatable and deletable) and any change to
+an object being deleted. The chart's ValidatingWebhookConfiguration says the same with
+``matchConditions``, so the API server does not even call the webhook then; DELETE is never
+sent to it.
+
+kopf serves it (``kopf.WebhookServer``, ``punctual run --webhook-port``): its server takes the
+certificate from files and loads them again when they change, and bounds a review's body (1 MiB,
+aiohttp's default). The configuration is not kopf's to manage: the chart (or whoever installs
+the operator) owns the ValidatingWebhookConfiguration and its CA bundle.
+"""
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from punctual.contracts import protocols
+from punctual.controller import validation
+from punctual.scheduling import durations, slots
+from punctual.targets.job import dry_run
+from punctual.targets.job import requests as batch_job_requests
+
+WEBHOOK_ID = "validate-scheduledjobs"
+"""The handler's id, and so the path it is served at (``/validate-scheduledjobs``). kopf
+admits a review sent to any other path (no handler matches it): the webhook configuration
+must name this one."""
+
+
+class Admission:
+    """Reviews of ScheduledJob writes: the spec checked, a job target's Job dry-run."""
+
+    def __init__(
+        self,
+        *,
+        batch_jobs: batch_job_requests.BatchJobsApi | None,
+        wall: protocols.WallClock,
+        dry_run_timeout: timedelta = dry_run.TIMEOUT,
+    ) -> None:
+        """``batch_jobs``: where a job target's Job is dry-run; ``None``: it is not."""
+        self._batch_jobs = batch_jobs
+        self._wall = wall
+        self._dry_run_timeout = dry_run_timeout
+
+    async def review(
+        self, *, operation: str, body: Mapping[str, Any], old: Mapping[str, Any] | None
+    ) -> list[str]:
+        """The warnings for an admitted write; raises ``InvalidSpecError`` to refuse it."""
+        metadata = body.get("metadata") or {}
+        if metadata.get("deletionTimestamp"):
+            return []
+        if operation == "UPDATE" and old is not None and old.get("spec") == body.get("spec"):
+            return []
+        # On CREATE the API server has set the uid by the time it asks its webhooks.
+        uid = str(metadata.get("uid") or "")
+        checked = validation.check(body.get("spec") or {}, uid=uid)
+        target = checked.spec.target.job
+        if target is None or self._batch_jobs is None:
+            return []
+        owner = slots.JobRef(
+            namespace=str(metadata.get("namespace") or ""),
+            name=str(metadata.get("name") or ""),
+            uid=uid,
+        )
+        warning = await dry_run.check(
+            self._batch_jobs,
+            owner=owner,
+            template=target.template,
+            active_deadline=durations.parse(checked.spec.timeout, field="spec.timeout"),
+            slot=self._wall().replace(microsecond=0),
+            within=self._dry_run_timeout,
+        )
+        return [warning] if warning is not None else []

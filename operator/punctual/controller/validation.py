@@ -1,0 +1,40 @@
+"""The operator's whole check of a ScheduledJob's ``spec``: one home for the two places that
+report what it finds.
+
+Without the admission webhook, the reconciler reports it in status (``Ready: False``, reason
+``InvalidSpec``) and a Warning Event; with it, the same error refuses the ``kubectl apply``
+(``punctual.controller.admission``). Either way the message is the ``InvalidSpecError``'s,
+``<field path>: <problem>``, the path being the one users wrote (``spec.schedule``).
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from punctual.api import models, planning
+from punctual.scheduling import plans
+from punctual.targets.http import wiring as http_wiring
+from punctual.targets.job import wiring as batch_job_wiring
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    spec: models.ScheduledJobSpec
+    plan: plans.JobPlan
+
+
+def check(raw_spec: Mapping[str, object], *, uid: str) -> Checked:
+    """The spec read (``planning.parse_spec``), its plan (``planning.plan_for``: cron, time
+    zone, jitter, durations, the queue's stream) and its target's own checks (an HTTP request
+    that can be sent, a Job template with a JobSpec). Raises ``InvalidSpecError``.
+
+    Nothing here depends on the operator's configuration (its allowlist, its Redis, its right to
+    create Jobs): what this operator cannot run is the wiring's ``TargetUnavailableError``.
+    """
+    spec = planning.parse_spec(raw_spec)
+    plan = planning.plan_for(spec, uid=uid)
+    target = spec.target
+    if target.http is not None:
+        http_wiring.request_for(target.http)
+    if target.job is not None:
+        batch_job_wiring.template_of(target.job)
+    return Checked(spec=spec, plan=plan)

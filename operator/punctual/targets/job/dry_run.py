@@ -1,0 +1,106 @@
+"""The job target at admission: a server-side dry run of the batch Job a slot would create.
+
+What the CRD schema cannot check of ``spec.target.job.template`` (it keeps the JobSpec as an
+opaque object) the API server can: the webhook sends it the very Job the executor would create
+(``manifests.batch_job_manifest``) with ``dryRun=All``, so the Job's schema, its defaulting, its
+pod template's validation and the cluster's admission run on it, and nothing is stored.
+
+Only the template's faults refuse the ScheduledJob: an answer 422 (Invalid: the API server names
+each field) or 400 (the JobSpec does not decode). Anything else is the moment's, not the
+template's (a quota full right now, a policy on Jobs, an API server slow or down, no right to
+create Jobs): the ScheduledJob is admitted with a warning, and the run at the slot reports what
+happens then.
+"""
+
+import asyncio
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from punctual.scheduling import durations, slots
+from punctual.scheduling.errors import InvalidSpecError
+from punctual.targets.job import manifests, requests
+
+TIMEOUT = timedelta(seconds=5)
+"""The longest a dry run may take: the webhook must answer well within its ``timeoutSeconds``
+(10 s in the chart), or the API server gives up on it and the failure policy decides instead."""
+TEMPLATE = "spec.target.job.template"
+_MESSAGE_LIMIT = 300
+"""The API server's words are quoted, cut to this: its messages repeat the values given."""
+_OURS = ("metadata.name", "metadata.namespace", "metadata.ownerReferences")
+"""The Job's fields the operator writes itself: only the name comes from users (the
+ScheduledJob's own)."""
+
+
+async def check(
+    api: requests.BatchJobsApi,
+    *,
+    owner: slots.JobRef,
+    template: Mapping[str, Any],
+    active_deadline: timedelta,
+    slot: datetime,
+    within: timedelta = TIMEOUT,
+) -> str | None:
+    """Dry-run the Job of ``slot``: raises ``InvalidSpecError`` (the path users wrote, under
+    ``spec.target.job.template``) when the API server finds it invalid; returns a warning when
+    the dry run could not say, ``None`` when the Job passed."""
+    request = manifests.BatchJobRequest.of(
+        manifests.batch_job_manifest(
+            template,
+            owner=owner,
+            slot=slot,
+            slot_id=slots.slot_id(owner, slot),
+            scheduled_time=slot,
+            active_deadline=active_deadline,
+        )
+    )
+    try:
+        async with asyncio.timeout(within.total_seconds()):
+            status, body = await api.dry_run(request)
+    except TimeoutError:
+        waited = durations.format(within)
+        return f"{TEMPLATE}: not checked, the dry run of its Job took longer than {waited}"
+    except requests.BatchJobApiError as error:
+        return f"{TEMPLATE}: not checked ({error})"
+    if status in (200, 201, 202):
+        return None
+    if status in (400, 422):
+        raise _invalid(body)
+    return f"{TEMPLATE}: not checked, the dry run of its Job was answered {_summary(status, body)}"
+
+
+def _invalid(body: Mapping[str, Any]) -> InvalidSpecError:
+    details = body.get("details")
+    causes = details.get("causes") if isinstance(details, Mapping) else None
+    causes = [cause for cause in causes or [] if isinstance(cause, Mapping)]
+    if not causes:
+        return InvalidSpecError(TEMPLATE, _quoted(body.get("message")))
+    first = causes[0]
+    problem = _quoted(first.get("message"))
+    if len(causes) > 1:
+        more = len(causes) - 1
+        problem += f" (and {more} more problem{'s' if more > 1 else ''})"
+    return InvalidSpecError(_path(first.get("field")), problem)
+
+
+def _path(field: object) -> str:
+    """A field of the Job as the ScheduledJob's: ``spec.template...`` is under the template."""
+    if not isinstance(field, str) or not field:
+        return TEMPLATE
+    if field == "metadata.name":
+        return field  # the Job is named after the ScheduledJob
+    if field.startswith(_OURS):
+        return TEMPLATE
+    return f"{TEMPLATE}.{field}"
+
+
+def _quoted(message: object) -> str:
+    text = str(message) if message else "invalid"
+    return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 3] + "..."
+
+
+def _summary(status: int, body: Mapping[str, Any]) -> str:
+    reason = body.get("reason")
+    text = f"HTTP {status}" + (f" {reason}" if reason else "")
+    message = body.get("message")
+    return f"{text}: {_quoted(message)}" if message else text
