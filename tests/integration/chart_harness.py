@@ -151,6 +151,11 @@ def kind_names(objects: Sequence[Mapping[str, Any]]) -> list[str]:
     )
 
 
+def is_helm_test(o: Mapping[str, Any]) -> bool:
+    """Whether a rendered object is the `helm test` hook's (created by `helm test` only)."""
+    return bool(o["metadata"].get("annotations", {}).get("helm.sh/hook") == "test")
+
+
 def one(objects: Sequence[Mapping[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
     found = [
         o for o in objects if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)

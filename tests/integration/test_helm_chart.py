@@ -52,6 +52,7 @@ from chart_harness import (
     HelmError,
     Receiver,
     eventually,
+    is_helm_test,
     kind_names,
     one,
     operator_process,
@@ -199,6 +200,10 @@ MATRIX: dict[str, dict[str, Any]] = {
         "helmTest": {"enabled": False},
         "rbac": {"aggregateToDefaultRoles": False},
     },
+    "webhook-behind-network-policy": {
+        "webhook": {"enabled": True},
+        "networkPolicy": {"enabled": True},
+    },
 }
 
 # The rules of punctual.namespacedRules / punctual.clusterReadRules, written out: the contract
@@ -321,10 +326,6 @@ def containers(objects: list[dict[str, Any]], deployment: str) -> dict[str, Any]
 def operator_container(objects: list[dict[str, Any]], name: str = "punctual") -> dict[str, Any]:
     [container] = containers(objects, name)["containers"]
     return dict(container)
-
-
-def is_helm_test(o: Mapping[str, Any]) -> bool:
-    return bool(o["metadata"].get("annotations", {}).get("helm.sh/hook") == "test")
 
 
 def rules_of(
@@ -879,6 +880,17 @@ class TestNetworkPolicy:
         )
         assert ingress["from"][1:] == values["networkPolicy"]["redisFrom"]
         assert [o for o in helm.template({}) if o["kind"] == "NetworkPolicy"] == []
+
+    def test_the_api_server_reaches_the_webhook_behind_it(self, helm: Helm) -> None:
+        objects = helm.template(MATRIX["webhook-behind-network-policy"])
+        operator = one(objects, "NetworkPolicy", "punctual")["spec"]
+
+        assert [rule["ports"][0]["port"] for rule in operator["ingress"]] == [
+            "metrics",
+            "health",
+            "webhook",
+        ]
+        assert "from" not in operator["ingress"][2]
 
 
 class TestHelmTestHook:

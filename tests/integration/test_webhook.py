@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chart_harness import CHART, Helm, HelmError, one
+from chart_harness import CHART, Helm, HelmError, is_helm_test, one
 from cryptography import x509
 from operator_harness import (
     Operators,
@@ -417,7 +417,11 @@ class TestChart:
         case: str,
     ) -> None:
         rendered = helm.template(CERT_MODES[case], namespace=module_namespace)
-        objects = [o for o in rendered if o["kind"] not in CERT_MANAGER_KINDS]
+        # The helm test hook needs its ServiceAccount created first: test_helm_chart's matrix
+        # applies it in that order.
+        objects = [
+            o for o in rendered if o["kind"] not in CERT_MANAGER_KINDS and not is_helm_test(o)
+        ]
 
         result = cluster.kubectl(
             "apply", "--dry-run=server", "--validate=strict", "-f", "-",
