@@ -35,24 +35,7 @@ LATENESS_BUCKETS: Final = (
 )
 """Seconds, 0.5 ms to 60 s: on time is a few milliseconds; a minute late is an incident."""
 
-DURATION_BUCKETS: Final = (
-    0.005,
-    0.01,
-    0.025,
-    0.05,
-    0.1,
-    0.25,
-    0.5,
-    1.0,
-    2.5,
-    5.0,
-    10.0,
-    30.0,
-    60.0,
-    300.0,
-    900.0,
-    3600.0,
-)
+DURATION_BUCKETS: Final = (*LATENESS_BUCKETS[LATENESS_BUCKETS.index(0.005) :], 300.0, 900.0, 3600.0)
 """Seconds, 5 ms to an hour: an HTTP call or a stream entry takes milliseconds, a batch Job
 minutes to hours."""
 

@@ -2,11 +2,12 @@
 aggregated Events of ``punctual.stores.events``), or posted through kopf's event poster (``warn``,
 for the rare ones of the controller, which kopf's settings sign as ours too).
 
-Either way an Event is from ``REPORTING_CONTROLLER`` (``kubectl describe``'s "From"), its
-reporting instance the replica.
+Either way an Event is from ``REPORTING_CONTROLLER`` (``kubectl describe``'s "From"; core/v1
+shows it as ``reportingComponent``), its reporting instance the replica.
 """
 
 import logging
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, cast
@@ -74,11 +75,14 @@ class EventsApi:
         body: dict[str, Any] = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
-            "metadata": {"generateName": f"{about['name']}.", "namespace": about["namespace"]},
+            # Named as client-go names them: generateName is refused (it would end with a dot).
+            "metadata": {
+                "name": f"{about['name'][:236]}.{uuid.uuid4().hex[:16]}",
+                "namespace": about["namespace"],
+            },
             "eventTime": _micro_time(occurrence.first),
             "reportingController": REPORTING_CONTROLLER,
             "reportingInstance": self._replica,
-            "deprecatedSource": {"component": REPORTING_CONTROLLER},
             "action": occurrence.action,
             "reason": occurrence.reason,
             "type": occurrence.type,
@@ -96,8 +100,9 @@ class EventsApi:
         return str(created.metadata.name)
 
     async def recount(self, name: str, occurrence: Occurrence) -> None:
-        """Update Event ``name`` to ``occurrence``'s count, newest time and note."""
-        patch = {"series": _series(occurrence), "note": _note(occurrence.note)}
+        """Update Event ``name`` to ``occurrence``'s count and newest time (its note, as the
+        rest of an Event, is immutable)."""
+        patch = {"series": _series(occurrence)}
         namespace = occurrence.regarding["namespace"]
         try:
             await self._events.patch_namespaced_event(

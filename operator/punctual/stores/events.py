@@ -7,9 +7,11 @@ and skips show in status and metrics.
 
 Aggregated per job and reason: the first occurrence is written at once (at the next tick), as
 an events.k8s.io/v1 Event; the ones after it update that Event's ``series`` (count, newest time)
-and note (the newest message) at most once per ``window`` (a minute). A failing ``every: 250ms``
-job therefore costs one Event write a minute, not four a second. A job and reason silent for
-``IDLE`` start a new Event at their next occurrence, as does an Event that expired meanwhile.
+at most once per ``window`` (a minute). The note stays the first occurrence's (the API server
+refuses to change it): the newest messages are in the status's recent runs. A failing
+``every: 250ms`` job therefore costs one Event write a minute, not four a second. A job and
+reason silent for ``IDLE`` start a new Event at their next occurrence, as does an Event that
+expired meanwhile.
 
 And one replica starts at most ``writes_per_second`` Event writes (default 10), whatever the
 number of jobs, new Events first, then the updates waiting longest (the status writer's pacing,
@@ -129,9 +131,7 @@ class EventStore(protocols.RunStore):
             self._series[key] = _Series(occurrence, seen=now)
             self._new[key] = None
             return
-        series.occurrence = replace(
-            series.occurrence, note=message, count=series.occurrence.count + 1, last=at
-        )
+        series.occurrence = replace(series.occurrence, count=series.occurrence.count + 1, last=at)
         series.seen = now
         if series.name is not None:
             self._changed.setdefault(key, None)

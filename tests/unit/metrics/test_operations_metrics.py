@@ -10,6 +10,7 @@ from typing import Any
 import prometheus_client
 import pytest
 
+from metric_samples import sample
 from punctual import metrics
 from punctual.contracts import protocols, records
 from punctual.kube import objects
@@ -20,20 +21,6 @@ from status_api_double import FakeStatusApi, scheduled_job, store_on
 
 JOB = slots.JobRef(namespace="reports", name="nightly", uid="uid-1")
 SLOT = datetime(2026, 1, 1, 2, 30, tzinfo=UTC)
-
-
-@pytest.fixture
-def registry() -> prometheus_client.CollectorRegistry:
-    return prometheus_client.CollectorRegistry()
-
-
-@pytest.fixture
-def meters(registry: prometheus_client.CollectorRegistry) -> metrics.Metrics:
-    return metrics.Metrics(registry)
-
-
-def sample(registry: prometheus_client.CollectorRegistry, name: str, **labels: str) -> float | None:
-    return registry.get_sample_value(name, labels)
 
 
 def cache_with(target: dict[str, Any]) -> objects.ObjectCache:

@@ -166,7 +166,8 @@ class TestAggregation:
 
         kinds = [(kind, round(at - start)) for at, kind, _ in api.writes]
         assert kinds == [("create", 0), ("recount", 60), ("recount", 120)]
-        assert api.said() == [("RunFailed", "slot 2026-11-30T01:30:00Z: run 120", 121)]
+        # The note is the first's: the API server refuses to change an Event's note.
+        assert api.said() == [("RunFailed", "slot 2026-11-30T01:30:00Z: run 0", 121)]
 
     async def test_each_reason_has_an_event_of_its_own(self) -> None:
         api = FakeEventsApi()
