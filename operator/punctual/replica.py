@@ -4,13 +4,16 @@ A ``Replica`` owns, once ``start`` has built them in this order:
 
 1. the metrics (``meters``) and, with a ``metrics_port``, their HTTP server (left running: it
    lives as long as the process);
-2. the Kubernetes API client, the object cache, the status API and the status store;
+2. the Kubernetes API client, the object cache, the status API and the status store (its
+   backlog and lag metered), and the Event store with its writer (a task until ``aclose``);
 3. one Redis client for the ``redis_url`` (when given), shared by the slot lock, the run
    leases and the queue targets' stream claims, its pool sized for the three at once
    (``redis_io.connections.SHARED_MAX_CONNECTIONS``);
-4. the slot lock (``lock_backend``: redis, kubernetes or memory), its health tracked;
+4. the slot lock (``lock_backend``: redis, kubernetes or memory), its health tracked (and
+   metered);
 5. durable runs (redis backend): the run leases and their heartbeat;
-6. the scheduler (``runtime.supervisor``), on the metered lock, reporting to every store;
+6. the scheduler (``runtime.supervisor``), on the metered lock, reporting to every store (status,
+   Events, the log line per run, metrics);
 7. the HTTP targets' connections, behind the address guard (the API server's addresses);
 8. the batch-Job API and its one watcher;
 9. the queue targets' stream claims (with a ``redis_url``, whatever the lock backend);

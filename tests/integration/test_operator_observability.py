@@ -4,8 +4,9 @@ control plane.
 Sixty jobs fail every second (their target refuses connections) and one succeeds, under one
 replica logging JSON with a cap of 5 Event writes a second. Without aggregation that would be
 60 Event writes a second; with it, each job's RunFailed is one Event, written at once and then
-updated at most once a minute, and the API server sees at most 5 Event writes in any second
-(counted on its own /metrics, ``apiserver_request_total`` for events). Meanwhile every run is
+updated at most once a minute, and the API server sees at most 5 Event writes a second over any
+10 s, give or take one in a single second (counted on its own /metrics,
+``apiserver_request_total`` for events). Meanwhile every run is
 one JSON log line with its fields, and /metrics serves the operations metrics.
 """
 
@@ -45,6 +46,8 @@ job's Event has been updated once."""
 class Observed:
     writes_per_second: list[int]
     """Event writes the API server answered in each second of the window."""
+    busiest_ten_seconds: float
+    """The highest rate of Event writes over any 10 s of the window (writes per second)."""
     events: list[dict[str, Any]]
     """The events.k8s.io/v1 Events in the namespace at the end."""
     core_events: list[dict[str, Any]]
@@ -80,27 +83,33 @@ def observed(
     ) as operators:
         before = event_writes(cluster)
         apply(cluster, *jobs)
-        samples = [before]
         started = time.monotonic()
+        samples = [(started, before)]
         for second in range(1, WINDOW + 1):
             time.sleep(max(0.0, started + second - time.monotonic()))
-            samples.append(event_writes(cluster))
+            samples.append((time.monotonic(), event_writes(cluster)))
         metrics = operators["r1"].metrics()
         events = api(cluster).get(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")
         core_events = api(cluster).get(f"/api/v1/namespaces/{namespace}/events")
         operators.stop()
         log = operators["r1"].log()
-    per_second = [after - before for before, after in itertools.pairwise(samples)]
+    per_second = [after - before for (_, before), (_, after) in itertools.pairwise(samples)]
+    busiest = max(
+        (after - before) / (end - start)
+        for index, (start, before) in enumerate(samples)
+        for end, after in samples[index + 10 : index + 11]
+    )
     report(
         "event writes",
         [
             f"{FAILING} jobs failing every 1s for {WINDOW}s, cap {CAP}/s: "
             f"{sum(per_second)} Event writes ({sum(per_second) / WINDOW:.2f}/s), "
-            f"at most {max(per_second)} in one second; unaggregated: ~{FAILING}/s",
+            f"at most {max(per_second)} in one second, {busiest:.2f}/s over the busiest 10 s; "
+            f"unaggregated: ~{FAILING}/s",
             f"{len(events['items'])} Events at the end",
         ],
     )
-    return Observed(per_second, events["items"], core_events["items"], metrics, log)
+    return Observed(per_second, busiest, events["items"], core_events["items"], metrics, log)
 
 
 def run_failed(observed: Observed) -> list[dict[str, Any]]:
@@ -108,8 +117,11 @@ def run_failed(observed: Observed) -> list[dict[str, Any]]:
 
 
 class TestEvents:
-    def test_are_written_at_most_at_the_cap_in_any_second(self, observed: Observed) -> None:
-        assert max(observed.writes_per_second) <= CAP
+    def test_are_written_at_most_at_the_cap(self, observed: Observed) -> None:
+        # Give or take one write: the writer's bucket holds one tick's worth (1.25 writes), and
+        # the seconds counted are the ones of this test's samples, not the writer's.
+        assert max(observed.writes_per_second) <= CAP + 1
+        assert observed.busiest_ten_seconds <= CAP
 
     def test_are_one_per_job_and_reason(self, observed: Observed) -> None:
         about = [event["regarding"]["name"] for event in run_failed(observed)]

@@ -29,9 +29,11 @@ _STANDARD: Final = frozenset(
 """The attributes every record has: anything else on a record is a field its call passed."""
 _KOPF_INTERNAL: Final = frozenset({"settings", "k8s_skip", "k8s_ref"})
 """What kopf's object loggers attach for themselves (``k8s_ref`` becomes namespace and name)."""
-_SILENCED: Final = {"kubernetes_asyncio": logging.INFO, "kopf.objects": logging.WARNING}
-"""The least level of these loggers: the client's debug lines are response bodies, Secrets'
-included; kopf logs every handler call at INFO, a line per watch event, noise at our scale."""
+_CLIENT: Final = "kubernetes_asyncio"
+"""Never below INFO: the client's debug lines are response bodies, Secrets' included."""
+_KOPF_OBJECTS: Final = "kopf.objects"
+"""Below WARNING only at DEBUG: kopf logs every handler call at INFO, a line per watch event,
+noise at our scale."""
 
 
 def configure(*, format: LogFormat, level: str, stream: TextIO | None = None) -> None:
@@ -42,8 +44,12 @@ def configure(*, format: LogFormat, level: str, stream: TextIO | None = None) ->
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    for name, least in _SILENCED.items():
-        logging.getLogger(name).setLevel(max(least, logging.getLevelName(level)))
+    threshold: int = logging.getLevelName(level)
+    debug = threshold <= logging.DEBUG
+    logging.getLogger(_CLIENT).setLevel(max(logging.INFO, threshold))
+    logging.getLogger(_KOPF_OBJECTS).setLevel(
+        threshold if debug else max(logging.WARNING, threshold)
+    )
 
 
 def fields(record: logging.LogRecord) -> dict[str, Any]:

@@ -107,12 +107,24 @@ class TestTheLevel:
         assert "quiet" not in stream.getvalue()
         assert "loud" in stream.getvalue()
 
-    def test_debug_lets_the_operators_debug_lines_through(self) -> None:
+    def test_debug_lets_the_operators_and_kopfs_debug_lines_through(self) -> None:
         stream = configured("json", "DEBUG")
 
         logging.getLogger("punctual").debug("detail")
+        logging.getLogger("kopf.objects").debug("handler invoked")
 
-        assert json.loads(stream.getvalue())["level"] == "DEBUG"
+        lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+        assert [(line["logger"], line["level"]) for line in lines] == [
+            ("punctual", "DEBUG"),
+            ("kopf.objects", "DEBUG"),
+        ]
+
+    def test_info_leaves_out_kopfs_line_per_handler_call(self) -> None:
+        stream = configured("text", "INFO")
+
+        logging.getLogger("kopf.objects").info("handler succeeded")
+
+        assert stream.getvalue() == ""
 
     @pytest.mark.parametrize("format", log_format.LOG_FORMATS)
     def test_debug_never_logs_the_kubernetes_clients_response_bodies(
