@@ -2,9 +2,13 @@
 
 Every metric lives on the ``CollectorRegistry`` passed in, never on the process-wide default:
 tests build as many ``Metrics`` as they like, and the CLI serves exactly the one it wired.
-Labels carry no namespace or name: one series per job would grow without bound.
+Labels carry no namespace or name: one series per job would grow without bound. Besides ours,
+the registry holds the client library's process, platform (Python) and garbage collector
+collectors, as the default registry would. Every metric is listed in ``docs/metrics.md``.
 """
 
+import importlib.metadata
+from collections.abc import Callable
 from typing import Final
 
 import prometheus_client
@@ -31,6 +35,21 @@ LATENESS_BUCKETS: Final = (
 )
 """Seconds, 0.5 ms to 60 s: on time is a few milliseconds; a minute late is an incident."""
 
+DURATION_BUCKETS: Final = (*LATENESS_BUCKETS[LATENESS_BUCKETS.index(0.005) :], 300.0, 900.0, 3600.0)
+"""Seconds, 5 ms to an hour: an HTTP call or a stream entry takes milliseconds, a batch Job
+minutes to hours."""
+
+TARGET_KINDS: Final = ("http", "job", "queue")
+"""The ``target`` label's values: the kind under ``spec.target``."""
+UNKNOWN_TARGET: Final = "unknown"
+"""The ``target`` of a run whose job this replica no longer knows."""
+DURATION_RESULTS: Final = (
+    records.RunResult.SUCCEEDED,
+    records.RunResult.FAILED,
+    records.RunResult.TIMED_OUT,
+)
+"""The results of runs that ran here, from start to end: the only ones with a duration."""
+
 CLAIM_OUTCOMES: Final = ("won", "lost", "error")
 RECORDED_RESULTS: Final = tuple(
     result for result in records.RunResult if result is not records.RunResult.MISSED
@@ -46,10 +65,27 @@ class Metrics:
 
     def __init__(self, registry: prometheus_client.CollectorRegistry) -> None:
         self.registry = registry
+        prometheus_client.ProcessCollector(registry=registry)
+        prometheus_client.PlatformCollector(registry=registry)
+        prometheus_client.GCCollector(registry=registry)
+        self.build_info = prometheus_client.Gauge(
+            "punctual_build_info",
+            "Always 1; the operator's version in the label.",
+            ["version"],
+            registry=registry,
+        )
+        self.build_info.labels(version=_version()).set(1)
         self.run_lateness = prometheus_client.Histogram(
             "punctual_run_lateness_seconds",
             "How late runs started: start time minus the slot plus the job's jitter.",
             buckets=LATENESS_BUCKETS,
+            registry=registry,
+        )
+        self.run_duration = prometheus_client.Histogram(
+            "punctual_run_duration_seconds",
+            "How long runs that ran here took, start to end, by target kind and result.",
+            ["target", "result"],
+            buckets=DURATION_BUCKETS,
             registry=registry,
         )
         self.runs = prometheus_client.Counter(
@@ -85,16 +121,53 @@ class Metrics:
             "ScheduledJobs this replica is scheduling.",
             registry=registry,
         )
+        self.status_writer_backlog = prometheus_client.Gauge(
+            "punctual_status_writer_backlog",
+            "ScheduledJobs with a status write pending on this replica.",
+            registry=registry,
+        )
+        self.status_writer_lag = prometheus_client.Gauge(
+            "punctual_status_writer_lag_seconds",
+            "Age of the oldest pending status write on this replica (0: none pending).",
+            registry=registry,
+        )
+        self.lock_backend_up = prometheus_client.Gauge(
+            "punctual_lock_backend_up",
+            "1 while the slot-lock backend answers claims, 0 while it does not.",
+            ["backend"],
+            registry=registry,
+        )
         # Series that exist from the start read 0 rather than "no data": rate() and alerts on
         # them work before the first event.
         for result in RECORDED_RESULTS:
             self.runs.labels(result=result.value)
+        for target in TARGET_KINDS:
+            for result in DURATION_RESULTS:
+                self.run_duration.labels(target=target, result=result.value)
 
     def claim_outcomes(self, backend: str) -> None:
         """Create the claim series of ``backend`` at 0 (see the note in ``__init__``)."""
         for outcome in CLAIM_OUTCOMES:
             self.lock_claims.labels(backend=backend, outcome=outcome)
 
+    def watch_status_writer(
+        self, *, backlog: Callable[[], float], lag: Callable[[], float]
+    ) -> None:
+        """Read the status writer's backlog (jobs) and lag (seconds) at every scrape."""
+        self.status_writer_backlog.set_function(backlog)
+        self.status_writer_lag.set_function(lag)
+
+    def watch_lock_backend(self, backend: str, *, up: Callable[[], bool]) -> None:
+        """Read whether ``backend`` answers at every scrape."""
+        self.lock_backend_up.labels(backend=backend).set_function(lambda: float(up()))
+
     def render(self) -> bytes:
         """The registry in the Prometheus text format, to serve on ``/metrics``."""
         return prometheus_client.generate_latest(self.registry)
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("punctual-operator")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree never installed
+        return "unknown"

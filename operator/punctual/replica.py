@@ -4,13 +4,16 @@ A ``Replica`` owns, once ``start`` has built them in this order:
 
 1. the metrics (``meters``) and, with a ``metrics_port``, their HTTP server (left running: it
    lives as long as the process);
-2. the Kubernetes API client, the object cache, the status API and the status store;
+2. the Kubernetes API client, the object cache, the status API and the status store (its
+   backlog and lag metered), and the Event store with its writer (a task until ``aclose``);
 3. one Redis client for the ``redis_url`` (when given), shared by the slot lock, the run
    leases and the queue targets' stream claims, its pool sized for the three at once
    (``redis_io.connections.SHARED_MAX_CONNECTIONS``);
-4. the slot lock (``lock_backend``: redis, kubernetes or memory), its health tracked;
+4. the slot lock (``lock_backend``: redis, kubernetes or memory), its health tracked (and
+   metered);
 5. durable runs (redis backend): the run leases and their heartbeat;
-6. the scheduler (``runtime.supervisor``), on the metered lock, reporting to every store;
+6. the scheduler (``runtime.supervisor``), on the metered lock, reporting to every store (status,
+   Events, the log line per run, metrics);
 7. the HTTP targets' connections, behind the address guard (the API server's addresses);
 8. the batch-Job API and its one watcher;
 9. the queue targets' stream claims (with a ``redis_url``, whatever the lock backend);
@@ -37,24 +40,25 @@ import contextlib
 import logging
 import socket
 import urllib.parse
-from collections.abc import Iterable, Sequence
+from collections.abc import Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Literal, Self, get_args
+from typing import Any, Literal, Self, get_args
 
 import prometheus_client
 
 from punctual import metrics
 from punctual.contracts import protocols
 from punctual.controller import admission, reconciler, targets
-from punctual.kube import client, objects, secrets, status_api
+from punctual.kube import client, events, objects, secrets, status_api
 from punctual.locks import health, kubernetes, memory, metered, redis, redis_leases
 from punctual.redis_io import connections as redis_connections
 from punctual.runtime import clocks, leases, supervisor
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.stores import events as event_store
 from punctual.stores import fanout
+from punctual.stores import logs as log_store
 from punctual.stores import metered as metered_store
 from punctual.stores import status as status_store
 from punctual.targets.http import allowlist
@@ -90,6 +94,7 @@ class ReplicaSettings:
     """Where kopf's ``/healthz`` listens; 0: nowhere."""
     status_interval: timedelta = timedelta(seconds=5)
     status_writes_per_second: int = 100
+    event_writes_per_second: int = 10
     allowed_hosts: allowlist.HostAllowlist | None = None
     """The only hosts HTTP targets may call; ``None``: any but those refused by default."""
     webhook_port: int = 0
@@ -105,6 +110,8 @@ class ReplicaSettings:
             raise InvalidSpecError("--redis-url", "required with --lock-backend redis")
         if self.status_writes_per_second < 1:
             raise InvalidSpecError("--status-writes-per-second", "must be at least 1")
+        if self.event_writes_per_second < 1:
+            raise InvalidSpecError("--event-writes-per-second", "must be at least 1")
 
     @property
     def liveness_endpoint(self) -> str | None:
@@ -172,11 +179,19 @@ class Replica:
             interval=settings.status_interval,
             writes_per_second=settings.status_writes_per_second,
         )
+        self.meters.watch_status_writer(backlog=lambda: statuses.backlog, lag=lambda: statuses.lag)
+        warnings = event_store.EventStore(
+            cache=cache,
+            api=events.EventsApi(api, replica=settings.replica_id),
+            wall=clocks.system_wall,
+            writes_per_second=settings.event_writes_per_second,
+        )
+        self._background(warnings.run(), name="event writer")
         self.connect_redis()
         tracked = await self.open_lock(ScheduledJobsApi(kube_status, cache, statuses))
         durable = self.open_durable_runs()
         scheduler = self.start_scheduler(
-            tracked, stores=[statuses, event_store.EventStore(cache=cache)], durable=durable
+            tracked, stores=[statuses, warnings, log_store.LogStore()], durable=durable, cache=cache
         )
         guard = allowlist.AddressGuard.default(
             api_server=await _api_server(api.configuration.host), allowed=settings.allowed_hosts
@@ -258,7 +273,9 @@ class Replica:
                 )
             case _:
                 lock = memory.MemoryLock()
-        return health.HealthTrackingLock(lock, backend=self.settings.lock_backend)
+        tracked = health.HealthTrackingLock(lock, backend=self.settings.lock_backend)
+        self.meters.watch_lock_backend(self.settings.lock_backend, up=lambda: tracked.available)
+        return tracked
 
     def open_durable_runs(self) -> "DurableRuns | None":
         """Run leases and their heartbeat (redis backend only), on the shared Redis client."""
@@ -276,10 +293,12 @@ class Replica:
         *,
         stores: Iterable[protocols.RunStore] = (),
         durable: "DurableRuns | None" = None,
+        cache: objects.ObjectCache | None = None,
     ) -> supervisor.Supervisor:
-        """The scheduler on ``lock`` (metered), reporting to ``stores``, the metrics and the
-        heartbeat of ``durable``; ``stop`` shuts it down."""
-        reports = [*stores, metered_store.MeteredStore(self.meters)]
+        """The scheduler on ``lock`` (metered), reporting to ``stores``, the metrics (the target
+        kind of each job read from ``cache``) and the heartbeat of ``durable``; ``stop`` shuts
+        it down."""
+        reports = [*stores, metered_store.MeteredStore(self.meters, cache=cache)]
         reports += [durable.heartbeat] if durable is not None else []
         backend = self.settings.lock_backend
         scheduler = supervisor.Supervisor(
@@ -322,6 +341,16 @@ class Replica:
             await self.stop()
         finally:
             await self._stack.aclose()
+
+    def _background(self, work: Coroutine[Any, Any, None], *, name: str) -> None:
+        """Run ``work`` until ``aclose``, which cancels it first."""
+        task = asyncio.create_task(work, name=name)
+
+        async def cancel() -> None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+        self._stack.push_async_callback(cancel)
 
     def _shared_redis(self) -> redis_connections.Connection:
         shared = self.connect_redis()

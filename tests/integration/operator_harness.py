@@ -551,24 +551,36 @@ class Write:
         return f"{self.verb} {target} {self.code}"
 
 
-def scheduled_job_writes(cluster: LocalCluster) -> Counter[Write]:
-    """Write requests on scheduledjobs the API server has served so far, by verb and code.
-
-    From its own /metrics (``apiserver_request_total``), which the admin certificate may read.
-    The counter has no namespace label: take differences over a window in which only the test's
-    own operators write ScheduledJobs (tests run one at a time).
-    """
+def _write_requests(cluster: LocalCluster, resource: str) -> Iterator[tuple[dict[str, str], int]]:
+    """The labels and count of each ``apiserver_request_total`` series of writes on
+    ``resource``, from the API server's own /metrics, which the admin certificate may read."""
     text = api(cluster).request_text("GET", "/metrics")
-    writes: Counter[Write] = Counter()
     for line in text.splitlines():
         sample = _REQUESTS.match(line)
         if sample is None:
             continue
         labels = dict(_LABEL.findall(sample["labels"]))
-        if labels.get("resource") == "scheduledjobs" and labels.get("verb") in WRITE_VERBS:
-            key = Write(labels["verb"], labels.get("subresource", ""), labels.get("code", ""))
-            writes[key] += int(float(sample["value"]))
+        if labels.get("resource") == resource and labels.get("verb") in WRITE_VERBS:
+            yield labels, int(float(sample["value"]))
+
+
+def scheduled_job_writes(cluster: LocalCluster) -> Counter[Write]:
+    """Write requests on scheduledjobs the API server has served so far, by verb and code.
+
+    The counter has no namespace label: take differences over a window in which only the test's
+    own operators write ScheduledJobs (tests run one at a time).
+    """
+    writes: Counter[Write] = Counter()
+    for labels, count in _write_requests(cluster, "scheduledjobs"):
+        key = Write(labels["verb"], labels.get("subresource", ""), labels.get("code", ""))
+        writes[key] += count
     return writes
+
+
+def event_writes(cluster: LocalCluster) -> int:
+    """Event writes (creates and updates, core/v1 and events.k8s.io/v1) the API server has
+    answered so far; no namespace label either (see ``scheduled_job_writes``)."""
+    return sum(count for _, count in _write_requests(cluster, "events"))
 
 
 def redis_command_calls(url: str, command: str) -> int:

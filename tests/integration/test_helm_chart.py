@@ -215,6 +215,7 @@ SCHEDULED_JOBS = {
 }
 STATUS = {"apiGroups": ["punctual.dev"], "resources": ["scheduledjobs/status"], "verbs": ["patch"]}
 EVENTS = {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}
+RUN_EVENTS = {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]}
 SECRETS = {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}
 JOBS = {
     "apiGroups": ["batch"],
@@ -930,6 +931,7 @@ class TestRbacRules:
             SCHEDULED_JOBS,
             STATUS,
             EVENTS,
+            RUN_EVENTS,
             SECRETS,
             JOBS,
             CRDS,
@@ -951,6 +953,7 @@ class TestRbacRules:
                 SCHEDULED_JOBS,
                 STATUS,
                 EVENTS,
+                RUN_EVENTS,
                 SECRETS,
                 JOBS,
             ]
@@ -980,7 +983,12 @@ class TestRbacRules:
             }
         )
 
-        assert rules_of(objects, "Role", "punctual", WATCHED[0]) == [SCHEDULED_JOBS, STATUS, EVENTS]
+        assert rules_of(objects, "Role", "punctual", WATCHED[0]) == [
+            SCHEDULED_JOBS,
+            STATUS,
+            EVENTS,
+            RUN_EVENTS,
+        ]
         assert [o for o in objects if o["kind"].startswith("Cluster")] == []
 
     def test_no_rbac_objects_when_rbac_create_is_off(self, helm: Helm) -> None:

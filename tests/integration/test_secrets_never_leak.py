@@ -1,8 +1,9 @@
 """Secrets never leak: not into the operator's logs, not into Events, not into any status.
 
-The operator gets a Redis URL with a password; jobs send headers from a Secret (headersFrom)
-and carry a password in their own URL. Runs succeed, fail with HTTP 500, fail to connect, time
-out, and the Redis lock goes away for a few seconds (claims fail with the URL at hand). Then
+The operator, logging JSON lines at DEBUG (the most it can say), gets a Redis URL with a
+password; jobs send headers from a Secret (headersFrom) and carry a password in their own URL.
+Runs succeed, fail with HTTP 500, fail to connect, time out, and the Redis lock goes away for a
+few seconds (claims fail with the URL at hand). Then
 every operator log line, every Event in the namespace and the status of every ScheduledJob is
 searched for each secret value, raw and base64-encoded: none may appear.
 
@@ -101,6 +102,7 @@ def evidence(
             replicas=2,
             lock_backend="redis",
             redis_url=password_redis.url,
+            extra_args=["--log-format", "json", "--log-level", "DEBUG"],
         ) as operators:
             apply(
                 cluster,
@@ -152,6 +154,14 @@ def test_the_secret_headers_did_reach_the_target(evidence: Evidence) -> None:
     sent = {(h.get("Authorization"), h.get("X-Api-Key")) for h in evidence.headers_received}
 
     assert (TOKEN, API_KEY) in sent
+
+
+def test_the_logs_searched_are_json_lines_with_the_runs_in_them(evidence: Evidence) -> None:
+    lines = [json.loads(line) for log in evidence.logs.values() for line in log.splitlines()]
+    runs = {line.get("result") for line in lines if line["message"] == "run finished"}
+
+    assert {"DEBUG", "INFO", "WARNING"} <= {line["level"] for line in lines}
+    assert {"Succeeded", "Failed", "TimedOut"} <= runs
 
 
 def test_the_failures_were_reported_in_status_and_events(evidence: Evidence) -> None:

@@ -247,10 +247,15 @@ namespaces) and the per-namespace Roles (watchNamespaces). Each rule names the c
 - apiGroups: ["punctual.dev"]
   resources: ["scheduledjobs/status"]
   verbs: ["patch"]
-# Events about ScheduledJobs (kube/events.py through kopf's poster: POST core/v1 events).
+# Events about a ScheduledJob's spec (kopf's poster: POST core/v1 events).
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]
+# Events about runs (kube/events.py: one events.k8s.io/v1 Event per job and reason, created once,
+# then its series count patched at most once a minute).
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
 {{- if .Values.rbac.readSecrets }}
 # headersFrom: reading the Secret a job names (kube/secrets.py: SecretReader.read).
 - apiGroups: [""]

@@ -18,7 +18,9 @@ import kopf
 import uvloop
 
 from punctual import replica
+from punctual.cli import log_format
 from punctual.controller import admission, handlers
+from punctual.kube import events
 from punctual.scheduling import durations
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.targets.http import allowlist
@@ -85,6 +87,15 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "(default: 100); with more jobs, each job's status is written less often",
     )
     parser.add_argument(
+        "--event-writes-per-second",
+        type=int,
+        default=10,
+        metavar="N",
+        help="the most Event writes one replica starts per second, whatever the number of jobs "
+        "(default: 10); each job's Events are aggregated per reason, written at most once a "
+        "minute after the first",
+    )
+    parser.add_argument(
         "--http-allowed-hosts",
         action="append",
         default=[],
@@ -117,15 +128,25 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         help="uvloop (default: the same asyncio API, its loop written in C) or the standard "
         "library's asyncio loop",
     )
+    parser.add_argument(
+        "--log-format",
+        choices=log_format.LOG_FORMATS,
+        default="text",
+        help="text (default) or json: one JSON object a line, with time, level, logger, "
+        "message and the line's fields (kopf's lines too)",
+    )
+    parser.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=log_format.LOG_LEVELS,
+        default="INFO",
+        help="the least level logged (default: INFO)",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(arguments: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    # kopf logs every handler call at INFO: a line per watch event is noise at our scale.
-    logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+    log_format.configure(format=arguments.log_format, level=arguments.log_level)
     logging.getLogger("kopf.objects").addFilter(handlers.RefusalsAreNotErrors())
     try:
         settings = _settings(arguments)
@@ -158,6 +179,7 @@ def _settings(arguments: argparse.Namespace) -> replica.ReplicaSettings:
         ),
         status_interval=durations.parse(arguments.status_interval, field="--status-interval"),
         status_writes_per_second=arguments.status_writes_per_second,
+        event_writes_per_second=arguments.event_writes_per_second,
         bind_address=arguments.bind_address,
         metrics_port=arguments.metrics_port,
         health_port=arguments.health_port,
@@ -184,6 +206,10 @@ async def _operate(settings: replica.ReplicaSettings) -> None:
                 cert_dir=settings.webhook_cert_dir,
             )
         kopf_settings.posting.level = logging.WARNING  # our Events are explicit, not log lines
+        # What kopf posts (the reconciler's InvalidSpec and the like) is from us too.
+        kopf_settings.posting.reporting_component = events.REPORTING_CONTROLLER
+        kopf_settings.posting.reporting_instance = settings.replica_id
+        kopf_settings.posting.event_name_prefix = f"{events.REPORTING_CONTROLLER}-"
         # on.event handlers only: kopf's deep copy of every body to diff it is for nothing.
         kopf_settings.persistence.diffbase_storage = handlers.NoDiffBase()
         # The initial listing in pages: 10,000 objects are not one response held at once.

@@ -81,6 +81,8 @@ class RunRecord:
     finished_at: datetime | None = None
     message: str = ""
     replica: str = ""
+    attempt: int = 1
+    """2 for the one retry of a run recorded Lost (``spec.retryLostRuns``)."""
 
     @property
     def lateness(self) -> timedelta | None:

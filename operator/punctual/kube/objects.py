@@ -3,13 +3,15 @@
 Fed by watch events and by the responses to this replica's own writes, so optimistic writes
 (status patches, claims) usually start from a current ``resourceVersion`` without a read.
 
-Only what the status writer, the kubernetes lock and Events read is kept: the object's
-identity, its ``resourceVersion`` and ``generation``, and its ``status``. Not the spec, labels,
+Only what the status writer, the kubernetes lock, Events and metrics read is kept: the object's
+identity, its ``resourceVersion`` and ``generation``, its ``status``, and the kind of its target
+(the one key under ``spec.target``: ``target_kind``). Not the spec, labels,
 annotations (a ``kubectl apply`` leaves a copy of the whole object there) or ``managedFields``
 (an entry per field manager, rewritten by every status write): kept whole, the bodies were
 about a quarter of a replica's memory per job.
 """
 
+import sys
 from typing import Any
 
 from punctual.kube import resources
@@ -21,6 +23,7 @@ _METADATA = ("name", "namespace", "uid", "resourceVersion", "generation")
 class ObjectCache:
     def __init__(self) -> None:
         self._bodies: dict[slots.JobRef, resources.Body] = {}
+        self._target_kinds: dict[slots.JobRef, str] = {}
 
     def remember(self, body: resources.Body) -> None:
         """Keep ``body`` unless a newer version of the same object is already known."""
@@ -28,12 +31,21 @@ class ObjectCache:
         known = self._bodies.get(ref)
         if known is None or not _is_older(body, than=known):
             self._bodies[ref] = _trimmed(body)
+            target = (body.get("spec") or {}).get("target")
+            if isinstance(target, dict) and len(target) == 1:
+                self._target_kinds[ref] = sys.intern(str(next(iter(target))))
 
     def get(self, ref: slots.JobRef) -> resources.Body | None:
         return self._bodies.get(ref)
 
+    def target_kind(self, ref: slots.JobRef) -> str | None:
+        """The key under the newest known ``spec.target`` (``http``, ``job``, ``queue``).
+        Status write answers carry the spec too, so it stays current."""
+        return self._target_kinds.get(ref)
+
     def forget(self, ref: slots.JobRef) -> None:
         self._bodies.pop(ref, None)
+        self._target_kinds.pop(ref, None)
 
 
 def _trimmed(body: resources.Body) -> resources.Body:

@@ -149,6 +149,7 @@ class JobRuns:
                 f"noticed by {self._replica}"
                 + ("; running the slot once more" if retry else "; not run again"),
                 replica=replica,
+                attempt=attempt,
             ),
         )
         if retry and armed is not None:
@@ -356,6 +357,7 @@ class JobRuns:
             finished_at=self._wall(),
             message=message,
             replica=self._replica,
+            attempt=run.attempt,
         )
         self._store.run_finished(self._job, record)
         if self._queued and not self._active and self._stopping is None:

@@ -1,6 +1,8 @@
 """A run store that turns what the scheduler reports into metrics (design §7).
 
-It records nothing else: pair it with the status store through ``stores.fanout``.
+It records nothing else: pair it with the status store through ``stores.fanout``. The
+``target`` label of run durations is the kind under the job's ``spec.target``, as the object
+cache knows it (``unknown`` without a cache, or for a job it does not know).
 """
 
 from datetime import datetime, timedelta
@@ -9,14 +11,18 @@ import prometheus_client
 
 from punctual import metrics
 from punctual.contracts import protocols, records
+from punctual.kube import objects
 from punctual.scheduling import overlap, slots
 
 
 class MeteredStore(protocols.RunStore):
     """``protocols.RunStore`` feeding ``metrics.Metrics``."""
 
-    def __init__(self, meters: metrics.Metrics) -> None:
+    def __init__(
+        self, meters: metrics.Metrics, *, cache: objects.ObjectCache | None = None
+    ) -> None:
         self._meters = meters
+        self._cache = cache
         # Bound once: ``labels()`` takes a lock and parses its arguments on every call.
         self._runs: dict[records.RunResult, prometheus_client.Counter] = {
             result: meters.runs.labels(result=result.value) for result in metrics.RECORDED_RESULTS
@@ -35,9 +41,18 @@ class MeteredStore(protocols.RunStore):
     def run_finished(self, job: slots.JobRef, record: records.RunRecord) -> None:
         # Missed slots never come here: they are counted by ``slots_missed``.
         self._runs[record.result].inc()
+        duration = record.duration
+        if duration is not None and record.result in metrics.DURATION_RESULTS:
+            self._meters.run_duration.labels(
+                target=self._target(job), result=record.result.value
+            ).observe(max(duration, timedelta()).total_seconds())
         # Only records of runs reported started here: a Lost record is another replica's run.
         if record.started_at is not None and record.result is not records.RunResult.LOST:
             self._meters.active_runs.dec()
+
+    def _target(self, job: slots.JobRef) -> str:
+        kind = self._cache.target_kind(job) if self._cache is not None else None
+        return kind if kind in metrics.TARGET_KINDS else metrics.UNKNOWN_TARGET
 
     def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
         if count > 0:

@@ -257,15 +257,6 @@ def test_the_dockerfile_passes_hadolint() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-PENDING_METRICS = {
-    "punctual_build_info",
-    "punctual_run_duration_seconds",
-    "punctual_status_writer_backlog",
-    "punctual_status_writer_lag_seconds",
-    "punctual_lock_backend_up",
-}
-"""Series the dashboard and alerts read that the operator's metrics module is gaining in the same
-release (issue 19, item 3); once they are registered this set can go."""
 SERIES = re.compile(r"\b(punctual_[a-z_]+?)(?:_bucket|_total|_count|_sum)?\b")
 
 
@@ -282,7 +273,7 @@ class TestMonitoringFiles:
         json.loads(dashboard)
 
         read = set(SERIES.findall(dashboard + rules))
-        assert sorted(read - served_metrics() - PENDING_METRICS) == []
+        assert sorted(read - served_metrics()) == []
 
     def test_every_kube_state_metrics_path_is_in_the_status_schema(self) -> None:
         config = yaml.safe_load((CHART / "files" / "kube-state-metrics.yaml").read_text())

@@ -29,16 +29,6 @@ class UnavailableLock:
         raise protocols.LockUnavailableError(f"redis: slot {claim.slot_id} not claimed: refused")
 
 
-@pytest.fixture
-def registry() -> prometheus_client.CollectorRegistry:
-    return prometheus_client.CollectorRegistry()
-
-
-@pytest.fixture
-def meters(registry: prometheus_client.CollectorRegistry) -> metrics.Metrics:
-    return metrics.Metrics(registry)
-
-
 def claims(registry: prometheus_client.CollectorRegistry, backend: str, outcome: str) -> float:
     value = registry.get_sample_value(
         "punctual_lock_claims_total", {"backend": backend, "outcome": outcome}

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import prometheus_client
 import pytest
 
+from metric_samples import sample
 from punctual import metrics
 from punctual.contracts import records
 from punctual.locks import memory, metered
@@ -19,20 +20,6 @@ from punctual.stores import metered as metered_store
 JOB = slots.JobRef(namespace="reports", name="nightly", uid="5f0c1d2e-0000-4000-8000-00000000abcd")
 SLOT = datetime(2026, 1, 1, 2, 30, tzinfo=UTC)
 MS = timedelta(milliseconds=1)
-
-
-@pytest.fixture
-def registry() -> prometheus_client.CollectorRegistry:
-    return prometheus_client.CollectorRegistry()
-
-
-@pytest.fixture
-def meters(registry: prometheus_client.CollectorRegistry) -> metrics.Metrics:
-    return metrics.Metrics(registry)
-
-
-def sample(registry: prometheus_client.CollectorRegistry, name: str, **labels: str) -> float | None:
-    return registry.get_sample_value(name, labels)
 
 
 def started(lateness: timedelta, *, slot: datetime = SLOT) -> records.ActiveRun:

@@ -38,6 +38,7 @@ from typing import Any
 from punctual.contracts import protocols, records
 from punctual.kube import objects, status_api
 from punctual.scheduling import slots
+from punctual.stores import pacing
 from punctual.stores.status import ledger, patch
 
 logger = logging.getLogger(__name__)
@@ -74,18 +75,19 @@ class StatusStore(protocols.RunStore):
         self._interval = interval.total_seconds()
         self._tick = tick.total_seconds()
         self._writers = asyncio.Semaphore(concurrency)
-        self._rate = float(writes_per_second)
-        self._burst = max(1.0, self._rate * self._tick)
-        self._allowance = self._burst
-        """Writes that may start now: refilled at ``_rate`` per second, up to a tick's worth
-        (no burst: every second starts ``_rate`` writes at most, give or take one tick's)."""
-        self._refilled: float | None = None
+        self._allowance = pacing.Allowance(rate=writes_per_second, tick=self._tick)
         self._clock = clock or (lambda: asyncio.get_running_loop().time())
         self._ledger = ledger.Ledger(replica=replica, clock=self._clock)
         self._stated: dict[slots.JobRef, float] = {}
         """When each job's runs in progress were last written (``_clock``)."""
         self._next_heartbeat = 0.0
         self._closing = False
+        self.backlog = 0
+        """Jobs with a status write pending, as of the last second's tick (for metrics: read
+        from any thread)."""
+        self.lag = 0.0
+        """Seconds since the oldest pending write became pending, as of the same tick (0: none
+        is)."""
 
     # The RunStore seam: called by the scheduler, never blocks.
 
@@ -152,17 +154,18 @@ class StatusStore(protocols.RunStore):
         if due_only and now >= self._next_heartbeat:
             self._next_heartbeat = now + 1.0
             self._restate_active(now)
-        due = self._due(now, limit=self._allowed(now)) if due_only else list(self._ledger.pending)
-        self._allowance -= len(due)
+            self._measure(now)
+        limit = self._allowance.allowed(now)
+        due = self._due(now, limit=limit) if due_only else list(self._ledger.pending)
+        self._allowance.spend(len(due))
         await asyncio.gather(*(self._write(job) for job in due))
 
-    def _allowed(self, now: float) -> int:
-        """How many writes may start now (``writes_per_second``)."""
-        if self._refilled is not None:
-            refill = (now - self._refilled) * self._rate
-            self._allowance = min(self._burst, self._allowance + refill)
-        self._refilled = now
-        return max(0, math.floor(self._allowance + 1e-9))  # 0.1 s × 10/s is 0.9999…
+    def _measure(self, now: float) -> None:
+        # A write kept after a failure goes back at the end, with its old ``since``: the oldest
+        # is not always the first.
+        pending = self._ledger.pending
+        self.backlog = len(pending)
+        self.lag = max((now - news.since for news in pending.values()), default=0.0)
 
     def _restate_active(self, now: float) -> None:
         """Runs in progress whose last statement is older than ``ACTIVE_HEARTBEAT`` are due

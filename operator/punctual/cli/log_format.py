@@ -1,0 +1,113 @@
+"""How ``punctual run`` logs: text or JSON lines, at one level, kopf's own lines included.
+
+A line's structured fields are what its call passed as ``extra={"fields": {...}}`` (as
+``punctual.stores.logs`` does for every run; a dict of its own, as ``name`` and the like are
+taken by the record), and any other ``extra``: JSON lines carry them as keys beside ``time``,
+``level``, ``logger`` and ``message``; text lines end with them as ``key=value``. kopf's lines
+about one object carry its namespace and name the same way.
+
+Never logged, whatever the level: the Kubernetes client's debug lines, which hold whole response
+bodies (a Secret's data among them).
+"""
+
+import json
+import logging
+import sys
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Final, Literal, TextIO, get_args
+
+LogFormat = Literal["text", "json"]
+LOG_FORMATS: tuple[LogFormat, ...] = get_args(LogFormat)
+LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
+FIELDS: Final = "fields"
+"""The ``extra`` key of a line's structured fields."""
+
+_STANDARD: Final = frozenset(
+    logging.LogRecord("", logging.INFO, "", 0, "", None, None).__dict__
+) | {"message", "asctime", "taskName"}
+"""The attributes every record has: anything else on a record is a field its call passed."""
+_KOPF_INTERNAL: Final = frozenset({"settings", "k8s_skip", "k8s_ref"})
+"""What kopf's object loggers attach for themselves (``k8s_ref`` becomes namespace and name)."""
+_CLIENT: Final = "kubernetes_asyncio"
+"""Never below INFO: the client's debug lines are response bodies, Secrets' included."""
+_KOPF_OBJECTS: Final = "kopf.objects"
+"""Below WARNING only at DEBUG: kopf logs every handler call at INFO, a line per watch event,
+noise at our scale."""
+
+
+def configure(*, format: LogFormat, level: str, stream: TextIO | None = None) -> None:
+    """Send every logger's lines (kopf's too) to ``stream`` (stderr), in ``format``, from
+    ``level`` up; replaces whatever handlers the root logger had."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JsonFormatter() if format == "json" else TextFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    threshold: int = logging.getLevelName(level)
+    debug = threshold <= logging.DEBUG
+    logging.getLogger(_CLIENT).setLevel(max(logging.INFO, threshold))
+    logging.getLogger(_KOPF_OBJECTS).setLevel(
+        threshold if debug else max(logging.WARNING, threshold)
+    )
+
+
+def fields(record: logging.LogRecord) -> dict[str, Any]:
+    """The structured fields of ``record``: its call's ``extra``, and kopf's object."""
+    passed = getattr(record, FIELDS, None)
+    found = dict(passed) if isinstance(passed, Mapping) else {}
+    for key, value in record.__dict__.items():
+        if key not in _STANDARD and key not in _KOPF_INTERNAL and key != FIELDS:
+            found.setdefault(key, value)
+    reference = getattr(record, "k8s_ref", None)
+    if isinstance(reference, Mapping):
+        for key in ("namespace", "name"):
+            if reference.get(key):
+                found.setdefault(key, reference[key])
+    return found
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line: time (RFC 3339, UTC, milliseconds), level, logger, message,
+    the record's fields, and the traceback (``exception``) when there is one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "time": _timestamp(record),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key, value in fields(record).items():
+            line.setdefault(key, value)
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            line["exception"] = record.exc_text
+        if record.stack_info:
+            line["stack"] = self.formatStack(record.stack_info)
+        return json.dumps(line, default=str, ensure_ascii=False)
+
+
+class TextFormatter(logging.Formatter):
+    """``<time> <level> <logger>: <message>``, then the record's fields as ``key=value``."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
+        line = super().formatMessage(record)
+        pairs = [f"{key}={_text_value(value)}" for key, value in fields(record).items()]
+        return " ".join([line, *pairs])
+
+
+def _timestamp(record: logging.LogRecord) -> str:
+    at = datetime.fromtimestamp(record.created, tz=UTC)
+    return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _text_value(value: object) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    if text and not any(character.isspace() or character in "\"'=" for character in text):
+        return text
+    return json.dumps(text, ensure_ascii=False)
