@@ -7,8 +7,10 @@ process (``unshare ... sleep``) keeps open; every daemon enters both with ``nsen
   and its routes exist in that network namespace only, and vanish with it; several nodes (of
   several clusters) never see each other's rules;
 - the mounts of the node (containers' root filesystems, the kubelet's volumes, the pods' network
-  namespace handles, a tmpfs over ``/run/containerd`` for the shims' sockets, and one over
-  ``/var/log/containers``) exist in that mount namespace only, and vanish with it;
+  namespace handles, a tmpfs over ``/run/containerd`` for containerd's and the shims' sockets,
+  one over ``/var/log/containers``, and ``directory/kubelet`` bound over ``/var/lib/kubelet``)
+  exist in that mount namespace only, and vanish with it (the machine keeps at most those three
+  empty directories, shared by every node, as mount points);
 - the pods' cgroups are under ``/<cgroup root>`` (the kubelet's ``cgroupRoot``), removed on stop.
 
 One veth pair joins the node to the machine: ``host_address`` on the machine's side (where the
@@ -28,6 +30,7 @@ import signal
 import subprocess
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,12 +119,14 @@ def _ns_inode(pid: int | str, kind: str) -> int | None:
         return None
 
 
-def _cgroup_hierarchies() -> list[Path]:
-    """Every mounted cgroup v1 hierarchy (the kubelet creates its cgroups in each)."""
+def _cgroup_hierarchies(*, unified: bool = True) -> list[Path]:
+    """Every mounted cgroup v1 hierarchy (the kubelet needs its root in each) and, unless told
+    otherwise, the cgroup v2 one beside them (where runc makes the same cgroups too)."""
+    kinds = {"cgroup", "cgroup2"} if unified else {"cgroup"}
     hierarchies = []
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         before, _, after = line.partition(" - ")
-        if after.split()[0] == "cgroup":
+        if after.split()[0] in kinds:
             hierarchies.append(Path(before.split()[4]))
     return hierarchies
 
@@ -153,7 +158,7 @@ class RealNode(processes.Service):
         self.timeout = timeout
         self.progress = progress
         self.addresses: NodeAddresses | None = None
-        self.cgroup_name = f"punctual-{directory.parent.name}-{os.getpid()}"
+        self.cgroup_name = f"punctual-node-{uuid.uuid4().hex[:12]}"
         self._holder: processes.ManagedProcess | None = None
         self._daemons: list[processes.ManagedProcess] = []
         self._containerd: processes.ManagedProcess | None = None
@@ -171,7 +176,9 @@ class RealNode(processes.Service):
 
     @property
     def containerd_socket(self) -> Path:
-        return self.directory / "containerd" / "containerd.sock"
+        """In the node's own ``/run/containerd`` (a tmpfs of its mount namespace): short enough
+        for a socket's path however deep ``directory`` is, and never another containerd's."""
+        return Path("/run/containerd/containerd.sock")
 
     @property
     def launched(self) -> list[processes.ManagedProcess]:
@@ -181,7 +188,8 @@ class RealNode(processes.Service):
         assert self._holder is not None
         return ["nsenter", f"--target={self._holder.pid}", "--net", "--mount", "--", *argv]
 
-    def _node_run(self, *argv: str, check: bool = True) -> "subprocess.CompletedProcess[str]":
+    def node_run(self, *argv: str, check: bool = True) -> "subprocess.CompletedProcess[str]":
+        """Runs a command in the node's namespaces (``ip route``, ``iptables-save``, ...)."""
         return _run(*self._in_node(argv), check=check)
 
     # -- preparing: namespaces, link, cgroups ---------------------------------------------------
@@ -203,9 +211,10 @@ class RealNode(processes.Service):
     def _start_holder(self) -> None:
         # The holder makes the mounts private to the node, then only keeps the namespaces open.
         script = (
-            "set -e; mkdir -p /run/containerd /var/log/containers; "
+            "set -e; mkdir -p /run/containerd /var/log/containers /var/lib/kubelet $0/kubelet; "
             "mount -t tmpfs -o mode=0711 punctual-node /run/containerd; "
             "mount -t tmpfs -o mode=0755 punctual-node /var/log/containers; "
+            "mount --bind $0/kubelet /var/lib/kubelet; "
             "touch $0/holder-ready; exec sleep infinity"
         )
         ready = self.directory / "holder-ready"
@@ -247,10 +256,10 @@ class RealNode(processes.Service):
             ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"],
             ["sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=1"],
         ):
-            self._node_run(*command)
+            self.node_run(*command)
 
     def _make_cgroups(self) -> None:
-        for hierarchy in _cgroup_hierarchies():
+        for hierarchy in _cgroup_hierarchies(unified=False):
             cgroup = hierarchy / self.cgroup_name
             cgroup.mkdir(exist_ok=True)
             # A new cpuset is empty (no task may join it) until given its parent's CPUs and nodes.
@@ -273,7 +282,8 @@ class RealNode(processes.Service):
             self.progress(f"{message} ({time.monotonic() - started:.1f}s)")
 
         containerd = self._start_containerd()
-        step(f"containerd answers on {self.containerd_socket}")
+        processes.wait_until(containerd, self._containerd_answers, "containerd answers", 30)
+        step(f"containerd answers on {self.containerd_socket} (in the node's mount namespace)")
         for archive in [*self.images.archives, *self.extra_images]:
             self.load_image(archive)
         step("loaded images: " + ", ".join(path.name for path in self.images.archives))
@@ -282,7 +292,6 @@ class RealNode(processes.Service):
         dns = self._start("coredns", [str(self.binaries.coredns), f"-conf={self._corefile()}"])
         node_address = self.address.node_address
         for process, probe, until in [
-            (containerd, self._containerd_answers, "containerd answers"),
             (kubelet, api_ready, f"node {NODE_NAME} is Ready"),
             (
                 proxy,
@@ -307,7 +316,7 @@ class RealNode(processes.Service):
         return self._ctr("version", check=False).returncode == 0
 
     def _ctr(self, *args: str, check: bool = True) -> "subprocess.CompletedProcess[str]":
-        return _run(
+        return self.node_run(
             "ctr", f"--address={self.containerd_socket}", "--namespace=k8s.io", *args, check=check
         )
 
@@ -436,7 +445,9 @@ disabled_plugins = ["io.containerd.internal.v1.tracing", "io.containerd.snapshot
         return [
             f"--config={config}",
             f"--kubeconfig={self._kubeconfig}",
-            f"--root-dir={self.directory / 'kubelet'}",
+            # /var/lib/kubelet is directory/kubelet, bound there in the node's mount namespace:
+            # the kubelet's sockets need a short path, however deep directory is.
+            "--root-dir=/var/lib/kubelet",
             f"--hostname-override={NODE_NAME}",
             f"--node-ip={addresses.node_address}",
         ]
