@@ -1,8 +1,8 @@
 """The real node of the harness: containers really run, reach Services by name and the API server
 through the ``kubernetes`` Service, and nothing the node made outlives it.
 
-One cluster with a real node (no kwok) is shared by the module's tests; each test works in a
-namespace of its own.
+One cluster with a real node (no kwok, conftest's ``real_node_cluster``) is shared by the
+module's tests; each test works in a namespace of its own.
 """
 
 import http.server
@@ -10,7 +10,6 @@ import json
 import subprocess
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,24 +24,6 @@ pytestmark = pytest.mark.real_node
 
 WORKLOAD = NodeImages.WORKLOAD
 WAIT = "60s"
-
-
-@pytest.fixture(scope="module")
-def node_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    with LocalCluster(
-        kwok=False, real_node=True, run_dir=tmp_path_factory.mktemp("real-node")
-    ) as local:
-        yield local
-    assert processes.alive(local.pids) == []
-    assert local.node.leftovers() == []
-
-
-@pytest.fixture
-def node_namespace(node_cluster: LocalCluster) -> Iterator[str]:
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    node_cluster.kubectl("create", "namespace", name)
-    yield name
-    node_cluster.kubectl("delete", "namespace", name, "--wait=false")
 
 
 def apply(cluster: LocalCluster, namespace: str, *manifests: dict[str, object]) -> None:
@@ -118,30 +99,30 @@ class Receiver:
 
 
 @pytest.fixture
-def receiver(node_cluster: LocalCluster) -> Iterator[Receiver]:
-    server = Receiver(node_cluster.node.address.host_address)
+def receiver(real_node_cluster: LocalCluster) -> Iterator[Receiver]:
+    server = Receiver(real_node_cluster.node.address.host_address)
     yield server
     server.close()
 
 
 class TestTheNodeIsReal:
     def test_the_node_is_ready_at_an_address_that_is_not_loopback(
-        self, node_cluster: LocalCluster
+        self, real_node_cluster: LocalCluster
     ) -> None:
-        node = json.loads(node_cluster.kubectl("get", "node", NODE_NAME, "-o", "json").stdout)
+        node = json.loads(real_node_cluster.kubectl("get", "node", NODE_NAME, "-o", "json").stdout)
         ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"]
         assert ready[0]["status"] == "True"
         addresses = {a["type"]: a["address"] for a in node["status"]["addresses"]}
-        assert addresses["InternalIP"] == node_cluster.node.address.node_address
+        assert addresses["InternalIP"] == real_node_cluster.node.address.node_address
         assert node["status"]["nodeInfo"]["containerRuntimeVersion"].startswith("containerd://")
 
 
 class TestContainersReallyRun:
     def test_a_jobs_container_runs_and_kubectl_logs_shows_what_it_printed(
-        self, node_cluster: LocalCluster, node_namespace: str
+        self, real_node_cluster: LocalCluster, node_namespace: str
     ) -> None:
         log = run_job_to_completion(
-            node_cluster,
+            real_node_cluster,
             node_namespace,
             "prints",
             {
@@ -155,11 +136,11 @@ class TestContainersReallyRun:
         ]
 
     def test_the_workload_calls_a_receiver_on_the_machine_the_moment_it_starts(
-        self, node_cluster: LocalCluster, node_namespace: str, receiver: Receiver
+        self, real_node_cluster: LocalCluster, node_namespace: str, receiver: Receiver
     ) -> None:
         created = time.time()
         log = run_job_to_completion(
-            node_cluster, node_namespace, "calls", {"CALL_URL": f"{receiver.url}/started"}
+            real_node_cluster, node_namespace, "calls", {"CALL_URL": f"{receiver.url}/started"}
         )
         assert "HTTP 200 ok" in log
         [(path, arrived)] = receiver.arrivals
@@ -170,11 +151,11 @@ class TestContainersReallyRun:
 
 class TestServicesLikeARealCluster:
     def test_a_pod_resolves_a_service_by_its_dns_name_and_reaches_it(
-        self, node_cluster: LocalCluster, node_namespace: str
+        self, real_node_cluster: LocalCluster, node_namespace: str
     ) -> None:
         labels = {"app": "web"}
         apply(
-            node_cluster,
+            real_node_cluster,
             node_namespace,
             {
                 "apiVersion": "v1",
@@ -201,12 +182,12 @@ class TestServicesLikeARealCluster:
                 "spec": {"selector": labels, "ports": [{"port": 80, "targetPort": 8080}]},
             },
         )
-        node_cluster.kubectl(
+        real_node_cluster.kubectl(
             "-n", node_namespace, "wait", "--for=condition=Ready", f"--timeout={WAIT}", "pod/web",
             timeout=90,
         )  # fmt: skip
         log = run_job_to_completion(
-            node_cluster,
+            real_node_cluster,
             node_namespace,
             "asks-web",
             {"CALL_URL": f"http://web.{node_namespace}.svc.cluster.local/"},
@@ -217,12 +198,12 @@ class TestServicesLikeARealCluster:
         assert "HTTP 200 hello from web" in log
 
     def test_a_pod_reaches_the_api_server_through_the_kubernetes_service_with_its_token(
-        self, node_cluster: LocalCluster, node_namespace: str
+        self, real_node_cluster: LocalCluster, node_namespace: str
     ) -> None:
         # /api needs an authenticated user: the pod's service-account token, over TLS verified
         # against the service-account CA for the name kubernetes.default.svc.
         log = run_job_to_completion(
-            node_cluster,
+            real_node_cluster,
             node_namespace,
             "asks-api",
             {"CALL_URL": "https://kubernetes.default.svc/api"},
@@ -233,9 +214,9 @@ class TestServicesLikeARealCluster:
 
 class TestPodsStayOnTheMachine:
     def test_the_node_has_no_default_route_and_the_machine_routes_only_its_block_to_it(
-        self, node_cluster: LocalCluster
+        self, real_node_cluster: LocalCluster
     ) -> None:
-        node = node_cluster.node
+        node = real_node_cluster.node
         routes = node.node_run("ip", "-4", "route", "show").stdout
         assert "default" not in routes
         to_node = subprocess.run(
@@ -248,8 +229,8 @@ class TestPodsStayOnTheMachine:
             [node.address.cidr, f"{node.address.host_address[:-1]}0/30"]
         )
 
-    def test_pods_are_not_masqueraded(self, node_cluster: LocalCluster) -> None:
-        rules = node_cluster.node.node_run("iptables-save", "-t", "nat").stdout
+    def test_pods_are_not_masqueraded(self, real_node_cluster: LocalCluster) -> None:
+        rules = real_node_cluster.node.node_run("iptables-save", "-t", "nat").stdout
         masquerading = [line for line in rules.splitlines() if "MASQUERADE" in line]
         # kube-proxy's only MASQUERADE: Service traffic it marked itself (a pod reaching itself
         # through its Service), never the pods' own traffic.
