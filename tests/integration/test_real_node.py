@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from localcluster import LocalCluster, processes
-from localcluster.binaries import NodeImages
+from localcluster.binaries import NodeImages, locate_node_images
 from localcluster.node import NODE_NAME
 
 pytestmark = pytest.mark.real_node
@@ -31,11 +31,16 @@ def apply(cluster: LocalCluster, namespace: str, *manifests: dict[str, object]) 
 
 
 def workload_job(
-    name: str, env: dict[str, str], args: list[str] | None = None, *, retries: int = 0
+    name: str,
+    env: dict[str, str],
+    args: list[str] | None = None,
+    *,
+    retries: int = 0,
+    image: str = WORKLOAD,
 ) -> dict[str, object]:
     container: dict[str, object] = {
         "name": "workload",
-        "image": WORKLOAD,
+        "image": image,
         "imagePullPolicy": "IfNotPresent",
         "env": [{"name": key, "value": value} for key, value in env.items()],
     }
@@ -147,6 +152,31 @@ class TestContainersReallyRun:
         assert path == "/started"
         print(f"the container called {(arrived - created) * 1000:.0f} ms after the Job's creation")
         assert arrived - created < 30
+
+
+class TestFurtherImages:
+    def test_an_oci_archive_loaded_later_runs_by_the_name_it_carries(
+        self, real_node_cluster: LocalCluster, node_namespace: str, tmp_path: Path
+    ) -> None:
+        # Another image: the workload's archive under another name, as `make image` writes one.
+        workload = locate_node_images().archives[1]
+        archive = tmp_path / "extra.tar"
+        subprocess.run(
+            ["skopeo", "copy", "--quiet", f"oci-archive:{workload}",
+             f"oci-archive:{archive}:localhost/punctual-extra:test"],
+            check=True, timeout=60,
+        )  # fmt: skip
+        real_node_cluster.load_image(archive)
+        job = workload_job(
+            "extra", {"PUNCTUAL_FROM": "extra"}, image="localhost/punctual-extra:test"
+        )
+        apply(real_node_cluster, node_namespace, job)
+        real_node_cluster.kubectl(
+            "-n", node_namespace, "wait", "--for=condition=Complete", f"--timeout={WAIT}",
+            "job/extra", timeout=90,
+        )  # fmt: skip
+        log = real_node_cluster.kubectl("-n", node_namespace, "logs", "job/extra").stdout
+        assert log == "PUNCTUAL_FROM=extra\n"
 
 
 class TestServicesLikeARealCluster:
