@@ -23,6 +23,7 @@ of the link and each other, and nothing off the machine. Nothing is masqueraded 
 
 import contextlib
 import fcntl
+import functools
 import ipaddress
 import json
 import os
@@ -48,6 +49,10 @@ KUBELET_PORT = 10250
 KUBE_PROXY_HEALTH_PORT = 10256
 COREDNS_READY_PORT = 8181
 STOP_GRACE_SECONDS = 10.0
+CGROUP_PREFIX = "punctual-node-"
+# The hierarchy whose cgroup `<node>/daemons` holds the holder, the daemons and so containerd's
+# shims: the processes that would outlive a launcher killed outright.
+DAEMONS_HIERARCHY = CGROUP_ROOT / "pids"
 
 
 @dataclass(frozen=True)
@@ -158,7 +163,8 @@ class RealNode(processes.Service):
         self.timeout = timeout
         self.progress = progress
         self.addresses: NodeAddresses | None = None
-        self.cgroup_name = f"punctual-node-{uuid.uuid4().hex[:12]}"
+        # The launcher's pid in the name: a later launcher sweeps a node whose launcher died.
+        self.cgroup_name = f"{CGROUP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._holder: processes.ManagedProcess | None = None
         self._daemons: list[processes.ManagedProcess] = []
         self._containerd: processes.ManagedProcess | None = None
@@ -196,6 +202,8 @@ class RealNode(processes.Service):
 
     def prepare(self) -> NodeAddresses:
         self.directory.mkdir(parents=True, exist_ok=True)
+        sweep_orphaned_nodes()
+        self._make_cgroups()
         self._start_holder()
         with BLOCK_LOCK.open("a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
@@ -205,7 +213,6 @@ class RealNode(processes.Service):
                 raise RuntimeError(f"every block 10.{BLOCKS[0]}-{BLOCKS[-1]}.0.0/16 is routed")
             self.addresses = addresses = NodeAddresses(free[0])
             self._link(addresses)
-        self._make_cgroups()
         return addresses
 
     def _start_holder(self) -> None:
@@ -233,6 +240,7 @@ class RealNode(processes.Service):
             ],
             self.directory,
         )
+        self._hold_in_cgroup(holder)
         processes.wait_until(holder, ready.exists, "the node's namespaces exist", 10)
         self._net_inode = _ns_inode(holder.pid, "net")
         self._mnt_inode = _ns_inode(holder.pid, "mnt")
@@ -266,6 +274,14 @@ class RealNode(processes.Service):
             for name in ("cpuset.cpus", "cpuset.mems"):
                 if (hierarchy / name).exists():
                     (cgroup / name).write_text((hierarchy / name).read_text())
+        (DAEMONS_HIERARCHY / self.cgroup_name / "daemons").mkdir(exist_ok=True)
+
+    def _hold_in_cgroup(self, process: processes.ManagedProcess) -> None:
+        # Right after the start: none of them has forked yet (nsenter execs, containerd starts
+        # shims only for pods), so every later child is born in the cgroup.
+        procs = DAEMONS_HIERARCHY / self.cgroup_name / "daemons" / "cgroup.procs"
+        with contextlib.suppress(OSError):
+            procs.write_text(str(process.pid))
 
     # -- starting the daemons -----------------------------------------------------------------
 
@@ -309,6 +325,7 @@ class RealNode(processes.Service):
 
     def _start(self, name: str, argv: Sequence[str]) -> processes.ManagedProcess:
         process = processes.start(name, self._in_node(argv), self.directory)
+        self._hold_in_cgroup(process)
         self._daemons.append(process)
         return process
 
@@ -513,39 +530,16 @@ disabled_plugins = ["io.containerd.internal.v1.tracing", "io.containerd.snapshot
         return sorted(processes.alive(pids))
 
     def _cgroup_pids(self) -> list[int]:
-        pids: list[int] = []
-        for hierarchy in _cgroup_hierarchies():
-            cgroup = hierarchy / self.cgroup_name
-            for procs in cgroup.rglob("cgroup.procs") if cgroup.exists() else []:
-                with contextlib.suppress(OSError, ValueError):
-                    pids.extend(int(pid) for pid in procs.read_text().split())
-        return pids
+        return _cgroup_pids(self.cgroup_name)
 
     def _kill_leftover_processes(self) -> None:
-        deadline = time.monotonic() + STOP_GRACE_SECONDS
-        while (pids := self._node_pids()) and time.monotonic() < deadline:
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-            time.sleep(0.05)
+        _kill_until_gone(self._node_pids)
 
     def _cgroups(self) -> list[Path]:
-        """The node's cgroups, deepest first."""
-        found: list[Path] = []
-        for hierarchy in _cgroup_hierarchies():
-            cgroup = hierarchy / self.cgroup_name
-            if cgroup.is_dir():
-                found.extend(path for path in cgroup.rglob("*") if path.is_dir())
-                found.append(cgroup)
-        return sorted(found, key=lambda path: len(path.parts), reverse=True)
+        return _cgroups(self.cgroup_name)
 
     def _remove_cgroups(self) -> None:
-        deadline = time.monotonic() + STOP_GRACE_SECONDS
-        while (cgroups := self._cgroups()) and time.monotonic() < deadline:
-            for cgroup in cgroups:
-                with contextlib.suppress(OSError):
-                    cgroup.rmdir()
-            time.sleep(0.05)
+        _remove_cgroups(self.cgroup_name)
 
     def leftovers(self) -> list[str]:
         """What this node made that still exists (empty after ``stop()``)."""
@@ -577,3 +571,61 @@ def _http_ok(url: str) -> Callable[[], bool]:
             return bool(reply.status == 200)
 
     return probe
+
+
+def _cgroup_pids(name: str) -> list[int]:
+    pids: list[int] = []
+    for hierarchy in _cgroup_hierarchies():
+        cgroup = hierarchy / name
+        for procs in cgroup.rglob("cgroup.procs") if cgroup.exists() else []:
+            with contextlib.suppress(OSError, ValueError):
+                pids.extend(int(pid) for pid in procs.read_text().split())
+    return pids
+
+
+def _alive_in_cgroups(name: str) -> list[int]:
+    return processes.alive(_cgroup_pids(name))
+
+
+def _kill_until_gone(find: Callable[[], list[int]]) -> None:
+    deadline = time.monotonic() + STOP_GRACE_SECONDS
+    while (pids := find()) and time.monotonic() < deadline:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.05)
+
+
+def _cgroups(name: str) -> list[Path]:
+    """The cgroups of node ``name`` in every hierarchy, deepest first."""
+    found: list[Path] = []
+    for hierarchy in _cgroup_hierarchies():
+        cgroup = hierarchy / name
+        if cgroup.is_dir():
+            found.extend(path for path in cgroup.rglob("*") if path.is_dir())
+            found.append(cgroup)
+    return sorted(found, key=lambda path: len(path.parts), reverse=True)
+
+
+def _remove_cgroups(name: str) -> None:
+    deadline = time.monotonic() + STOP_GRACE_SECONDS
+    while (cgroups := _cgroups(name)) and time.monotonic() < deadline:
+        for cgroup in cgroups:
+            with contextlib.suppress(OSError):
+                cgroup.rmdir()
+        time.sleep(0.05)
+
+
+def sweep_orphaned_nodes() -> list[str]:
+    """Removes the nodes whose launcher was killed outright (no ``stop()``): kills the shims and
+    containers left in their cgroups (the namespaces, mounts, link and rules go with the last of
+    them) and removes the cgroups. Returns the names of the nodes swept."""
+    swept = []
+    for cgroup in DAEMONS_HIERARCHY.glob(f"{CGROUP_PREFIX}*"):
+        launcher = cgroup.name.removeprefix(CGROUP_PREFIX).split("-")[0]
+        if not launcher.isdigit() or Path(f"/proc/{launcher}").exists():
+            continue
+        _kill_until_gone(functools.partial(_alive_in_cgroups, cgroup.name))
+        _remove_cgroups(cgroup.name)
+        swept.append(cgroup.name)
+    return swept

@@ -7,7 +7,9 @@ module's tests; each test works in a namespace of its own.
 
 import http.server
 import json
+import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -18,7 +20,7 @@ import yaml
 
 from localcluster import LocalCluster, processes
 from localcluster.binaries import NodeImages, locate_node_images
-from localcluster.node import NODE_NAME
+from localcluster.node import NODE_NAME, sweep_orphaned_nodes
 
 pytestmark = pytest.mark.real_node
 
@@ -290,3 +292,33 @@ class TestNothingOutlivesTheNode:
         for save in (["iptables-save"], ["nft", "list", "ruleset"]):
             ruleset = subprocess.run(save, capture_output=True, text=True, check=True).stdout
             assert block + "." not in ruleset
+
+    def test_a_node_whose_launcher_was_killed_outright_is_swept_by_the_next_one(
+        self, tmp_path: Path
+    ) -> None:
+        # The launcher's children die with it, containerd's shims and their containers do not.
+        launcher = subprocess.run(
+            [sys.executable, "-c", ORPHANING_LAUNCHER, str(tmp_path / "cluster")],
+            capture_output=True, text=True, timeout=180, check=False,
+        )  # fmt: skip
+        assert launcher.returncode == -signal.SIGKILL, launcher.stderr
+        cgroup, interface = launcher.stdout.split()
+        assert sweep_orphaned_nodes() == [cgroup]
+        assert not list(Path("/sys/fs/cgroup").glob(f"*/{cgroup}"))
+        deadline = time.monotonic() + 10
+        while Path(f"/sys/class/net/{interface}").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)  # the kernel frees a network namespace a moment after its last user
+        assert not Path(f"/sys/class/net/{interface}").exists()
+
+
+ORPHANING_LAUNCHER = """
+import os, signal, sys
+from pathlib import Path
+from localcluster import LocalCluster
+cluster = LocalCluster(kwok=False, real_node=True, run_dir=Path(sys.argv[1]))
+cluster.start()
+cluster.kubectl("run", "serves", "--image=localhost/punctual-workload:local", "--", "serve", ":80")
+cluster.kubectl("wait", "--for=condition=Ready", "pod/serves", "--timeout=60s", timeout=90)
+print(cluster.node.cgroup_name, cluster.node.address.host_interface, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
