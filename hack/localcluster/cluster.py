@@ -37,6 +37,7 @@ from localcluster.ports import LOOPBACK, free_port
 # real node's Services are in its own block (localcluster.node).
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
+APISERVER_STOP_GRACE_SECONDS = 3.0
 DEFAULT_TIMEOUT = float(os.environ.get("PUNCTUAL_CLUSTER_START_TIMEOUT", "180"))
 
 Progress = Callable[[str], None]
@@ -444,7 +445,9 @@ class LocalCluster(processes.Service):
             self._node.stop()
         processes.stop_processes(reversed(self._clients))
         if self._apiserver is not None:
-            self._apiserver.stop()
+            # Beside a real node the API server hangs after "Shutting down kubernetes service
+            # endpoint reconciler" until killed; its data dies with the run anyway.
+            self._apiserver.stop(APISERVER_STOP_GRACE_SECONDS)
         if self._etcd is not None:
             self._etcd.stop()
         if self._given_run_dir is None and self.run_dir != Path():

@@ -317,7 +317,8 @@ from pathlib import Path
 from localcluster import LocalCluster
 cluster = LocalCluster(kwok=False, real_node=True, run_dir=Path(sys.argv[1]))
 cluster.start()
-cluster.kubectl("run", "serves", "--image=localhost/punctual-workload:local", "--", "serve", ":80")
+image = "--image=localhost/punctual-workload:local"
+cluster.kubectl("run", "serves", image, "--", "serve", ":8080")
 cluster.kubectl("wait", "--for=condition=Ready", "pod/serves", "--timeout=60s", timeout=90)
 print(cluster.node.cgroup_name, cluster.node.address.host_interface, flush=True)
 os.kill(os.getpid(), signal.SIGKILL)
