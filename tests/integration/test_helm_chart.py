@@ -119,7 +119,7 @@ MATRIX: dict[str, dict[str, Any]] = {
 SCHEDULED_JOBS = {
     "apiGroups": ["punctual.dev"],
     "resources": ["scheduledjobs"],
-    "verbs": ["get", "list", "watch"],
+    "verbs": ["get", "list", "watch", "patch"],
 }
 STATUS = {"apiGroups": ["punctual.dev"], "resources": ["scheduledjobs/status"], "verbs": ["patch"]}
 EVENTS = {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}

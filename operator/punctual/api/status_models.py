@@ -178,10 +178,11 @@ class ScheduledJobStatus(fields.ApiModel):
         },
         description="Ready: True (reason Scheduled) when the schedule is armed; False with "
         "reason InvalidSpec (the message names the field), LockBackendUnavailable, ... "
-        "Suspended: True while spec.suspend is true. LastRunSucceeded: True or False after "
-        "each run, its reason the run's result (Succeeded; Failed, TimedOut, Lost) and its "
-        "message the run's; Unknown (NoRunYet) before the first run; skipped and missed "
-        "slots leave it as it is.",
+        "Suspended: True while spec.suspend is true, reason Suspended, or "
+        "SuspendedAfterFailures when the operator suspended the job itself "
+        "(spec.suspendAfterFailures). LastRunSucceeded: True or False after each run, its "
+        "reason the run's result (Succeeded; Failed, TimedOut, Lost) and its message the run's; "
+        "Unknown (NoRunYet) before the first run; skipped and missed slots leave it as it is.",
     )
     next_run_time: fields.Timestamp | None = pydantic.Field(
         default=None,
@@ -211,4 +212,12 @@ class ScheduledJobStatus(fields.ApiModel):
     counts: RunCounts = pydantic.Field(
         default_factory=RunCounts,
         description="How many slots ended in each result since the ScheduledJob was created.",
+    )
+    consecutive_failures: fields.WholeNumber | None = pydantic.Field(
+        default=None,
+        ge=0,
+        description="Runs in a row that did not succeed (Failed, TimedOut, Lost), up to the "
+        "last one: a success sets it to 0, skipped and missed slots leave it as it is, and "
+        "resuming the job (spec.suspend back to false) sets it to 0. Compared with "
+        "spec.suspendAfterFailures.",
     )

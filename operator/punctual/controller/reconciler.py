@@ -11,7 +11,7 @@ from datetime import datetime
 
 from punctual.api import planning
 from punctual.contracts import protocols
-from punctual.controller import targets
+from punctual.controller import failures, targets
 from punctual.kube import events, objects, resources
 from punctual.locks import health
 from punctual.runtime import supervisor
@@ -31,6 +31,7 @@ LOCK_BACKEND_UNAVAILABLE = "LockBackendUnavailable"
 class _Seen:
     generation: int
     suspended: bool
+    suspend_after_failures: int | None = None
     suspended_after: datetime | None = None
     """The newest slot this replica dealt with before the suspension (when it was scheduling
     the job): the missed slots on resume are the ones after it."""
@@ -46,6 +47,7 @@ class Reconciler:
         targets: targets.Targets,
         wall: protocols.WallClock,
         lock_health: health.HealthTrackingLock | None = None,
+        pause: failures.FailurePause | None = None,
     ) -> None:
         self._scheduler = scheduler
         self._store = store
@@ -53,6 +55,10 @@ class Reconciler:
         self._targets = targets
         self._wall = wall
         self._seen: dict[slots.JobRef, _Seen] = {}
+        self._pause = pause
+        self._failures: dict[slots.JobRef, int] = {}
+        """``status.consecutiveFailures`` in the last version of each job this replica's watch
+        showed (not its cache, which its own writes feed too): a rise is what pauses a job."""
         self._lock_health = lock_health
         self._scheduling: dict[slots.JobRef, int] = {}
         """Jobs armed and not suspended, with their generation: Ready follows the lock."""
@@ -65,7 +71,10 @@ class Reconciler:
         job = resources.job_ref(body)
         generation = int(body["metadata"].get("generation", 0))
         seen = self._seen.get(job)
+        previous_failures = self._failures.get(job)
+        self._failures[job] = failures.consecutive_failures(body)
         if seen is not None and seen.generation == generation:
+            await self._pause_after_failures(body, seen, previous=previous_failures)
             return  # a status change: nothing for the scheduler
         try:
             spec = planning.parse_spec(body.get("spec") or {})
@@ -90,22 +99,28 @@ class Reconciler:
             job,
             history=status.History(succeeded=spec.history.succeeded, failed=spec.history.failed),
         )
+        threshold = spec.suspend_after_failures
         if spec.suspend:
             handled_through = self._scheduler.suspend(job)
             self._seen[job] = _Seen(
                 generation=generation,
                 suspended=True,
+                suspend_after_failures=threshold,
                 suspended_after=seen.suspended_after
                 if seen is not None and seen.suspended
                 else handled_through,
             )
             self._scheduling.pop(job, None)
+            count = failures.consecutive_failures(body)
+            paused = threshold is not None and count >= threshold
             self._condition(
                 job,
                 SUSPENDED,
                 ok=True,
-                reason="Suspended",
-                message="spec.suspend is true: no new slots",
+                reason=failures.REASON if paused else "Suspended",
+                message=failures.message(count=count, threshold=threshold)
+                if paused and threshold is not None
+                else "spec.suspend is true: no new slots",
                 generation=generation,
             )
             self._condition(
@@ -117,7 +132,15 @@ class Reconciler:
                 generation=generation,
             )
             return
-        self._seen[job] = _Seen(generation=generation, suspended=False)
+        self._seen[job] = _Seen(
+            generation=generation, suspended=False, suspend_after_failures=threshold
+        )
+        if failures.consecutive_failures(body) and (
+            (seen is not None and seen.suspended)
+            or (threshold is not None and failures.consecutive_failures(body) >= threshold)
+        ):
+            # Resumed (here, or while this replica was away): the count starts again.
+            self._store.reset_failures(job)
         now = self._wall()
         high_water = _high_water(body)
         if seen is None:
@@ -148,9 +171,19 @@ class Reconciler:
         job = resources.job_ref(body)
         await self._scheduler.disarm(job)
         self._seen.pop(job, None)
+        self._failures.pop(job, None)
         self._scheduling.pop(job, None)
         self._store.forget(job)
         self._cache.forget(job)
+
+    async def _pause_after_failures(
+        self, body: resources.Body, seen: _Seen, *, previous: int | None
+    ) -> None:
+        threshold = seen.suspend_after_failures
+        if self._pause is None or threshold is None or seen.suspended:
+            return
+        if failures.due(previous=previous, body=body, threshold=threshold):
+            await self._pause.suspend(body, threshold=threshold)
 
     def _ready(self, job: slots.JobRef, generation: int) -> None:
         """Ready for a job being scheduled: True, unless the lock backend does not answer (then

@@ -77,6 +77,9 @@ class Pending:
     urgent: bool = False
     heartbeat: bool = False
     """The runs in progress are due to be stated again (with a fresh ``heartbeatTime``)."""
+    failures_reset: bool = False
+    """The job was resumed: ``consecutiveFailures`` starts again from 0 (then counts the runs
+    recorded here)."""
     in_doubt: list["Pending"] = field(default_factory=list)
     """Earlier writes that failed but may have landed, each on its own (none of them in doubt
     itself): delivered again only if the object does not show them (``settled``)."""
@@ -92,6 +95,7 @@ class Pending:
         self.since = min(self.since, older.since)
         self.urgent = self.urgent or older.urgent
         self.heartbeat = self.heartbeat or older.heartbeat
+        self.failures_reset = self.failures_reset or older.failures_reset
         self.in_doubt[:0] = older.in_doubt
 
     @property
@@ -103,6 +107,7 @@ class Pending:
             or self.conditions
             or self.observed_generation is not None
             or self.heartbeat
+            or self.failures_reset
         )
 
     def settled(self, *, landed: Callable[["Pending"], bool]) -> "Pending":
@@ -119,6 +124,7 @@ class Pending:
             since=self.since,
             urgent=self.urgent,
             heartbeat=self.heartbeat,
+            failures_reset=self.failures_reset,
         )
         for doubtful in self.in_doubt:
             settled.absorb(doubtful)
@@ -193,6 +199,13 @@ class Ledger:
         pending = self.note(job)
         pending.conditions[condition.type] = condition
         pending.observed_generation = generation
+        pending.urgent = True
+        self.urgent.add(job)
+
+    def reset_failures(self, job: slots.JobRef) -> None:
+        """``consecutiveFailures`` is to be 0 again (the job was resumed), at the next tick."""
+        pending = self.note(job)
+        pending.failures_reset = True
         pending.urgent = True
         self.urgent.add(job)
 

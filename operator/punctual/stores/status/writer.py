@@ -125,6 +125,10 @@ class StatusStore(protocols.RunStore):
             return
         self._ledger.condition(job, condition, generation=generation)
 
+    def reset_failures(self, job: slots.JobRef) -> None:
+        """Write ``consecutiveFailures: 0`` at the next tick (the job was resumed)."""
+        self._ledger.reset_failures(job)
+
     def forget(self, job: slots.JobRef) -> None:
         self._ledger.forget(job)
         self._stated.pop(job, None)
