@@ -106,6 +106,16 @@ class RunRecord(fields.ApiModel):
         default="",
         description="The operator replica that claimed the slot.",
     )
+    trigger: records.Trigger | None = pydantic.Field(
+        default=None,
+        description="Manual for a run asked for by hand (the punctual.dev/run-now annotation, "
+        "punctual trigger); its slot is when it was asked for. Unset for a slot of the "
+        "schedule.",
+    )
+    run_now_token: str | None = pydantic.Field(
+        default=None,
+        description="For a Manual run, the punctual.dev/run-now token that asked for it.",
+    )
 
 
 class ActiveRun(fields.ApiModel):
@@ -131,6 +141,10 @@ class ActiveRun(fields.ApiModel):
         ge=1,
         description="2 for the retry of a run recorded Lost (spec.retryLostRuns); unset for a "
         "first run.",
+    )
+    run_now_token: str | None = pydantic.Field(
+        default=None,
+        description="For a run asked for by hand, the punctual.dev/run-now token.",
     )
 
 
@@ -192,6 +206,11 @@ class ScheduledJobStatus(fields.ApiModel):
         default=None,
         description="The last slot claimed by any replica. Persisted across operator restarts: "
         "a slot at or before it never runs again.",
+    )
+    last_run_now_token: str | None = pydantic.Field(
+        default=None,
+        description="The last punctual.dev/run-now token taken (its run claimed by a "
+        "replica): setting the annotation to it again runs nothing.",
     )
     last_successful_time: fields.Timestamp | None = pydantic.Field(
         default=None,

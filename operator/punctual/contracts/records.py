@@ -18,6 +18,13 @@ class RunResult(enum.StrEnum):
     """The replica running it died (its lease expired); recorded by the replica that noticed."""
 
 
+class Trigger(enum.StrEnum):
+    """Why a run happened: its schedule, or a request (``punctual.dev/run-now``)."""
+
+    SCHEDULED = "Scheduled"
+    MANUAL = "Manual"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Claim:
     """A request to own one slot, exactly once across replicas."""
@@ -33,6 +40,9 @@ class Claim:
     run: bool = True
     """False when the slot is claimed only to count it missed, once across replicas: nothing
     runs, and a lock that acts on the target as it claims (the queue target) must not."""
+    token: str | None = None
+    """For a run asked for by hand, its ``punctual.dev/run-now`` token (``slot_id`` carries it
+    too): such a claim is no slot of the schedule, and moves no high-water mark."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,6 +56,8 @@ class RunContext:
     scheduled_time: datetime
     """The slot plus the job's jitter: when the run was due to start."""
     timeout: timedelta
+    token: str | None = None
+    """For a run asked for by hand, its ``punctual.dev/run-now`` token."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +80,8 @@ class ActiveRun:
     """For the job target: the Job the run created."""
     attempt: int = 1
     """2 for the one retry of a run recorded Lost (``spec.retryLostRuns``)."""
+    token: str | None = None
+    """For a run asked for by hand, its ``punctual.dev/run-now`` token."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,6 +95,12 @@ class RunRecord:
     finished_at: datetime | None = None
     message: str = ""
     replica: str = ""
+    token: str | None = None
+    """For a run asked for by hand, its ``punctual.dev/run-now`` token (its trigger Manual)."""
+
+    @property
+    def trigger(self) -> Trigger:
+        return Trigger.SCHEDULED if self.token is None else Trigger.MANUAL
 
     @property
     def lateness(self) -> timedelta | None:

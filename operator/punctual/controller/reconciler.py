@@ -9,7 +9,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from punctual.api import planning
+from punctual.api import annotations, planning
 from punctual.contracts import protocols
 from punctual.controller import failures, targets
 from punctual.kube import events, objects, resources
@@ -56,6 +56,8 @@ class Reconciler:
         self._wall = wall
         self._seen: dict[slots.JobRef, _Seen] = {}
         self._pause = pause
+        self._run_now: dict[slots.JobRef, str] = {}
+        """The last ``punctual.dev/run-now`` token this replica acted on, per job."""
         self._failures: dict[slots.JobRef, int] = {}
         """``status.consecutiveFailures`` in the last version of each job this replica's watch
         showed (not its cache, which its own writes feed too): a rise is what pauses a job."""
@@ -66,7 +68,12 @@ class Reconciler:
             lock_health.subscribe(self._lock_backend_changed)
 
     async def observe(self, body: resources.Body) -> None:
-        """An object was listed, added or modified: act on a new generation only."""
+        """An object was listed, added or modified: act on a new generation, and on a new
+        ``punctual.dev/run-now`` token."""
+        await self._reconcile(body)
+        self._run_now_if_asked(body)
+
+    async def _reconcile(self, body: resources.Body) -> None:
         self._cache.remember(body)
         job = resources.job_ref(body)
         generation = int(body["metadata"].get("generation", 0))
@@ -172,9 +179,32 @@ class Reconciler:
         await self._scheduler.disarm(job)
         self._seen.pop(job, None)
         self._failures.pop(job, None)
+        self._run_now.pop(job, None)
         self._scheduling.pop(job, None)
         self._store.forget(job)
         self._cache.forget(job)
+
+    def _run_now_if_asked(self, body: resources.Body) -> None:
+        """Run the job once more for a token this replica has not acted on, unless the object
+        says a replica took it already; every replica asks, the claim keyed by the token lets
+        one run it."""
+        job = resources.job_ref(body)
+        token = (body["metadata"].get("annotations") or {}).get(annotations.RUN_NOW)
+        if not isinstance(token, str) or self._run_now.get(job) == token:
+            return
+        self._run_now[job] = token
+        if (body.get("status") or {}).get("lastRunNowToken") == token:
+            return  # taken already (before this replica started, or by another one)
+        problem = annotations.token_problem(annotations.RUN_NOW, token)
+        if problem is not None:
+            events.warn(body, reason="InvalidRunNow", message=problem)
+        elif not self._scheduler.run_now(job, token):
+            events.warn(
+                body,
+                reason="InvalidRunNow",
+                message=f"metadata.annotations[{annotations.RUN_NOW}]: the job is not "
+                "scheduled (see its Ready condition); nothing run",
+            )
 
     async def _pause_after_failures(
         self, body: resources.Body, seen: _Seen, *, previous: int | None

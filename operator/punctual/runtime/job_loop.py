@@ -116,6 +116,14 @@ class JobLoop:
             slot, armed=self._armed, replica=replica, started_at=started_at, attempt=attempt
         )
 
+    def run_now(self, token: str) -> bool:
+        """Run the job once more, now, keyed by ``token`` (see ``JobRuns.run_now``), with the
+        plan and executor it was last armed with, suspended or not; False if it never was."""
+        if self._armed is None:
+            return False
+        self._runs.run_now(token, self._armed)
+        return True
+
     def _report_crash(self, task: "asyncio.Task[None]") -> None:
         if not task.cancelled() and task.exception() is not None:
             logger.error(

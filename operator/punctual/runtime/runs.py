@@ -89,6 +89,9 @@ class JobRuns:
         self._draining: asyncio.Task[None] | None = None
         self._last_slot: datetime | None = None
         self._last_slot_id = ""
+        self._tokens: dict[datetime, str] = {}
+        """The runs asked for by hand, from their claim to their record: each one's slot (when
+        it was asked for, on this replica's clock) and its ``punctual.dev/run-now`` token."""
 
     @property
     def active_slots(self) -> list[datetime]:
@@ -109,6 +112,22 @@ class JobRuns:
         """Claim ``slot`` and admit it per the concurrency policy, in a task of its own."""
         return self._tasks.spawn(
             self._claim_and_admit(slot, armed), name=f"claim {self._slot_id(slot)}"
+        )
+
+    def run_now(self, token: str, armed: Armed) -> Claiming:
+        """Claim the run asked for with ``token`` and admit it like a slot due now, in a task
+        of its own. Its claim is keyed by the token, so of every replica asked, one runs it,
+        once; the concurrency policy, the timeout and the history apply as to any slot."""
+        # Its slot is when it was asked for, plus one microsecond: slots of a schedule are
+        # whole milliseconds, so it is never one of theirs.
+        now = self._wall()
+        slot = now.replace(microsecond=now.microsecond // 1000 * 1000 + 1)
+        while slot in self._tokens:  # two asked within a millisecond
+            slot += timedelta(milliseconds=1)
+        self._tokens[slot] = token
+        return self._tasks.spawn(
+            self._claim_and_admit(slot, armed),
+            name=f"claim {slots.run_now_slot_id(self._job, token)}",
         )
 
     def claim_missed(self, slot: datetime, armed: Armed) -> asyncio.Task[bool]:
@@ -166,14 +185,16 @@ class JobRuns:
     async def _claim(self, slot: datetime, armed: Armed, *, run: bool) -> bool:
         """Fail closed: no claim, no run, whatever went wrong."""
         plan = armed.plan
+        token = self._tokens.get(slot)
         claim = records.Claim(
             job=self._job,
             slot=slot,
             slot_id=self._slot_id(slot),
             holder=f"{self._replica}:{next(_run_ids)}",
             ttl=plan.lock_ttl,
-            scheduled_time=slot + plan.offset,
+            scheduled_time=slot if token is not None else slot + plan.offset,
             run=run,
+            token=token,
         )
         try:
             return await armed.lock.claim(claim)
@@ -184,7 +205,13 @@ class JobRuns:
         return False
 
     async def _claim_and_admit(self, slot: datetime, armed: Armed) -> asyncio.Task[None] | None:
-        if not await self._claim(slot, armed, run=True):
+        claimed = False
+        try:
+            claimed = await self._claim(slot, armed, run=True)
+        finally:
+            if not claimed:  # a run asked for by hand that another replica has: forgotten
+                self._tokens.pop(slot, None)
+        if not claimed:
             return None
         return self._admit(slot, armed)
 
@@ -252,20 +279,24 @@ class JobRuns:
     def _skip_overlapping(self, slot: datetime, plan: plans.JobPlan, *, active: int) -> None:
         record = records.RunRecord(
             slot=slot,
-            scheduled_time=slot + plan.offset,
+            scheduled_time=slot if slot in self._tokens else slot + plan.offset,
             result=records.RunResult.SKIPPED_OVERLAP,
             message=f"{active} run(s) active, concurrencyPolicy {plan.concurrency}",
             replica=self._replica,
+            token=self._tokens.pop(slot, None),
         )
         self._store.run_finished(self._job, record)
 
     def _context(self, slot: datetime, armed: Armed) -> records.RunContext:
+        token = self._tokens.get(slot)
         return records.RunContext(
             job=self._job,
             slot=slot,
             slot_id=self._slot_id(slot),
-            scheduled_time=slot + armed.plan.offset,
+            # A run asked for by hand is due when it was asked for: no jitter.
+            scheduled_time=slot if token is not None else slot + armed.plan.offset,
             timeout=armed.plan.timeout,
+            token=token,
         )
 
     def _start(self, slot: datetime, armed: Armed, *, attempt: int = 1) -> asyncio.Task[None]:
@@ -282,6 +313,7 @@ class JobRuns:
                     armed.job_namer.job_name(context) if armed.job_namer is not None else None
                 ),
                 attempt=attempt,
+                token=context.token,
             ),
         )
         run.task = self._tasks.spawn(self._execute(run, armed), name=f"run {context.slot_id}")
@@ -356,6 +388,7 @@ class JobRuns:
             finished_at=self._wall(),
             message=message,
             replica=self._replica,
+            token=self._tokens.pop(slot, None),
         )
         self._store.run_finished(self._job, record)
         if self._queued and not self._active and self._stopping is None:
@@ -367,6 +400,9 @@ class JobRuns:
                 self._start(queued_slot, armed)
 
     def _slot_id(self, slot: datetime) -> str:
+        token = self._tokens.get(slot)
+        if token is not None:
+            return slots.run_now_slot_id(self._job, token)
         # The same slot's id is asked for four times (prepared, claimed, named, started): kept.
         if slot != self._last_slot:
             self._last_slot, self._last_slot_id = slot, slots.slot_id(self._job, slot)

@@ -77,6 +77,12 @@ class Supervisor:
                 attempt=lease.attempt,
             )
 
+    def run_now(self, job: slots.JobRef, token: str) -> bool:
+        """Run ``job`` once more, now, keyed by ``token``: see ``JobLoop.run_now``. False when
+        ``job`` is not armed here (an invalid spec)."""
+        loop = self._loops.get(job)
+        return loop is not None and loop.run_now(token)
+
     def suspend(self, job: slots.JobRef) -> datetime | None:
         """Stop new slots of ``job``; its runs in flight go on.
 

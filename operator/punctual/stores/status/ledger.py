@@ -77,6 +77,8 @@ class Pending:
     urgent: bool = False
     heartbeat: bool = False
     """The runs in progress are due to be stated again (with a fresh ``heartbeatTime``)."""
+    run_now_token: str | None = None
+    """The token of the newest run asked for by hand that started here (``lastRunNowToken``)."""
     failures_reset: bool = False
     """The job was resumed: ``consecutiveFailures`` starts again from 0 (then counts the runs
     recorded here)."""
@@ -96,6 +98,7 @@ class Pending:
         self.urgent = self.urgent or older.urgent
         self.heartbeat = self.heartbeat or older.heartbeat
         self.failures_reset = self.failures_reset or older.failures_reset
+        self.run_now_token = self.run_now_token or older.run_now_token
         self.in_doubt[:0] = older.in_doubt
 
     @property
@@ -108,6 +111,7 @@ class Pending:
             or self.observed_generation is not None
             or self.heartbeat
             or self.failures_reset
+            or self.run_now_token is not None
         )
 
     def settled(self, *, landed: Callable[["Pending"], bool]) -> "Pending":
@@ -125,6 +129,7 @@ class Pending:
             urgent=self.urgent,
             heartbeat=self.heartbeat,
             failures_reset=self.failures_reset,
+            run_now_token=self.run_now_token,
         )
         for doubtful in self.in_doubt:
             settled.absorb(doubtful)
@@ -166,7 +171,10 @@ class Ledger:
     def started(self, job: slots.JobRef, run: records.ActiveRun) -> None:
         self.active[job][run.slot] = run
         pending = self.note(job)
-        pending.claimed = _latest(pending.claimed, run.slot)
+        if run.token is not None:  # asked for by hand: no slot of the schedule
+            pending.run_now_token = run.token
+        else:
+            pending.claimed = _latest(pending.claimed, run.slot)
 
     def finished(self, job: slots.JobRef, record: records.RunRecord) -> None:
         runs = self.active.get(job)
@@ -178,7 +186,8 @@ class Ledger:
         pending.counts[record.result] += 1
         pending.run_records.append(record)
         _trim(pending.run_records, self.history.get(job, History()))
-        pending.claimed = _latest(pending.claimed, record.slot)
+        if record.token is None:
+            pending.claimed = _latest(pending.claimed, record.slot)
 
     def missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
         pending = self.note(job)

@@ -47,6 +47,7 @@ _STATED = {
     "counts",
     "consecutive_failures",
     "last_schedule_time",
+    "last_run_now_token",
     "next_run_time",
     "observed_generation",
 }
@@ -89,6 +90,7 @@ def compose(
         counts=_counts(current, pending.counts),
         consecutive_failures=_consecutive_failures(current, pending),
         last_schedule_time=claimed if forward else None,
+        last_run_now_token=pending.run_now_token,
         next_run_time=upcoming,
         observed_generation=pending.observed_generation,
     ).model_dump(mode="json", include=_STATED, exclude_none=True)
@@ -163,6 +165,8 @@ def _run_entry(record: records.RunRecord) -> dict[str, Any]:
         result=record.result,
         message=record.message,
         replica=record.replica,
+        trigger=None if record.token is None else record.trigger,
+        run_now_token=record.token,
     ).model_dump(mode="json", exclude_none=True)
 
 
@@ -174,6 +178,7 @@ def _active_entry(run: records.ActiveRun, *, heartbeat: datetime) -> dict[str, A
         heartbeat_time=heartbeat,
         job_name=run.job_name,
         attempt=run.attempt if run.attempt > 1 else None,  # a first run says no attempt
+        run_now_token=run.token,
     ).model_dump(mode="json", exclude_none=True)
 
 
