@@ -109,7 +109,8 @@ class RunRecord(fields.ApiModel):
     trigger: records.Trigger | None = pydantic.Field(
         default=None,
         description="Manual for a run asked for by hand (the punctual.dev/run-now annotation, "
-        "punctual trigger); its slot is when it was asked for. Unset for a slot of the "
+        "punctual trigger), its slot when it was asked for; Backfill for a past slot run by a "
+        "backfill (punctual.dev/backfill, punctual backfill). Unset for a slot of the "
         "schedule.",
     )
     run_now_token: str | None = pydantic.Field(
@@ -176,6 +177,42 @@ class RunCounts(fields.ApiModel):
     )
 
 
+class BackfillStatus(fields.ApiModel):
+    """How far the last backfill (punctual.dev/backfill) has come."""
+
+    token: str = pydantic.Field(description="The token of the backfill request.")
+    from_: fields.Timestamp | None = pydantic.Field(
+        default=None, alias="from", description="The start of its window (included)."
+    )
+    to: fields.Timestamp | None = pydantic.Field(
+        default=None, description="The end of its window (included)."
+    )
+    replica: str | None = pydantic.Field(
+        default=None, description="The operator replica carrying it out."
+    )
+    total: fields.WholeNumber | None = pydantic.Field(
+        default=None, ge=0, description="The slots of the window (at most 1000)."
+    )
+    done: fields.WholeNumber | None = pydantic.Field(
+        default=None, ge=0, description="The slots dealt with so far, oldest first."
+    )
+    succeeded: fields.WholeNumber | None = pydantic.Field(
+        default=None, ge=0, description="Of those, the runs that succeeded."
+    )
+    failed: fields.WholeNumber | None = pydantic.Field(
+        default=None, ge=0, description="Of those, the runs that did not (Failed, TimedOut, Lost)."
+    )
+    skipped: fields.WholeNumber | None = pydantic.Field(
+        default=None,
+        ge=0,
+        description="Of those, the slots not run: they ran already, ran elsewhere, or were "
+        "skipped by spec.concurrencyPolicy.",
+    )
+    finished: bool | None = pydantic.Field(
+        default=None, description="True once every slot of the window was dealt with."
+    )
+
+
 class ScheduledJobStatus(fields.ApiModel):
     """What the operator observed: readiness, the next and last slots, and recent runs."""
 
@@ -211,6 +248,10 @@ class ScheduledJobStatus(fields.ApiModel):
         default=None,
         description="The last punctual.dev/run-now token taken (its run claimed by a "
         "replica): setting the annotation to it again runs nothing.",
+    )
+    backfill: BackfillStatus | None = pydantic.Field(
+        default=None,
+        description="The progress of the last backfill request (punctual.dev/backfill).",
     )
     last_successful_time: fields.Timestamp | None = pydantic.Field(
         default=None,

@@ -23,6 +23,7 @@ class Trigger(enum.StrEnum):
 
     SCHEDULED = "Scheduled"
     MANUAL = "Manual"
+    BACKFILL = "Backfill"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,6 +44,10 @@ class Claim:
     token: str | None = None
     """For a run asked for by hand, its ``punctual.dev/run-now`` token (``slot_id`` carries it
     too): such a claim is no slot of the schedule, and moves no high-water mark."""
+    backfill: str | None = None
+    """The token of the backfill this claim is for: with ``run`` false, the claim of the whole
+    request (``slot_id`` names it); with ``run`` true, of one past slot of its window (a slot
+    that ran already, or runs now, is refused)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,10 +102,14 @@ class RunRecord:
     replica: str = ""
     token: str | None = None
     """For a run asked for by hand, its ``punctual.dev/run-now`` token (its trigger Manual)."""
+    backfill: str | None = None
+    """For a slot run by a backfill, the backfill's token (its trigger Backfill)."""
 
     @property
     def trigger(self) -> Trigger:
-        return Trigger.SCHEDULED if self.token is None else Trigger.MANUAL
+        if self.token is not None:
+            return Trigger.MANUAL
+        return Trigger.SCHEDULED if self.backfill is None else Trigger.BACKFILL
 
     @property
     def lateness(self) -> timedelta | None:
@@ -123,3 +132,29 @@ class Lease:
     replica: str
     attempt: int = 1
     started_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackfillRequest:
+    """Run the slots in ``[start, end]`` once each, oldest first (``punctual.dev/backfill``)."""
+
+    token: str
+    start: datetime
+    end: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackfillProgress:
+    """How far the replica that took a backfill has come."""
+
+    request: BackfillRequest
+    replica: str
+    total: int
+    done: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    """Runs that started and did not succeed (Failed, TimedOut, Lost)."""
+    skipped: int = 0
+    """Slots not run: they ran already, ran elsewhere, or were skipped by the concurrency
+    policy."""
+    finished: bool = False

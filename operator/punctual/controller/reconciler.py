@@ -58,6 +58,8 @@ class Reconciler:
         self._pause = pause
         self._run_now: dict[slots.JobRef, str] = {}
         """The last ``punctual.dev/run-now`` token this replica acted on, per job."""
+        self._backfills: dict[slots.JobRef, str] = {}
+        """The last ``punctual.dev/backfill`` value this replica acted on, per job."""
         self._failures: dict[slots.JobRef, int] = {}
         """``status.consecutiveFailures`` in the last version of each job this replica's watch
         showed (not its cache, which its own writes feed too): a rise is what pauses a job."""
@@ -69,9 +71,10 @@ class Reconciler:
 
     async def observe(self, body: resources.Body) -> None:
         """An object was listed, added or modified: act on a new generation, and on a new
-        ``punctual.dev/run-now`` token."""
+        ``punctual.dev/run-now`` token or ``punctual.dev/backfill`` request."""
         await self._reconcile(body)
         self._run_now_if_asked(body)
+        self._backfill_if_asked(body)
 
     async def _reconcile(self, body: resources.Body) -> None:
         self._cache.remember(body)
@@ -180,6 +183,7 @@ class Reconciler:
         self._seen.pop(job, None)
         self._failures.pop(job, None)
         self._run_now.pop(job, None)
+        self._backfills.pop(job, None)
         self._scheduling.pop(job, None)
         self._store.forget(job)
         self._cache.forget(job)
@@ -204,6 +208,30 @@ class Reconciler:
                 reason="InvalidRunNow",
                 message=f"metadata.annotations[{annotations.RUN_NOW}]: the job is not "
                 "scheduled (see its Ready condition); nothing run",
+            )
+
+    def _backfill_if_asked(self, body: resources.Body) -> None:
+        """Start a backfill request this replica has not acted on, unless the object says a
+        replica took it already; every replica asks, the claim of the request lets one carry
+        it out."""
+        job = resources.job_ref(body)
+        value = (body["metadata"].get("annotations") or {}).get(annotations.BACKFILL)
+        if not isinstance(value, str) or self._backfills.get(job) == value:
+            return
+        self._backfills[job] = value
+        asked = annotations.parse_backfill(value)
+        if isinstance(asked, str):
+            events.warn(body, reason="InvalidBackfill", message=asked)
+            return
+        progress = (body.get("status") or {}).get("backfill")
+        if isinstance(progress, dict) and progress.get("token") == asked.token:
+            return  # taken already
+        problem = self._scheduler.backfill(job, asked)
+        if problem is not None:
+            events.warn(
+                body,
+                reason="InvalidBackfill",
+                message=f"metadata.annotations[{annotations.BACKFILL}]: {problem}; nothing run",
             )
 
     async def _pause_after_failures(

@@ -15,8 +15,10 @@ looks into a run. Both sides start their tasks in the job's one ``tasks.JobTasks
 
 import asyncio
 import collections
+import dataclasses
 import itertools
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TypeAlias
@@ -89,6 +91,10 @@ class JobRuns:
         self._draining: asyncio.Task[None] | None = None
         self._last_slot: datetime | None = None
         self._last_slot_id = ""
+        self._backfilled: dict[datetime, str] = {}
+        """The past slots a backfill taken here is claiming or running, with its token."""
+        self._backfill_results: dict[datetime, records.RunResult] = {}
+        """What became of each of them, for the backfill to count (taken when it reads it)."""
         self._tokens: dict[datetime, str] = {}
         """The runs asked for by hand, from their claim to their record: each one's slot (when
         it was asked for, on this replica's clock) and its ``punctual.dev/run-now`` token."""
@@ -129,6 +135,49 @@ class JobRuns:
             self._claim_and_admit(slot, armed),
             name=f"claim {slots.run_now_slot_id(self._job, token)}",
         )
+
+    async def backfill(
+        self, request: records.BackfillRequest, due: Sequence[datetime], armed: Armed
+    ) -> None:
+        """Carry out the backfill ``request`` of the slots ``due`` (oldest first), if this
+        replica wins the claim of the request: each slot claimed like any slot of the job (one
+        that ran already, or runs elsewhere, is refused and skipped), admitted under the
+        concurrency policy, and waited for before the next. Progress goes to the store."""
+        plan = armed.plan
+        request_claim = records.Claim(
+            job=self._job,
+            slot=request.start,
+            slot_id=slots.backfill_request_id(self._job, request.token),
+            holder=f"{self._replica}:{next(_run_ids)}",
+            ttl=plan.lock_ttl,
+            run=False,
+            backfill=request.token,
+        )
+        try:
+            if not await armed.lock.claim(request_claim):
+                return
+        except Exception:  # fail closed, as for a slot: no claim, nothing run
+            logger.exception("backfill %s not claimed", request_claim.slot_id)
+            return
+        progress = records.BackfillProgress(request=request, replica=self._replica, total=len(due))
+        self._store.backfill_progressed(self._job, progress)
+        for slot in due:
+            if self._stopping is not None:
+                break
+            self._backfilled[slot] = request.token
+            result: records.RunResult | None = None
+            try:
+                if await self._claim(slot, armed, run=True):
+                    started = self._admit(slot, armed)
+                    if started is not None:
+                        await asyncio.wait([started])
+                    result = self._backfill_results.pop(slot, None)
+            finally:
+                self._backfilled.pop(slot, None)
+            progress = _counted(progress, result)
+            self._store.backfill_progressed(self._job, progress)
+        progress = dataclasses.replace(progress, finished=True)
+        self._store.backfill_progressed(self._job, progress)
 
     def claim_missed(self, slot: datetime, armed: Armed) -> asyncio.Task[bool]:
         """Claim ``slot`` only to count it missed, in a task of its own: True when this replica
@@ -195,6 +244,7 @@ class JobRuns:
             scheduled_time=slot if token is not None else slot + plan.offset,
             run=run,
             token=token,
+            backfill=self._backfilled.get(slot),
         )
         try:
             return await armed.lock.claim(claim)
@@ -284,6 +334,7 @@ class JobRuns:
             message=f"{active} run(s) active, concurrencyPolicy {plan.concurrency}",
             replica=self._replica,
             token=self._tokens.pop(slot, None),
+            backfill=self._backfilled.get(slot),
         )
         self._store.run_finished(self._job, record)
 
@@ -389,7 +440,10 @@ class JobRuns:
             message=message,
             replica=self._replica,
             token=self._tokens.pop(slot, None),
+            backfill=self._backfilled.get(slot),
         )
+        if record.backfill is not None:
+            self._backfill_results[slot] = result
         self._store.run_finished(self._job, record)
         if self._queued and not self._active and self._stopping is None:
             queued_slot, armed = self._queued[0]
@@ -407,6 +461,19 @@ class JobRuns:
         if slot != self._last_slot:
             self._last_slot, self._last_slot_id = slot, slots.slot_id(self._job, slot)
         return self._last_slot_id
+
+
+def _counted(
+    progress: records.BackfillProgress, result: records.RunResult | None
+) -> records.BackfillProgress:
+    """``progress`` with one more slot dealt with, ``result`` what became of it (None: not run
+    here, or not yet: it ran already, runs elsewhere, or waits in the queue)."""
+    done = progress.done + 1
+    if result == records.RunResult.SUCCEEDED:
+        return dataclasses.replace(progress, done=done, succeeded=progress.succeeded + 1)
+    if result is None or result == records.RunResult.SKIPPED_OVERLAP:
+        return dataclasses.replace(progress, done=done, skipped=progress.skipped + 1)
+    return dataclasses.replace(progress, done=done, failed=progress.failed + 1)
 
 
 _CANCELLED_EARLY = (records.RunResult.FAILED, "cancelled before it started")

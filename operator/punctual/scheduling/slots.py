@@ -37,6 +37,11 @@ def run_now_slot_id(job: JobRef, token: str) -> str:
     return f"{job.namespace}/{job.name}/{job.uid}/{RUN_NOW_PREFIX}{token}"
 
 
+def backfill_request_id(job: JobRef, token: str) -> str:
+    """The key of the claim of a whole backfill request: one replica carries it out."""
+    return f"{job.namespace}/{job.name}/{job.uid}/backfill-{token}"
+
+
 def parse_slot_id(text: str) -> tuple[JobRef, datetime]:
     """The job and the slot a slot id names: the inverse of ``slot_id``.
 

@@ -79,6 +79,8 @@ class Pending:
     """The runs in progress are due to be stated again (with a fresh ``heartbeatTime``)."""
     run_now_token: str | None = None
     """The token of the newest run asked for by hand that started here (``lastRunNowToken``)."""
+    backfill: records.BackfillProgress | None = None
+    """The newest progress of a backfill this replica carries out."""
     failures_reset: bool = False
     """The job was resumed: ``consecutiveFailures`` starts again from 0 (then counts the runs
     recorded here)."""
@@ -99,6 +101,7 @@ class Pending:
         self.heartbeat = self.heartbeat or older.heartbeat
         self.failures_reset = self.failures_reset or older.failures_reset
         self.run_now_token = self.run_now_token or older.run_now_token
+        self.backfill = self.backfill or older.backfill
         self.in_doubt[:0] = older.in_doubt
 
     @property
@@ -112,6 +115,7 @@ class Pending:
             or self.heartbeat
             or self.failures_reset
             or self.run_now_token is not None
+            or self.backfill is not None
         )
 
     def settled(self, *, landed: Callable[["Pending"], bool]) -> "Pending":
@@ -130,6 +134,7 @@ class Pending:
             heartbeat=self.heartbeat,
             failures_reset=self.failures_reset,
             run_now_token=self.run_now_token,
+            backfill=self.backfill,
         )
         for doubtful in self.in_doubt:
             settled.absorb(doubtful)
@@ -217,6 +222,14 @@ class Ledger:
         pending.failures_reset = True
         pending.urgent = True
         self.urgent.add(job)
+
+    def backfill(self, job: slots.JobRef, progress: records.BackfillProgress) -> None:
+        """``progress`` is to be written; its start and its end go at the next tick."""
+        pending = self.note(job)
+        pending.backfill = progress
+        if progress.done == 0 or progress.finished:
+            pending.urgent = True
+            self.urgent.add(job)
 
     def take(self, job: slots.JobRef) -> Pending | None:
         """The job's pending, for a write: the ledger no longer has it."""

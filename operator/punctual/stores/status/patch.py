@@ -48,6 +48,7 @@ _STATED = {
     "consecutive_failures",
     "last_schedule_time",
     "last_run_now_token",
+    "backfill",
     "next_run_time",
     "observed_generation",
 }
@@ -91,6 +92,7 @@ def compose(
         consecutive_failures=_consecutive_failures(current, pending),
         last_schedule_time=claimed if forward else None,
         last_run_now_token=pending.run_now_token,
+        backfill=_backfill(pending.backfill),
         next_run_time=upcoming,
         observed_generation=pending.observed_generation,
     ).model_dump(mode="json", include=_STATED, exclude_none=True)
@@ -165,7 +167,7 @@ def _run_entry(record: records.RunRecord) -> dict[str, Any]:
         result=record.result,
         message=record.message,
         replica=record.replica,
-        trigger=None if record.token is None else record.trigger,
+        trigger=None if record.trigger == records.Trigger.SCHEDULED else record.trigger,
         run_now_token=record.token,
     ).model_dump(mode="json", exclude_none=True)
 
@@ -192,6 +194,27 @@ def _counts(
         **{
             name: known.get(_wire(status_models.RunCounts, name), 0) + pending[result]
             for result, name in _COUNTED.items()
+        }
+    )
+
+
+def _backfill(
+    progress: records.BackfillProgress | None,
+) -> status_models.BackfillStatus | None:
+    if progress is None:
+        return None
+    return status_models.BackfillStatus.model_validate(
+        {
+            "token": progress.request.token,
+            "from": progress.request.start,
+            "to": progress.request.end,
+            "replica": progress.replica,
+            "total": progress.total,
+            "done": progress.done,
+            "succeeded": progress.succeeded,
+            "failed": progress.failed,
+            "skipped": progress.skipped,
+            "finished": progress.finished,
         }
     )
 

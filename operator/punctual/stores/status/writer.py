@@ -101,6 +101,9 @@ class StatusStore(protocols.RunStore):
     def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
         self._ledger.missed(job, count=count, newest=newest)
 
+    def backfill_progressed(self, job: slots.JobRef, progress: records.BackfillProgress) -> None:
+        self._ledger.backfill(job, progress)
+
     # slot_overlapped: the protocol's no-op; what the policy did shows in the run records, and
     # overlaps are counted in metrics.
 
