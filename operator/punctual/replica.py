@@ -50,8 +50,8 @@ import prometheus_client
 
 from punctual import metrics
 from punctual.contracts import protocols
-from punctual.controller import admission, reconciler, targets
-from punctual.kube import client, events, objects, secrets, status_api
+from punctual.controller import admission, failures, reconciler, targets
+from punctual.kube import client, events, objects, secrets, spec_api, status_api
 from punctual.locks import health, kubernetes, memory, metered, redis, redis_leases
 from punctual.redis_io import connections as redis_connections
 from punctual.runtime import clocks, leases, supervisor
@@ -225,6 +225,7 @@ class Replica:
             # Only Redis is a backend of its own: the kubernetes lock fails exactly when status
             # cannot be written either, and the memory lock always answers.
             lock_health=tracked if settings.lock_backend == "redis" else None,
+            pause=failures.FailurePause(api=spec_api.SpecApi(api)),
         )
         # Started before kopf, so not among the tasks kopf cancels when it stops (those it
         # finds started after it): they end in ``stop``.

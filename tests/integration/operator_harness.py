@@ -18,6 +18,7 @@ import os
 import re
 import signal
 import ssl
+import subprocess
 import sys
 import threading
 import time
@@ -369,6 +370,14 @@ class Operators:
 
 
 # -- ScheduledJobs through kubectl and the API ---------------------------------------------------
+
+
+def punctual(cluster: LocalCluster, *args: str) -> "subprocess.CompletedProcess[str]":
+    """``punctual ARGS...`` against the cluster, as users run it: its exit status and output."""
+    return subprocess.run(
+        [str(PUNCTUAL), *args],
+        env=cluster.env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=150, check=False,
+    )  # fmt: skip
 
 
 def scheduled_job(namespace: str, name: str, spec: Mapping[str, Any]) -> dict[str, Any]:

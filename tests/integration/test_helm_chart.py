@@ -211,7 +211,7 @@ MATRIX: dict[str, dict[str, Any]] = {
 SCHEDULED_JOBS = {
     "apiGroups": ["punctual.dev"],
     "resources": ["scheduledjobs"],
-    "verbs": ["get", "list", "watch"],
+    "verbs": ["get", "list", "watch", "patch"],
 }
 STATUS = {"apiGroups": ["punctual.dev"], "resources": ["scheduledjobs/status"], "verbs": ["patch"]}
 EVENTS = {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}
@@ -1197,6 +1197,8 @@ def test_the_service_account_may_make_every_call_of_the_operator_and_nothing_els
         ("list", "scheduledjobs.punctual.dev", everywhere),
         ("watch", "scheduledjobs.punctual.dev", everywhere),
         ("patch", "scheduledjobs.punctual.dev/status", watched),
+        # spec.suspend, set by the operator itself (spec.suspendAfterFailures).
+        ("patch", "scheduledjobs.punctual.dev", watched),
         ("create", "events", watched),
         ("get", "secrets", watched),
         ("create", "jobs.batch", watched),
@@ -1211,7 +1213,6 @@ def test_the_service_account_may_make_every_call_of_the_operator_and_nothing_els
         ("create", "scheduledjobs.punctual.dev", watched),
         ("delete", "scheduledjobs.punctual.dev", watched),
         ("update", "scheduledjobs.punctual.dev", watched),
-        ("patch", "scheduledjobs.punctual.dev", watched),
         ("update", "scheduledjobs.punctual.dev/status", watched),
         ("list", "secrets", watched),
         ("watch", "secrets", watched),

@@ -238,10 +238,12 @@ namespaces) and the per-namespace Roles (watchNamespaces). Each rule names the c
 */}}
 {{- define "punctual.namespacedRules" -}}
 # kopf's watch of ScheduledJobs (a list, then a watch), and the status store's and the
-# kubernetes lock's read of one object (kube/status.py: StatusApi.read).
+# kubernetes lock's read of one object (kube/status.py: StatusApi.read); spec.suspend set by the
+# operator after spec.suspendAfterFailures failed runs in a row, a JSON merge patch with a
+# resourceVersion precondition (kube/spec_api.py: SpecApi.suspend).
 - apiGroups: ["punctual.dev"]
   resources: ["scheduledjobs"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["get", "list", "watch", "patch"]
 # Status writes and the kubernetes lock's compare-and-swap: JSON merge patches of the status
 # subresource (kube/status.py: StatusApi.patch). Never update, never the main resource.
 - apiGroups: ["punctual.dev"]

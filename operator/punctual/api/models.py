@@ -336,6 +336,17 @@ class ScheduledJobSpec(fields.ApiModel):
         description="True stops new runs from starting; it does not affect runs already in "
         "progress. Default false.",
     )
+    suspend_after_failures: fields.WholeNumber | None = pydantic.Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="Pause on failure: after this many runs in a row that did not succeed "
+        "(Failed, TimedOut or Lost; skipped and missed slots neither count nor reset the "
+        "count, a success resets it), the operator sets spec.suspend to true itself, with the "
+        "Suspended condition's reason SuspendedAfterFailures and a Warning Event. The count is "
+        "status.consecutiveFailures; setting suspend back to false resumes the job and resets "
+        "it. Between 1 and 1000. Unset (default): never.",
+    )
     retry_lost_runs: pydantic.StrictBool = pydantic.Field(
         default=False,
         description="When the operator replica running a slot dies mid-run (the run is then "

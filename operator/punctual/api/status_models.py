@@ -106,6 +106,17 @@ class RunRecord(fields.ApiModel):
         default="",
         description="The operator replica that claimed the slot.",
     )
+    trigger: records.Trigger | None = pydantic.Field(
+        default=None,
+        description="Manual for a run asked for by hand (the punctual.dev/run-now annotation, "
+        "punctual trigger), its slot when it was asked for; Backfill for a past slot run by a "
+        "backfill (punctual.dev/backfill, punctual backfill). Unset for a slot of the "
+        "schedule.",
+    )
+    run_now_token: str | None = pydantic.Field(
+        default=None,
+        description="For a Manual run, the punctual.dev/run-now token that asked for it.",
+    )
 
 
 class ActiveRun(fields.ApiModel):
@@ -131,6 +142,10 @@ class ActiveRun(fields.ApiModel):
         ge=1,
         description="2 for the retry of a run recorded Lost (spec.retryLostRuns); unset for a "
         "first run.",
+    )
+    run_now_token: str | None = pydantic.Field(
+        default=None,
+        description="For a run asked for by hand, the punctual.dev/run-now token.",
     )
 
 
@@ -162,6 +177,42 @@ class RunCounts(fields.ApiModel):
     )
 
 
+class BackfillStatus(fields.ApiModel):
+    """How far the last backfill (punctual.dev/backfill) has come."""
+
+    token: str = pydantic.Field(description="The token of the backfill request.")
+    from_: fields.Timestamp | None = pydantic.Field(
+        default=None, alias="from", description="The start of its window (included)."
+    )
+    to: fields.Timestamp | None = pydantic.Field(
+        default=None, description="The end of its window (included)."
+    )
+    replica: str | None = pydantic.Field(
+        default=None, description="The operator replica carrying it out."
+    )
+    total: fields.WholeNumber | None = pydantic.Field(
+        default=None, ge=0, description="The slots of the window (at most 1000)."
+    )
+    done: fields.WholeNumber | None = pydantic.Field(
+        default=None, ge=0, description="The slots dealt with so far, oldest first."
+    )
+    succeeded: fields.WholeNumber | None = pydantic.Field(
+        default=None, ge=0, description="Of those, the runs that succeeded."
+    )
+    failed: fields.WholeNumber | None = pydantic.Field(
+        default=None, ge=0, description="Of those, the runs that did not (Failed, TimedOut, Lost)."
+    )
+    skipped: fields.WholeNumber | None = pydantic.Field(
+        default=None,
+        ge=0,
+        description="Of those, the slots not run: they ran already, ran elsewhere, or were "
+        "skipped by spec.concurrencyPolicy.",
+    )
+    finished: bool | None = pydantic.Field(
+        default=None, description="True once every slot of the window was dealt with."
+    )
+
+
 class ScheduledJobStatus(fields.ApiModel):
     """What the operator observed: readiness, the next and last slots, and recent runs."""
 
@@ -178,10 +229,11 @@ class ScheduledJobStatus(fields.ApiModel):
         },
         description="Ready: True (reason Scheduled) when the schedule is armed; False with "
         "reason InvalidSpec (the message names the field), LockBackendUnavailable, ... "
-        "Suspended: True while spec.suspend is true. LastRunSucceeded: True or False after "
-        "each run, its reason the run's result (Succeeded; Failed, TimedOut, Lost) and its "
-        "message the run's; Unknown (NoRunYet) before the first run; skipped and missed "
-        "slots leave it as it is.",
+        "Suspended: True while spec.suspend is true, reason Suspended, or "
+        "SuspendedAfterFailures when the operator suspended the job itself "
+        "(spec.suspendAfterFailures). LastRunSucceeded: True or False after each run, its "
+        "reason the run's result (Succeeded; Failed, TimedOut, Lost) and its message the run's; "
+        "Unknown (NoRunYet) before the first run; skipped and missed slots leave it as it is.",
     )
     next_run_time: fields.Timestamp | None = pydantic.Field(
         default=None,
@@ -191,6 +243,15 @@ class ScheduledJobStatus(fields.ApiModel):
         default=None,
         description="The last slot claimed by any replica. Persisted across operator restarts: "
         "a slot at or before it never runs again.",
+    )
+    last_run_now_token: str | None = pydantic.Field(
+        default=None,
+        description="The last punctual.dev/run-now token taken (its run claimed by a "
+        "replica): setting the annotation to it again runs nothing.",
+    )
+    backfill: BackfillStatus | None = pydantic.Field(
+        default=None,
+        description="The progress of the last backfill request (punctual.dev/backfill).",
     )
     last_successful_time: fields.Timestamp | None = pydantic.Field(
         default=None,
@@ -211,4 +272,12 @@ class ScheduledJobStatus(fields.ApiModel):
     counts: RunCounts = pydantic.Field(
         default_factory=RunCounts,
         description="How many slots ended in each result since the ScheduledJob was created.",
+    )
+    consecutive_failures: fields.WholeNumber | None = pydantic.Field(
+        default=None,
+        ge=0,
+        description="Runs in a row that did not succeed (Failed, TimedOut, Lost), up to the "
+        "last one: a success sets it to 0, skipped and missed slots leave it as it is, and "
+        "resuming the job (spec.suspend back to false) sets it to 0. Compared with "
+        "spec.suspendAfterFailures.",
     )

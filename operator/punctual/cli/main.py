@@ -4,7 +4,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from punctual.cli import convert, crd, next_slots, run
+from punctual.cli import backfill, convert, crd, next_slots, run, trigger
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -16,6 +16,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     crd.register(commands)
     convert.register(commands)
     run.register(commands)
+    trigger.register(commands)
+    backfill.register(commands)
     arguments = parser.parse_args(argv)
     result: int = arguments.handler(arguments)
     return result

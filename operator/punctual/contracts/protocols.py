@@ -118,6 +118,10 @@ class RunStore(Protocol):
         """``slot`` came due while runs of the job were active or queued; ``policy`` decided."""
         return
 
+    def backfill_progressed(self, job: slots.JobRef, progress: records.BackfillProgress) -> None:
+        """A backfill of ``job`` taken by this replica came as far as ``progress``."""
+        return
+
 
 class RunLeases(Protocol):
     """Where leases live: all jobs' leases in one place, so that one look finds the expired

@@ -18,6 +18,14 @@ class RunResult(enum.StrEnum):
     """The replica running it died (its lease expired); recorded by the replica that noticed."""
 
 
+class Trigger(enum.StrEnum):
+    """Why a run happened: its schedule, or a request (``punctual.dev/run-now``)."""
+
+    SCHEDULED = "Scheduled"
+    MANUAL = "Manual"
+    BACKFILL = "Backfill"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Claim:
     """A request to own one slot, exactly once across replicas."""
@@ -33,6 +41,13 @@ class Claim:
     run: bool = True
     """False when the slot is claimed only to count it missed, once across replicas: nothing
     runs, and a lock that acts on the target as it claims (the queue target) must not."""
+    token: str | None = None
+    """For a run asked for by hand, its ``punctual.dev/run-now`` token (``slot_id`` carries it
+    too): such a claim is no slot of the schedule, and moves no high-water mark."""
+    backfill: str | None = None
+    """The token of the backfill this claim is for: with ``run`` false, the claim of the whole
+    request (``slot_id`` names it); with ``run`` true, of one past slot of its window (a slot
+    that ran already, or runs now, is refused)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,6 +61,8 @@ class RunContext:
     scheduled_time: datetime
     """The slot plus the job's jitter: when the run was due to start."""
     timeout: timedelta
+    token: str | None = None
+    """For a run asked for by hand, its ``punctual.dev/run-now`` token."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +85,8 @@ class ActiveRun:
     """For the job target: the Job the run created."""
     attempt: int = 1
     """2 for the one retry of a run recorded Lost (``spec.retryLostRuns``)."""
+    token: str | None = None
+    """For a run asked for by hand, its ``punctual.dev/run-now`` token."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,6 +102,16 @@ class RunRecord:
     replica: str = ""
     attempt: int = 1
     """2 for the one retry of a run recorded Lost (``spec.retryLostRuns``)."""
+    token: str | None = None
+    """For a run asked for by hand, its ``punctual.dev/run-now`` token (its trigger Manual)."""
+    backfill: str | None = None
+    """For a slot run by a backfill, the backfill's token (its trigger Backfill)."""
+
+    @property
+    def trigger(self) -> Trigger:
+        if self.token is not None:
+            return Trigger.MANUAL
+        return Trigger.SCHEDULED if self.backfill is None else Trigger.BACKFILL
 
     @property
     def lateness(self) -> timedelta | None:
@@ -105,3 +134,29 @@ class Lease:
     replica: str
     attempt: int = 1
     started_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackfillRequest:
+    """Run the slots in ``[start, end]`` once each, oldest first (``punctual.dev/backfill``)."""
+
+    token: str
+    start: datetime
+    end: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackfillProgress:
+    """How far the replica that took a backfill has come."""
+
+    request: BackfillRequest
+    replica: str
+    total: int
+    done: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    """Runs that started and did not succeed (Failed, TimedOut, Lost)."""
+    skipped: int = 0
+    """Slots not run: they ran already, ran elsewhere, or were skipped by the concurrency
+    policy."""
+    finished: bool = False

@@ -9,8 +9,9 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
+from punctual.api import annotations
 from punctual.contracts import protocols
-from punctual.controller import targets, validation
+from punctual.controller import failures, targets, validation
 from punctual.kube import events, objects, resources
 from punctual.locks import health
 from punctual.runtime import supervisor
@@ -30,6 +31,7 @@ LOCK_BACKEND_UNAVAILABLE = "LockBackendUnavailable"
 class _Seen:
     generation: int
     suspended: bool
+    suspend_after_failures: int | None = None
     suspended_after: datetime | None = None
     """The newest slot this replica dealt with before the suspension (when it was scheduling
     the job): the missed slots on resume are the ones after it."""
@@ -45,6 +47,7 @@ class Reconciler:
         targets: targets.Targets,
         wall: protocols.WallClock,
         lock_health: health.HealthTrackingLock | None = None,
+        pause: failures.FailurePause | None = None,
     ) -> None:
         self._scheduler = scheduler
         self._store = store
@@ -52,6 +55,14 @@ class Reconciler:
         self._targets = targets
         self._wall = wall
         self._seen: dict[slots.JobRef, _Seen] = {}
+        self._pause = pause
+        self._run_now: dict[slots.JobRef, str] = {}
+        """The last ``punctual.dev/run-now`` token this replica acted on, per job."""
+        self._backfills: dict[slots.JobRef, str] = {}
+        """The last ``punctual.dev/backfill`` value this replica acted on, per job."""
+        self._failures: dict[slots.JobRef, int] = {}
+        """``status.consecutiveFailures`` in the last version of each job this replica's watch
+        showed (not its cache, which its own writes feed too): a rise is what pauses a job."""
         self._lock_health = lock_health
         self._scheduling: dict[slots.JobRef, int] = {}
         """Jobs armed and not suspended, with their generation: Ready follows the lock."""
@@ -59,12 +70,21 @@ class Reconciler:
             lock_health.subscribe(self._lock_backend_changed)
 
     async def observe(self, body: resources.Body) -> None:
-        """An object was listed, added or modified: act on a new generation only."""
+        """An object was listed, added or modified: act on a new generation, and on a new
+        ``punctual.dev/run-now`` token or ``punctual.dev/backfill`` request."""
+        await self._reconcile(body)
+        self._run_now_if_asked(body)
+        self._backfill_if_asked(body)
+
+    async def _reconcile(self, body: resources.Body) -> None:
         self._cache.remember(body)
         job = resources.job_ref(body)
         generation = int(body["metadata"].get("generation", 0))
         seen = self._seen.get(job)
+        previous_failures = self._failures.get(job)
+        self._failures[job] = failures.consecutive_failures(body)
         if seen is not None and seen.generation == generation:
+            await self._pause_after_failures(body, seen, previous=previous_failures)
             return  # a status change: nothing for the scheduler
         try:
             checked = validation.check(body.get("spec") or {}, uid=job.uid)
@@ -89,22 +109,28 @@ class Reconciler:
             job,
             history=status.History(succeeded=spec.history.succeeded, failed=spec.history.failed),
         )
+        threshold = spec.suspend_after_failures
         if spec.suspend:
             handled_through = self._scheduler.suspend(job)
             self._seen[job] = _Seen(
                 generation=generation,
                 suspended=True,
+                suspend_after_failures=threshold,
                 suspended_after=seen.suspended_after
                 if seen is not None and seen.suspended
                 else handled_through,
             )
             self._scheduling.pop(job, None)
+            count = failures.consecutive_failures(body)
+            paused = threshold is not None and count >= threshold
             self._condition(
                 job,
                 SUSPENDED,
                 ok=True,
-                reason="Suspended",
-                message="spec.suspend is true: no new slots",
+                reason=failures.REASON if paused else "Suspended",
+                message=failures.message(count=count, threshold=threshold)
+                if paused and threshold is not None
+                else "spec.suspend is true: no new slots",
                 generation=generation,
             )
             self._condition(
@@ -116,7 +142,15 @@ class Reconciler:
                 generation=generation,
             )
             return
-        self._seen[job] = _Seen(generation=generation, suspended=False)
+        self._seen[job] = _Seen(
+            generation=generation, suspended=False, suspend_after_failures=threshold
+        )
+        if failures.consecutive_failures(body) and (
+            (seen is not None and seen.suspended)
+            or (threshold is not None and failures.consecutive_failures(body) >= threshold)
+        ):
+            # Resumed (here, or while this replica was away): the count starts again.
+            self._store.reset_failures(job)
         now = self._wall()
         high_water = _high_water(body)
         if seen is None:
@@ -147,9 +181,67 @@ class Reconciler:
         job = resources.job_ref(body)
         await self._scheduler.disarm(job)
         self._seen.pop(job, None)
+        self._failures.pop(job, None)
+        self._run_now.pop(job, None)
+        self._backfills.pop(job, None)
         self._scheduling.pop(job, None)
         self._store.forget(job)
         self._cache.forget(job)
+
+    def _run_now_if_asked(self, body: resources.Body) -> None:
+        """Run the job once more for a token this replica has not acted on, unless the object
+        says a replica took it already; every replica asks, the claim keyed by the token lets
+        one run it."""
+        job = resources.job_ref(body)
+        token = (body["metadata"].get("annotations") or {}).get(annotations.RUN_NOW)
+        if not isinstance(token, str) or self._run_now.get(job) == token:
+            return
+        self._run_now[job] = token
+        if (body.get("status") or {}).get("lastRunNowToken") == token:
+            return  # taken already (before this replica started, or by another one)
+        problem = annotations.token_problem(annotations.RUN_NOW, token)
+        if problem is not None:
+            events.warn(body, reason="InvalidRunNow", message=problem)
+        elif not self._scheduler.run_now(job, token):
+            events.warn(
+                body,
+                reason="InvalidRunNow",
+                message=f"metadata.annotations[{annotations.RUN_NOW}]: the job is not "
+                "scheduled (see its Ready condition); nothing run",
+            )
+
+    def _backfill_if_asked(self, body: resources.Body) -> None:
+        """Start a backfill request this replica has not acted on, unless the object says a
+        replica took it already; every replica asks, the claim of the request lets one carry
+        it out."""
+        job = resources.job_ref(body)
+        value = (body["metadata"].get("annotations") or {}).get(annotations.BACKFILL)
+        if not isinstance(value, str) or self._backfills.get(job) == value:
+            return
+        self._backfills[job] = value
+        asked = annotations.parse_backfill(value)
+        if isinstance(asked, str):
+            events.warn(body, reason="InvalidBackfill", message=asked)
+            return
+        progress = (body.get("status") or {}).get("backfill")
+        if isinstance(progress, dict) and progress.get("token") == asked.token:
+            return  # taken already
+        problem = self._scheduler.backfill(job, asked)
+        if problem is not None:
+            events.warn(
+                body,
+                reason="InvalidBackfill",
+                message=f"metadata.annotations[{annotations.BACKFILL}]: {problem}; nothing run",
+            )
+
+    async def _pause_after_failures(
+        self, body: resources.Body, seen: _Seen, *, previous: int | None
+    ) -> None:
+        threshold = seen.suspend_after_failures
+        if self._pause is None or threshold is None or seen.suspended:
+            return
+        if failures.due(previous=previous, body=body, threshold=threshold):
+            await self._pause.suspend(body, threshold=threshold)
 
     def _ready(self, job: slots.JobRef, generation: int) -> None:
         """Ready for a job being scheduled: True, unless the lock backend does not answer (then

@@ -41,7 +41,7 @@ class StatusApi:
                 models.GROUP, models.VERSION, ref.namespace, models.PLURAL, ref.name
             )
         except ApiException as error:
-            raise _translate(error) from error
+            raise translate(error) from error
         except (aiohttp.ClientError, OSError, TimeoutError) as error:
             raise UnavailableError(str(error) or type(error).__name__) from error
         if body["metadata"]["uid"] != ref.uid:
@@ -66,13 +66,13 @@ class StatusApi:
                 _content_type=_MERGE_PATCH,
             )
         except ApiException as error:
-            raise _translate(error) from error
+            raise translate(error) from error
         except (aiohttp.ClientError, OSError, TimeoutError) as error:
             raise UnavailableError(str(error) or type(error).__name__) from error
         return cast(resources.Body, body)
 
 
-def _translate(error: ApiException) -> Exception:
+def translate(error: ApiException) -> Exception:
     match error.status:
         case 409:
             return ConflictError(error.reason)

@@ -15,13 +15,20 @@ it carried landed (counts are sums: neither lost nor written twice).
 Claims of one job take turns, in the order they were made: the high-water mark only moves
 forward, so a newer slot landing first would make the older ones unclaimable (slots given up
 are claimed oldest first, all at once, to be counted).
+
+A run asked for by hand (``punctual.dev/run-now``) is no slot of the schedule and moves no
+high-water mark: its claim is the same compare-and-swap of ``status.lastRunNowToken``, won by
+the replica that writes its token there first (and by none once it is there, or while a run of
+``recentRuns`` carries it). A backfill (``punctual.dev/backfill``) is claimed as a whole the same
+way, on ``status.backfill.token``; each past slot it runs is then the one claimer's to run
+unless the status shows it ran already (``recentRuns``) or runs now (``active``): nothing is
+written for it, and it moves no high-water mark.
 """
 
 import asyncio
 import contextlib
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, TypeVar
 
 from punctual.contracts import protocols, records
@@ -65,6 +72,8 @@ class KubernetesLock:
     async def _claim(self, claim: records.Claim) -> bool:
         try:
             body = self._cache.get(claim.job) or await self._read(claim)
+            if claim.backfill is not None and claim.run:
+                return not _has_run(claim, body)
             for _ in range(self._attempts):
                 if not _is_ahead(claim, body):
                     return False
@@ -95,7 +104,7 @@ class KubernetesLock:
         with carried as patch:
             return await self._api.patch(
                 claim.job,
-                _with_slot(patch, claim.slot),
+                _with_claim(patch, claim),
                 resource_version=body["metadata"]["resourceVersion"],
             )
 
@@ -125,12 +134,31 @@ async def _to_the_end(work: Awaitable[_T]) -> _T:
     return task.result()
 
 
-def _with_slot(patch: dict[str, Any], slot: datetime) -> dict[str, Any]:
-    """``patch`` moving the high-water mark to ``slot`` (or past it, if it moves it further)."""
+def _with_claim(patch: dict[str, Any], claim: records.Claim) -> dict[str, Any]:
+    """``patch`` moving the high-water mark to the claim's slot (or past it, if it moves it
+    further), or, for a run asked for by hand, stating its token."""
+    if claim.token is not None:
+        return {**patch, "lastRunNowToken": claim.token}
+    if claim.backfill is not None:
+        return {**patch, "backfill": {"token": claim.backfill}}
+    slot = claim.slot
     carried = patch.get("lastScheduleTime")
     if carried is not None and timeline.parse_rfc3339(carried) > slot:
         return patch
     return {**patch, "lastScheduleTime": timeline.rfc3339(slot)}
+
+
+def _has_run(claim: records.Claim, body: resources.Body) -> bool:
+    """Whether the status shows a run of the claim's slot that started, or one in progress."""
+    status = body.get("status") or {}
+    slot = timeline.rfc3339(claim.slot)
+    started = {"Succeeded", "Failed", "TimedOut", "Lost"}
+    recent = status.get("recentRuns") or []
+    active = status.get("active") or []
+    return any(
+        isinstance(run, dict) and run.get("slot") == slot and run.get("result") in started
+        for run in recent
+    ) or any(isinstance(run, dict) and run.get("slot") == slot for run in active)
 
 
 def _is_ahead(claim: records.Claim, body: resources.Body) -> bool:
@@ -141,6 +169,14 @@ def _is_ahead(claim: records.Claim, body: resources.Body) -> bool:
     write, under the version it read as precondition, replaces it with a readable one. Refusing
     instead would stop the job's slots for good, with nothing in its status to say why.
     """
+    if claim.backfill is not None:
+        progress = (body.get("status") or {}).get("backfill")
+        return not isinstance(progress, dict) or progress.get("token") != claim.backfill
+    if claim.token is not None:
+        status = body.get("status") or {}
+        runs = [run for run in status.get("recentRuns") or [] if isinstance(run, dict)]
+        taken = {status.get("lastRunNowToken"), *(run.get("runNowToken") for run in runs)}
+        return claim.token not in taken
     last = body.get("status", {}).get("lastScheduleTime")
     if last is None:
         return True

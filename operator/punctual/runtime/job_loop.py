@@ -16,9 +16,9 @@ import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from punctual.contracts import protocols
+from punctual.contracts import protocols, records
 from punctual.runtime import runs, tasks, timers
-from punctual.scheduling import missed, plans, slots
+from punctual.scheduling import backfill, missed, plans, slots
 
 logger = logging.getLogger(__name__)
 
@@ -115,6 +115,32 @@ class JobLoop:
         self._runs.lost(
             slot, armed=self._armed, replica=replica, started_at=started_at, attempt=attempt
         )
+
+    def run_now(self, token: str) -> bool:
+        """Run the job once more, now, keyed by ``token`` (see ``JobRuns.run_now``), with the
+        plan and executor it was last armed with, suspended or not; False if it never was."""
+        if self._armed is None:
+            return False
+        self._runs.run_now(token, self._armed)
+        return True
+
+    def backfill(self, request: records.BackfillRequest) -> str | None:
+        """Run the slots of ``request``'s window, oldest first, once each, in a task of its own
+        (see ``JobRuns.backfill``); why not (None when it starts): a job never armed, a window
+        in the future, or one with more than ``backfill.MAX_SLOTS`` slots."""
+        armed = self._armed
+        if armed is None:
+            return "the job is not scheduled (see its Ready condition)"
+        if request.end > self._wall():
+            return "to is in the future: backfill runs past slots only"
+        found = backfill.window(armed.plan.schedule, start=request.start, end=request.end)
+        if found.more:
+            return f"the window holds more than {backfill.MAX_SLOTS} slots: narrow it"
+        self._tasks.spawn(
+            self._runs.backfill(request, found.slots, armed),
+            name=f"backfill {self.job.namespace}/{self.job.name} {request.token}",
+        )
+        return None
 
     def _report_crash(self, task: "asyncio.Task[None]") -> None:
         if not task.cancelled() and task.exception() is not None:

@@ -15,8 +15,10 @@ looks into a run. Both sides start their tasks in the job's one ``tasks.JobTasks
 
 import asyncio
 import collections
+import dataclasses
 import itertools
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TypeAlias
@@ -89,6 +91,13 @@ class JobRuns:
         self._draining: asyncio.Task[None] | None = None
         self._last_slot: datetime | None = None
         self._last_slot_id = ""
+        self._backfilled: dict[datetime, str] = {}
+        """The past slots a backfill taken here is claiming or running, with its token."""
+        self._backfill_results: dict[datetime, records.RunResult] = {}
+        """What became of each of them, for the backfill to count (taken when it reads it)."""
+        self._tokens: dict[datetime, str] = {}
+        """The runs asked for by hand, from their claim to their record: each one's slot (when
+        it was asked for, on this replica's clock) and its ``punctual.dev/run-now`` token."""
 
     @property
     def active_slots(self) -> list[datetime]:
@@ -110,6 +119,65 @@ class JobRuns:
         return self._tasks.spawn(
             self._claim_and_admit(slot, armed), name=f"claim {self._slot_id(slot)}"
         )
+
+    def run_now(self, token: str, armed: Armed) -> Claiming:
+        """Claim the run asked for with ``token`` and admit it like a slot due now, in a task
+        of its own. Its claim is keyed by the token, so of every replica asked, one runs it,
+        once; the concurrency policy, the timeout and the history apply as to any slot."""
+        # Its slot is when it was asked for, plus one microsecond: slots of a schedule are
+        # whole milliseconds, so it is never one of theirs.
+        now = self._wall()
+        slot = now.replace(microsecond=now.microsecond // 1000 * 1000 + 1)
+        while slot in self._tokens:  # two asked within a millisecond
+            slot += timedelta(milliseconds=1)
+        self._tokens[slot] = token
+        return self._tasks.spawn(
+            self._claim_and_admit(slot, armed),
+            name=f"claim {slots.run_now_slot_id(self._job, token)}",
+        )
+
+    async def backfill(
+        self, request: records.BackfillRequest, due: Sequence[datetime], armed: Armed
+    ) -> None:
+        """Carry out the backfill ``request`` of the slots ``due`` (oldest first), if this
+        replica wins the claim of the request: each slot claimed like any slot of the job (one
+        that ran already, or runs elsewhere, is refused and skipped), admitted under the
+        concurrency policy, and waited for before the next. Progress goes to the store."""
+        plan = armed.plan
+        request_claim = records.Claim(
+            job=self._job,
+            slot=request.start,
+            slot_id=slots.backfill_request_id(self._job, request.token),
+            holder=f"{self._replica}:{next(_run_ids)}",
+            ttl=plan.lock_ttl,
+            run=False,
+            backfill=request.token,
+        )
+        try:
+            if not await armed.lock.claim(request_claim):
+                return
+        except Exception:  # fail closed, as for a slot: no claim, nothing run
+            logger.exception("backfill %s not claimed", request_claim.slot_id)
+            return
+        progress = records.BackfillProgress(request=request, replica=self._replica, total=len(due))
+        self._store.backfill_progressed(self._job, progress)
+        for slot in due:
+            if self._stopping is not None:
+                break
+            self._backfilled[slot] = request.token
+            result: records.RunResult | None = None
+            try:
+                if await self._claim(slot, armed, run=True):
+                    started = self._admit(slot, armed)
+                    if started is not None:
+                        await asyncio.wait([started])
+                    result = self._backfill_results.pop(slot, None)
+            finally:
+                self._backfilled.pop(slot, None)
+            progress = _counted(progress, result)
+            self._store.backfill_progressed(self._job, progress)
+        progress = dataclasses.replace(progress, finished=True)
+        self._store.backfill_progressed(self._job, progress)
 
     def claim_missed(self, slot: datetime, armed: Armed) -> asyncio.Task[bool]:
         """Claim ``slot`` only to count it missed, in a task of its own: True when this replica
@@ -167,14 +235,17 @@ class JobRuns:
     async def _claim(self, slot: datetime, armed: Armed, *, run: bool) -> bool:
         """Fail closed: no claim, no run, whatever went wrong."""
         plan = armed.plan
+        token = self._tokens.get(slot)
         claim = records.Claim(
             job=self._job,
             slot=slot,
             slot_id=self._slot_id(slot),
             holder=f"{self._replica}:{next(_run_ids)}",
             ttl=plan.lock_ttl,
-            scheduled_time=slot + plan.offset,
+            scheduled_time=slot if token is not None else slot + plan.offset,
             run=run,
+            token=token,
+            backfill=self._backfilled.get(slot),
         )
         try:
             return await armed.lock.claim(claim)
@@ -185,7 +256,13 @@ class JobRuns:
         return False
 
     async def _claim_and_admit(self, slot: datetime, armed: Armed) -> asyncio.Task[None] | None:
-        if not await self._claim(slot, armed, run=True):
+        claimed = False
+        try:
+            claimed = await self._claim(slot, armed, run=True)
+        finally:
+            if not claimed:  # a run asked for by hand that another replica has: forgotten
+                self._tokens.pop(slot, None)
+        if not claimed:
             return None
         return self._admit(slot, armed)
 
@@ -253,20 +330,25 @@ class JobRuns:
     def _skip_overlapping(self, slot: datetime, plan: plans.JobPlan, *, active: int) -> None:
         record = records.RunRecord(
             slot=slot,
-            scheduled_time=slot + plan.offset,
+            scheduled_time=slot if slot in self._tokens else slot + plan.offset,
             result=records.RunResult.SKIPPED_OVERLAP,
             message=f"{active} run(s) active, concurrencyPolicy {plan.concurrency}",
             replica=self._replica,
+            token=self._tokens.pop(slot, None),
+            backfill=self._backfilled.get(slot),
         )
         self._store.run_finished(self._job, record)
 
     def _context(self, slot: datetime, armed: Armed) -> records.RunContext:
+        token = self._tokens.get(slot)
         return records.RunContext(
             job=self._job,
             slot=slot,
             slot_id=self._slot_id(slot),
-            scheduled_time=slot + armed.plan.offset,
+            # A run asked for by hand is due when it was asked for: no jitter.
+            scheduled_time=slot if token is not None else slot + armed.plan.offset,
             timeout=armed.plan.timeout,
+            token=token,
         )
 
     def _start(self, slot: datetime, armed: Armed, *, attempt: int = 1) -> asyncio.Task[None]:
@@ -283,6 +365,7 @@ class JobRuns:
                     armed.job_namer.job_name(context) if armed.job_namer is not None else None
                 ),
                 attempt=attempt,
+                token=context.token,
             ),
         )
         run.task = self._tasks.spawn(self._execute(run, armed), name=f"run {context.slot_id}")
@@ -358,7 +441,11 @@ class JobRuns:
             message=message,
             replica=self._replica,
             attempt=run.attempt,
+            token=self._tokens.pop(slot, None),
+            backfill=self._backfilled.get(slot),
         )
+        if record.backfill is not None:
+            self._backfill_results[slot] = result
         self._store.run_finished(self._job, record)
         if self._queued and not self._active and self._stopping is None:
             queued_slot, armed = self._queued[0]
@@ -369,10 +456,26 @@ class JobRuns:
                 self._start(queued_slot, armed)
 
     def _slot_id(self, slot: datetime) -> str:
+        token = self._tokens.get(slot)
+        if token is not None:
+            return slots.run_now_slot_id(self._job, token)
         # The same slot's id is asked for four times (prepared, claimed, named, started): kept.
         if slot != self._last_slot:
             self._last_slot, self._last_slot_id = slot, slots.slot_id(self._job, slot)
         return self._last_slot_id
+
+
+def _counted(
+    progress: records.BackfillProgress, result: records.RunResult | None
+) -> records.BackfillProgress:
+    """``progress`` with one more slot dealt with, ``result`` what became of it (None: not run
+    here, or not yet: it ran already, runs elsewhere, or waits in the queue)."""
+    done = progress.done + 1
+    if result == records.RunResult.SUCCEEDED:
+        return dataclasses.replace(progress, done=done, succeeded=progress.succeeded + 1)
+    if result is None or result == records.RunResult.SKIPPED_OVERLAP:
+        return dataclasses.replace(progress, done=done, skipped=progress.skipped + 1)
+    return dataclasses.replace(progress, done=done, failed=progress.failed + 1)
 
 
 _CANCELLED_EARLY = (records.RunResult.FAILED, "cancelled before it started")

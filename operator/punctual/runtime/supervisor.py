@@ -77,6 +77,19 @@ class Supervisor:
                 attempt=lease.attempt,
             )
 
+    def run_now(self, job: slots.JobRef, token: str) -> bool:
+        """Run ``job`` once more, now, keyed by ``token``: see ``JobLoop.run_now``. False when
+        ``job`` is not armed here (an invalid spec)."""
+        loop = self._loops.get(job)
+        return loop is not None and loop.run_now(token)
+
+    def backfill(self, job: slots.JobRef, request: records.BackfillRequest) -> str | None:
+        """Backfill ``job``: see ``JobLoop.backfill``."""
+        loop = self._loops.get(job)
+        if loop is None:
+            return "the job is not scheduled (see its Ready condition)"
+        return loop.backfill(request)
+
     def suspend(self, job: slots.JobRef) -> datetime | None:
         """Stop new slots of ``job``; its runs in flight go on.
 

@@ -1,7 +1,9 @@
 """Slot identity and the per-job jitter offset.
 
 A slot id names one nominal fire instant of one object: ``<namespace>/<name>/<uid>/<unix-ms>``.
-Lock keys, idempotency keys and run records all use it; jitter never changes it.
+Lock keys, idempotency keys and run records all use it; jitter never changes it. A run asked
+for by hand (``punctual.dev/run-now``) is named by its token instead of an instant:
+``<namespace>/<name>/<uid>/run-now-<token>``, so every replica claims the same key for it.
 """
 
 import hashlib
@@ -25,6 +27,19 @@ class JobRef:
 
 def slot_id(job: JobRef, at: datetime) -> str:
     return f"{job.namespace}/{job.name}/{job.uid}/{timeline.unix_millis(at)}"
+
+
+RUN_NOW_PREFIX = "run-now-"
+
+
+def run_now_slot_id(job: JobRef, token: str) -> str:
+    """The slot id of the run asked for with ``token``: the same on every replica."""
+    return f"{job.namespace}/{job.name}/{job.uid}/{RUN_NOW_PREFIX}{token}"
+
+
+def backfill_request_id(job: JobRef, token: str) -> str:
+    """The key of the claim of a whole backfill request: one replica carries it out."""
+    return f"{job.namespace}/{job.name}/{job.uid}/backfill-{token}"
 
 
 def parse_slot_id(text: str) -> tuple[JobRef, datetime]:

@@ -47,6 +47,11 @@ class FanoutStore:
             lambda store: store.slot_overlapped(job, slot=slot, policy=policy),
         )
 
+    def backfill_progressed(self, job: slots.JobRef, progress: records.BackfillProgress) -> None:
+        self._each(
+            "backfill_progressed", job, lambda store: store.backfill_progressed(job, progress)
+        )
+
     def _each(
         self, what: str, job: slots.JobRef, call: Callable[[protocols.RunStore], None]
     ) -> None:

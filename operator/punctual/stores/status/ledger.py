@@ -77,6 +77,13 @@ class Pending:
     urgent: bool = False
     heartbeat: bool = False
     """The runs in progress are due to be stated again (with a fresh ``heartbeatTime``)."""
+    run_now_token: str | None = None
+    """The token of the newest run asked for by hand that started here (``lastRunNowToken``)."""
+    backfill: records.BackfillProgress | None = None
+    """The newest progress of a backfill this replica carries out."""
+    failures_reset: bool = False
+    """The job was resumed: ``consecutiveFailures`` starts again from 0 (then counts the runs
+    recorded here)."""
     in_doubt: list["Pending"] = field(default_factory=list)
     """Earlier writes that failed but may have landed, each on its own (none of them in doubt
     itself): delivered again only if the object does not show them (``settled``)."""
@@ -92,6 +99,9 @@ class Pending:
         self.since = min(self.since, older.since)
         self.urgent = self.urgent or older.urgent
         self.heartbeat = self.heartbeat or older.heartbeat
+        self.failures_reset = self.failures_reset or older.failures_reset
+        self.run_now_token = self.run_now_token or older.run_now_token
+        self.backfill = self.backfill or older.backfill
         self.in_doubt[:0] = older.in_doubt
 
     @property
@@ -103,6 +113,9 @@ class Pending:
             or self.conditions
             or self.observed_generation is not None
             or self.heartbeat
+            or self.failures_reset
+            or self.run_now_token is not None
+            or self.backfill is not None
         )
 
     def settled(self, *, landed: Callable[["Pending"], bool]) -> "Pending":
@@ -119,6 +132,9 @@ class Pending:
             since=self.since,
             urgent=self.urgent,
             heartbeat=self.heartbeat,
+            failures_reset=self.failures_reset,
+            run_now_token=self.run_now_token,
+            backfill=self.backfill,
         )
         for doubtful in self.in_doubt:
             settled.absorb(doubtful)
@@ -160,7 +176,10 @@ class Ledger:
     def started(self, job: slots.JobRef, run: records.ActiveRun) -> None:
         self.active[job][run.slot] = run
         pending = self.note(job)
-        pending.claimed = _latest(pending.claimed, run.slot)
+        if run.token is not None:  # asked for by hand: no slot of the schedule
+            pending.run_now_token = run.token
+        else:
+            pending.claimed = _latest(pending.claimed, run.slot)
 
     def finished(self, job: slots.JobRef, record: records.RunRecord) -> None:
         runs = self.active.get(job)
@@ -172,7 +191,8 @@ class Ledger:
         pending.counts[record.result] += 1
         pending.run_records.append(record)
         _trim(pending.run_records, self.history.get(job, History()))
-        pending.claimed = _latest(pending.claimed, record.slot)
+        if record.token is None:
+            pending.claimed = _latest(pending.claimed, record.slot)
 
     def missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
         pending = self.note(job)
@@ -195,6 +215,21 @@ class Ledger:
         pending.observed_generation = generation
         pending.urgent = True
         self.urgent.add(job)
+
+    def reset_failures(self, job: slots.JobRef) -> None:
+        """``consecutiveFailures`` is to be 0 again (the job was resumed), at the next tick."""
+        pending = self.note(job)
+        pending.failures_reset = True
+        pending.urgent = True
+        self.urgent.add(job)
+
+    def backfill(self, job: slots.JobRef, progress: records.BackfillProgress) -> None:
+        """``progress`` is to be written; its start and its end go at the next tick."""
+        pending = self.note(job)
+        pending.backfill = progress
+        if progress.done == 0 or progress.finished:
+            pending.urgent = True
+            self.urgent.add(job)
 
     def take(self, job: slots.JobRef) -> Pending | None:
         """The job's pending, for a write: the ledger no longer has it."""

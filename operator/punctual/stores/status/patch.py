@@ -25,7 +25,7 @@ kubernetes lock's claim): never a write of its own, never an urgent one.
 import collections
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeGuard
 
 import pydantic
 
@@ -43,7 +43,15 @@ _COUNTED = {
     records.RunResult.LOST: "lost",
 }
 """The field of ``status_models.RunCounts`` that counts each result."""
-_STATED = {"counts", "last_schedule_time", "next_run_time", "observed_generation"}
+_STATED = {
+    "counts",
+    "consecutive_failures",
+    "last_schedule_time",
+    "last_run_now_token",
+    "backfill",
+    "next_run_time",
+    "observed_generation",
+}
 """The fields of ``status_models.ScheduledJobStatus`` that a write states outright (the others
 merge this replica's entries with those already there)."""
 _RUNS = {
@@ -81,7 +89,10 @@ def compose(
     forward = claimed is not None and (known_last is None or claimed > known_last)
     stated = status_models.ScheduledJobStatus(
         counts=_counts(current, pending.counts),
+        consecutive_failures=_consecutive_failures(current, pending),
         last_schedule_time=claimed if forward else None,
+        last_run_now_token=pending.run_now_token,
+        backfill=_backfill(pending.backfill),
         next_run_time=upcoming,
         observed_generation=pending.observed_generation,
     ).model_dump(mode="json", include=_STATED, exclude_none=True)
@@ -156,6 +167,8 @@ def _run_entry(record: records.RunRecord) -> dict[str, Any]:
         result=record.result,
         message=record.message,
         replica=record.replica,
+        trigger=None if record.trigger == records.Trigger.SCHEDULED else record.trigger,
+        run_now_token=record.token,
     ).model_dump(mode="json", exclude_none=True)
 
 
@@ -167,6 +180,7 @@ def _active_entry(run: records.ActiveRun, *, heartbeat: datetime) -> dict[str, A
         heartbeat_time=heartbeat,
         job_name=run.job_name,
         attempt=run.attempt if run.attempt > 1 else None,  # a first run says no attempt
+        run_now_token=run.token,
     ).model_dump(mode="json", exclude_none=True)
 
 
@@ -182,6 +196,45 @@ def _counts(
             for result, name in _COUNTED.items()
         }
     )
+
+
+def _backfill(
+    progress: records.BackfillProgress | None,
+) -> status_models.BackfillStatus | None:
+    if progress is None:
+        return None
+    return status_models.BackfillStatus.model_validate(
+        {
+            "token": progress.request.token,
+            "from": progress.request.start,
+            "to": progress.request.end,
+            "replica": progress.replica,
+            "total": progress.total,
+            "done": progress.done,
+            "succeeded": progress.succeeded,
+            "failed": progress.failed,
+            "skipped": progress.skipped,
+            "finished": progress.finished,
+        }
+    )
+
+
+def _consecutive_failures(current: Mapping[str, Any], pending: ledger.Pending) -> int | None:
+    """``consecutiveFailures`` after ``pending``'s runs, in the order they were recorded: a
+    success sets it to 0, any other run that started adds one, slots that never ran leave it.
+    None (left as it is) when ``pending`` changes nothing about it."""
+    known = current.get("consecutiveFailures")
+    count: int = known if _whole(known) and not pending.failures_reset else 0
+    changed = pending.failures_reset
+    for record in pending.run_records:
+        if record.result in _RUNS:
+            count = 0 if record.result == records.RunResult.SUCCEEDED else count + 1
+            changed = True
+    return count if changed else None
+
+
+def _whole(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _last_run_condition(
@@ -218,7 +271,7 @@ def _stated_generation(current: Mapping[str, Any], pending: ledger.Pending) -> i
     if pending.observed_generation is not None:
         return pending.observed_generation
     known = current.get("observedGeneration")
-    return known if isinstance(known, int) and not isinstance(known, bool) and known >= 0 else None
+    return known if _whole(known) else None
 
 
 def _bounded(message: str) -> str:

@@ -103,6 +103,9 @@ class StatusStore(protocols.RunStore):
     def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
         self._ledger.missed(job, count=count, newest=newest)
 
+    def backfill_progressed(self, job: slots.JobRef, progress: records.BackfillProgress) -> None:
+        self._ledger.backfill(job, progress)
+
     # slot_overlapped: the protocol's no-op; what the policy did shows in the run records, and
     # overlaps are counted in metrics.
 
@@ -126,6 +129,10 @@ class StatusStore(protocols.RunStore):
         ):
             return
         self._ledger.condition(job, condition, generation=generation)
+
+    def reset_failures(self, job: slots.JobRef) -> None:
+        """Write ``consecutiveFailures: 0`` at the next tick (the job was resumed)."""
+        self._ledger.reset_failures(job)
 
     def forget(self, job: slots.JobRef) -> None:
         self._ledger.forget(job)

@@ -65,7 +65,7 @@ class BatchJobExecutor:
         return f"BatchJobExecutor({self._owner.namespace}/{self._owner.name})"
 
     def job_name(self, context: records.RunContext) -> str:
-        return manifests.batch_job_name(self._owner.name, context.slot)
+        return manifests.batch_job_name(self._owner.name, context.slot, token=context.token)
 
     def prepare(self, context: records.RunContext) -> None:
         """Build and serialise the Job of an upcoming slot now, while the loop waits for it:
@@ -124,6 +124,7 @@ class BatchJobExecutor:
                 slot_id=context.slot_id,
                 scheduled_time=context.scheduled_time,
                 active_deadline=self._active_deadline,
+                token=context.token,
             )
         )
 

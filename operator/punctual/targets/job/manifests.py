@@ -9,7 +9,9 @@ manifests, serialised ahead of their slot.
   52 + ``-`` + 10 digits of unix seconds is 63. (Pod names are ``<job name>-<5 random>``, which
   the API server's name generator keeps within 63 by trimming the base, so they fit too.) A
   longer ScheduledJob name is cut to 43 characters plus ``-`` and 8 hex digits of its SHA-256:
-  stable across replicas and restarts, distinct for names sharing a long prefix.
+  stable across replicas and restarts, distinct for names sharing a long prefix. A run asked
+  for by hand (``punctual.dev/run-now``) is ``<name>-n<9 hex digits of its token's SHA-256>``
+  (the token may be 63 characters long; the slot-id annotation carries it whole).
 - ``BatchJobRequest``: a slot's batch Job, built and serialised ahead of its slot (off the
   firing path).
 """
@@ -49,8 +51,11 @@ def base_name(name: str) -> str:
     return f"{prefix}-{digest}"
 
 
-def batch_job_name(scheduled_job: str, slot: datetime) -> str:
-    """``<name>-<unix seconds of the slot>``, the name being ``base_name(scheduled_job)``."""
+def batch_job_name(scheduled_job: str, slot: datetime, *, token: str | None = None) -> str:
+    """``<name>-<unix seconds of the slot>``, the name being ``base_name(scheduled_job)``; for
+    a run asked for by hand, ``<name>-n<9 hex digits of the token's SHA-256>``."""
+    if token is not None:
+        return f"{base_name(scheduled_job)}-n{hashlib.sha256(token.encode()).hexdigest()[:9]}"
     return f"{base_name(scheduled_job)}-{timeline.unix_millis(slot) // 1000}"
 
 
@@ -67,6 +72,7 @@ def batch_job_manifest(
     slot_id: str,
     scheduled_time: datetime,
     active_deadline: timedelta,
+    token: str | None = None,
 ) -> dict[str, Any]:
     """The batch Job for one slot, from a CronJob-style ``jobTemplate`` ({metadata, spec}).
 
@@ -85,7 +91,7 @@ def batch_job_manifest(
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
-            "name": batch_job_name(owner.name, slot),
+            "name": batch_job_name(owner.name, slot, token=token),
             "namespace": owner.namespace,
             "labels": {
                 **dict(metadata.get("labels") or {}),
