@@ -4,22 +4,26 @@ A ``Replica`` owns, once ``start`` has built them in this order:
 
 1. the metrics (``meters``) and, with a ``metrics_port``, their HTTP server (left running: it
    lives as long as the process);
-2. the Kubernetes API client, the object cache, the status API and the status store;
+2. the Kubernetes API client, the object cache, the status API and the status store; with
+   ``sharding``, this replica's membership Lease, held and the others' listed before any job
+   is armed (``kube.membership``);
 3. one Redis client for the ``redis_url`` (when given), shared by the slot lock, the run
    leases and the queue targets' stream claims, its pool sized for the three at once
    (``redis_io.connections.SHARED_MAX_CONNECTIONS``);
 4. the slot lock (``lock_backend``: redis, kubernetes or memory), its health tracked;
 5. durable runs (redis backend): the run leases and their heartbeat;
 6. the scheduler (``runtime.supervisor``), on the metered lock, reporting to every store;
+   with ``sharding``, it arms only the jobs this replica owns or backs up among the members;
 7. the HTTP targets' connections, behind the address guard (the API server's addresses);
 8. the batch-Job API and its one watcher;
 9. the queue targets' stream claims (with a ``redis_url``, whatever the lock backend);
 10. the reconciler and its targets;
-11. the background tasks: the status writer, the lock's health probe and, for durable runs, the
-    lease heartbeat and the lost-run detector.
+11. the background tasks: the status writer, the lock's health probe, the membership (renewal,
+    watch) and, for durable runs, the lease heartbeat and the lost-run detector.
 
-``stop`` (kopf's cleanup handler; ``aclose`` again as a safety net) ends, in order: the health
-probe; every run (cancelled, recorded Failed "operator stopping"); the heartbeat and the
+``stop`` (kopf's cleanup handler; ``aclose`` again as a safety net) ends, in order: the
+membership (its Lease deleted first, so that the other replicas take its jobs at once); the
+health probe; every run (cancelled, recorded Failed "operator stopping"); the heartbeat and the
 detector, then the leases of the runs the scheduler cancelled; last, every pending status is
 written, while the API client, Redis and the HTTP connections are still open. Only then does
 ``aclose`` close what ``start`` opened, in reverse: the stream claims, the Job watcher, the HTTP
@@ -46,7 +50,7 @@ import prometheus_client
 from punctual import metrics
 from punctual.contracts import protocols
 from punctual.controller import reconciler, targets
-from punctual.kube import client, objects, secrets, status_api
+from punctual.kube import client, membership, objects, secrets, status_api
 from punctual.locks import health, kubernetes, memory, metered, redis, redis_leases
 from punctual.redis_io import connections as redis_connections
 from punctual.runtime import clocks, leases, supervisor
@@ -90,12 +94,21 @@ class ReplicaSettings:
     status_writes_per_second: int = 100
     allowed_hosts: allowlist.HostAllowlist | None = None
     """The only hosts HTTP targets may call; ``None``: any but those refused by default."""
+    sharding: bool = True
+    """Each job scheduled by its owner and backup among the live replicas; False: by every
+    replica (the slot lock alone picks the one that runs a slot)."""
+    backup_delay: timedelta = supervisor.BACKUP_DELAY
+    """How long after a slot its backup claims it, if the owner left it free."""
+    membership_namespace: str = "default"
+    """Where the replicas' membership Leases are (the operator's namespace)."""
 
     def __post_init__(self) -> None:
         if self.lock_backend == "redis" and not self.redis_url:
             raise InvalidSpecError("--redis-url", "required with --lock-backend redis")
         if self.status_writes_per_second < 1:
             raise InvalidSpecError("--status-writes-per-second", "must be at least 1")
+        if self.backup_delay <= timedelta():
+            raise InvalidSpecError("--backup-delay", "must be more than 0")
 
     @property
     def liveness_endpoint(self) -> str | None:
@@ -157,12 +170,21 @@ class Replica:
             interval=settings.status_interval,
             writes_per_second=settings.status_writes_per_second,
         )
+        members: membership.Membership | None = None
+        if settings.sharding:  # joined before any job is armed, so it is armed with its share
+            members = membership.Membership(
+                api, namespace=settings.membership_namespace, member=settings.replica_id
+            )
+            self._stack.push_async_callback(members.leave)  # should the stop not have run
+            await members.discover()
         self.connect_redis()
         tracked = await self.open_lock(ScheduledJobsApi(kube_status, cache, statuses))
         durable = self.open_durable_runs()
         scheduler = self.start_scheduler(
             tracked, stores=[statuses, event_store.EventStore(cache=cache)], durable=durable
         )
+        if members is not None:
+            scheduler.members_changed(members.members)
         guard = allowlist.AddressGuard.default(
             api_server=await _api_server(api.configuration.host), allowed=settings.allowed_hosts
         )
@@ -194,9 +216,19 @@ class Replica:
             # cannot be written either, and the memory lock always answers.
             lock_health=tracked if settings.lock_backend == "redis" else None,
         )
+        await self._arm_listed(kube_status)
+        if members is not None:
+            await members.join()
+            members.on_change = self._reconciler.members_changed
         # Started before kopf, so not among the tasks kopf cancels when it stops (those it
         # finds started after it): they end in ``stop``.
         self._stopping = Stopping(
+            members=members,
+            members_task=(
+                asyncio.create_task(members.run(), name="membership")
+                if members is not None
+                else None
+            ),
             scheduler=scheduler,
             statuses=statuses,
             flusher=asyncio.create_task(statuses.run(), name="status writer"),
@@ -204,6 +236,17 @@ class Replica:
             durable=durable,
             durable_tasks=durable.start(scheduler) if durable is not None else [],
         )
+
+    async def _arm_listed(self, kube_status: status_api.StatusApi) -> None:
+        """Arm every ScheduledJob from one paged LIST, before kopf's stream (whose events
+        for the same generations then change nothing): a restarted replica schedules again
+        without waiting for kopf to deliver each object, and a new one has its share armed
+        before it joins the members."""
+        reconciler = self.reconciler
+        async for page in kube_status.pages(namespaces=self.settings.namespaces):
+            for body in page:
+                await reconciler.observe(body)
+            await asyncio.sleep(0)  # the runs of the jobs armed so far go on meanwhile
 
     def connect_redis(self) -> redis_connections.Connection | None:
         """The one client for ``redis_url`` (none without one), made at the first call; closed
@@ -271,6 +314,13 @@ class Replica:
             store=fanout.FanoutStore(*reports),
             replica=self.settings.replica_id,
             stagger=self.settings.stagger,
+            sharding=(
+                supervisor.Sharding(
+                    member=self.settings.replica_id, backup_delay=self.settings.backup_delay
+                )
+                if self.settings.sharding
+                else None
+            ),
         )
         self.meters.scheduled_jobs.set_function(lambda: len(scheduler.armed))
         self._scheduler = scheduler
@@ -337,9 +387,10 @@ async def _api_server(url: str) -> list[tuple[str, int]]:
 
 @dataclass
 class Stopping:
-    """The replica's stop, in order: every run ended and recorded, run leases released, every
-    status written (the API client, Redis and the HTTP connections still open). Idempotent: called
-    by kopf's cleanup handler, and again by ``Replica.aclose`` as a safety net."""
+    """The replica's stop, in order: its membership Lease released, every run ended and
+    recorded, run leases released, every status written (the API client, Redis and the HTTP
+    connections still open). Idempotent: called by kopf's cleanup handler, and again by
+    ``Replica.aclose`` as a safety net."""
 
     scheduler: supervisor.Supervisor
     statuses: status_store.StatusStore
@@ -347,11 +398,18 @@ class Stopping:
     prober: asyncio.Task[None]
     durable: "DurableRuns | None"
     durable_tasks: list[asyncio.Task[None]]
+    members: membership.Membership | None = None
+    members_task: asyncio.Task[None] | None = None
     _done: bool = field(default=False, init=False)
 
     async def stop(self) -> None:
         if self._done:
             return
+        if self.members is not None:
+            await self.members.leave()  # first: the others take this replica's jobs now
+        if self.members_task is not None:
+            self.members_task.cancel()
+            await asyncio.gather(self.members_task, return_exceptions=True)
         self.prober.cancel()  # no Ready changes any more: they would come after the last write
         await self.scheduler.shutdown()  # runs cancelled, recorded Failed ("operator stopping")
         if self.durable is not None:

@@ -2,7 +2,9 @@
 
 Every replica reconciles every object from its own watch stream; nothing here writes anything
 that another replica would have to undo (no finalizers, no handler progress). Which replica
-runs a slot is decided by the slot lock, not here.
+runs a slot is decided by the slot lock, not here. With sharding, the conditions and Events
+every replica would write alike are written by the job's owner only (the one that ``leads``
+it), and again by a new owner when the job moves to it.
 """
 
 import logging
@@ -83,7 +85,8 @@ class Reconciler:
             self._condition(
                 job, READY, ok=False, reason=reason, message=str(error), generation=generation
             )
-            events.warn(body, reason=reason, message=str(error))
+            if self._scheduler.leads(job):
+                events.warn(body, reason=reason, message=str(error))
             return
         executor, lock = wiring.executor, wiring.lock
         self._store.configure(
@@ -137,9 +140,7 @@ class Reconciler:
             # A spec change takes effect from the first slot after it; never a past slot.
             start = max(now, high_water) if high_water else now
             self._scheduler.arm(job, plan, executor, resume_after=start, lock=lock)
-        self._condition(
-            job, SUSPENDED, ok=False, reason="Active", message="scheduling", generation=generation
-        )
+        self._active(job, generation)
         self._scheduling[job] = generation
         self._ready(job, generation)
 
@@ -151,6 +152,20 @@ class Reconciler:
         self._scheduling.pop(job, None)
         self._store.forget(job)
         self._cache.forget(job)
+
+    def members_changed(self, members: frozenset[str]) -> None:
+        """The live replicas changed: the scheduler re-arms what moved; the jobs this replica
+        now owns get its conditions (written only where the object does not say them yet)."""
+        for job in self._scheduler.members_changed(members):
+            generation = self._scheduling.get(job)
+            if generation is not None:
+                self._active(job, generation)
+                self._ready(job, generation)
+
+    def _active(self, job: slots.JobRef, generation: int) -> None:
+        self._condition(
+            job, SUSPENDED, ok=False, reason="Active", message="scheduling", generation=generation
+        )
 
     def _ready(self, job: slots.JobRef, generation: int) -> None:
         """Ready for a job being scheduled: True, unless the lock backend does not answer (then
@@ -189,6 +204,8 @@ class Reconciler:
         message: str,
         generation: int,
     ) -> None:
+        if not self._scheduler.leads(job):
+            return
         condition = status.Condition(type=kind, status=ok, reason=reason, message=message)
         self._store.set_condition(job, condition, generation=generation)
 
