@@ -79,6 +79,8 @@ class Membership:
         self._seen: dict[str, _Seen] = {}
         self._members = frozenset({member})
         self._left = False
+        self._version: str | None = None
+        """The resourceVersion of this replica's Lease, as last written."""
 
     @property
     def members(self) -> frozenset[str]:
@@ -127,34 +129,53 @@ class Membership:
             "renewTime": now,
         }
 
-    async def _hold(self) -> None:
-        body = {
+    def _body(self) -> dict[str, Any]:
+        metadata: dict[str, Any] = {"name": self._name, "labels": {LABEL: LABEL_VALUE}}
+        if self._version is not None:
+            metadata["resourceVersion"] = self._version
+        return {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
-            "metadata": {"name": self._name, "labels": {LABEL: LABEL_VALUE}},
-            "spec": {**self._spec(), "acquireTime": self._spec()["renewTime"]},
+            "metadata": metadata,
+            "spec": self._spec(),
         }
+
+    async def _hold(self) -> None:
+        self._version = None
         try:
-            await self._leases.create_namespaced_lease(
-                self.namespace, body, _request_timeout=REQUEST_TIMEOUT
+            created = await self._leases.create_namespaced_lease(
+                self.namespace, self._body(), _request_timeout=REQUEST_TIMEOUT
             )
         except ApiException as error:
             if error.status != 409:  # ours from an earlier run of this replica: renew it
                 raise
             await self._renew_once()
+        else:
+            self._version = created.metadata.resource_version
 
     async def _renew_once(self) -> None:
-        try:
-            await self._leases.patch_namespaced_lease(
-                self._name,
-                self.namespace,
-                {"metadata": {"labels": {LABEL: LABEL_VALUE}}, "spec": self._spec()},
-                _request_timeout=REQUEST_TIMEOUT,
-            )
-        except ApiException as error:
-            if error.status != 404:
-                raise
-            await self._hold()  # deleted under us (by hand, or a namespace clean-up)
+        """Replace the Lease under its resourceVersion (updates of a Lease must name one); a
+        conflict (someone else wrote it) or none known yet: read it, and replace once more."""
+        for _ in range(2):
+            try:
+                if self._version is None:
+                    current = await self._leases.read_namespaced_lease(
+                        self._name, self.namespace, _request_timeout=REQUEST_TIMEOUT
+                    )
+                    self._version = current.metadata.resource_version
+                replaced = await self._leases.replace_namespaced_lease(
+                    self._name, self.namespace, self._body(), _request_timeout=REQUEST_TIMEOUT
+                )
+            except ApiException as error:
+                if error.status == 404:
+                    await self._hold()  # deleted under us (by hand, or a namespace clean-up)
+                    return
+                if error.status != 409:
+                    raise
+                self._version = None
+                continue
+            self._version = replaced.metadata.resource_version
+            return
 
     async def _renewing(self) -> None:
         while not self._left:
