@@ -748,12 +748,7 @@ class Bench:
         log(f"  survivors agree {reconverged:.2f}s after the kill")
         time.sleep(max(0.0, killed_at + self.arguments.failover_seconds - time.time()))
         after = self.snapshot(operators, survivors)
-        time.sleep(1.5)
-        calls = [
-            call
-            for call in self.receiver.dump(f"{scale.jobs_count}-failover")
-            if call.scheduled_ns <= after.wall * 1e9
-        ]
+        calls = self.calls_until(scale, after, "failover")
         until_ns = (killed_at + reconverged) * 1e9
         taken = sorted(
             call.lateness_ms
@@ -786,14 +781,19 @@ class Bench:
         operators[paused].resume()
         time.sleep(self.arguments.failover_seconds)
         after = self.snapshot(operators, survivors)
-        time.sleep(1.5)
-        calls = [
-            call
-            for call in self.receiver.dump(f"{scale.jobs_count}-failover-pause")
-            if call.scheduled_ns <= after.wall * 1e9
-        ]
+        calls = self.calls_until(scale, after, "failover-pause")
         expected = self.expected_every(scale, started, after.wall - 1.0)
         self.figures(scale, "failover-pause", before, after, calls=calls, expected=expected)
+
+    def calls_until(self, scale: Scale, after: Snapshot, label: str) -> list[Call]:
+        """The calls since the last dump of the slots due by ``after`` (those due just before
+        it are given 1.5 s to arrive)."""
+        time.sleep(1.5)
+        return [
+            call
+            for call in self.receiver.dump(f"{scale.jobs_count}-{label}")
+            if call.scheduled_ns <= after.wall * 1e9
+        ]
 
     def wait_members(self, operators: Operators, members: Sequence[str]) -> float:
         """Seconds (from the call) until each of ``members`` logs exactly ``members``."""

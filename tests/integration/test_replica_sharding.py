@@ -7,9 +7,11 @@ receiver, the judge: each Idempotency-Key at most once, every slot between a job
 last call arrived. The figures are printed (``-s`` or ``-rP``).
 """
 
+import contextlib
 import re
 import time
 from collections import Counter
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -43,6 +45,34 @@ BACKUP_DELAY_MS = 250.0
 LEASE_SECONDS = 6.0
 """The membership Lease's duration (``kube.membership.DURATION``)."""
 MEMBERS = ("r1", "r2", "r3")
+
+
+@contextlib.contextmanager
+def three_replicas(
+    cluster: LocalCluster,
+    run_dir: Path,
+    namespace: str,
+    receiver: Receiver,
+    redis_server: LocalRedis,
+    *,
+    backend: str,
+) -> Iterator[Operators]:
+    """Three replicas on 12 jobs, once every job has been called."""
+    create_jobs(cluster, receiver, namespace, 12)
+    with Operators(
+        cluster,
+        run_dir,
+        namespace=namespace,
+        replicas=3,
+        lock_backend=backend,
+        redis_url=redis_server.url,
+    ) as operators:
+        eventually(
+            lambda: len({call.job for call in calls_in(receiver, namespace)}) == 12,
+            timeout=30,
+            what="a call of every job",
+        )
+        yield operators
 
 
 def leases(cluster: LocalCluster, namespace: str) -> dict[str, str]:
@@ -181,20 +211,9 @@ class TestEachSlotRunsOnceAcrossThreeShardedReplicas:
         receiver: Receiver,
         backend: str,
     ) -> None:
-        create_jobs(cluster, receiver, namespace, 12)
-        with Operators(
-            cluster,
-            tmp_path,
-            namespace=namespace,
-            replicas=3,
-            lock_backend=backend,
-            redis_url=redis_server.url,
+        with three_replicas(
+            cluster, tmp_path, namespace, receiver, redis_server, backend=backend
         ) as operators:
-            eventually(
-                lambda: len({call.job for call in calls_in(receiver, namespace)}) == 12,
-                timeout=30,
-                what="a call of every job",
-            )
             claims_before, runs_before = claims_and_runs(operators)
             time.sleep(15)
             claims_after, runs_after = claims_and_runs(operators)
@@ -224,22 +243,11 @@ class TestAKilledOwnersSlotsRunByItsBackups:
         namespace: str,
         receiver: Receiver,
     ) -> None:
-        create_jobs(cluster, receiver, namespace, 12)
-        shares = owners(cluster, namespace)
-        killed = Counter(share.owner for share in shares.values()).most_common(1)[0][0]
-        with Operators(
-            cluster,
-            tmp_path,
-            namespace=namespace,
-            replicas=3,
-            lock_backend="redis",
-            redis_url=redis_server.url,
+        with three_replicas(
+            cluster, tmp_path, namespace, receiver, redis_server, backend="redis"
         ) as operators:
-            eventually(
-                lambda: len({call.job for call in calls_in(receiver, namespace)}) == 12,
-                timeout=30,
-                what="a call of every job",
-            )
+            shares = owners(cluster, namespace)
+            killed = Counter(share.owner for share in shares.values()).most_common(1)[0][0]
             time.sleep(3)
             operators[killed].kill()
             killed_at = now()
@@ -287,20 +295,9 @@ class TestAPausedReplicaRunsNoSlotTwice:
         namespace: str,
         receiver: Receiver,
     ) -> None:
-        create_jobs(cluster, receiver, namespace, 12)
-        with Operators(
-            cluster,
-            tmp_path,
-            namespace=namespace,
-            replicas=3,
-            lock_backend="redis",
-            redis_url=redis_server.url,
+        with three_replicas(
+            cluster, tmp_path, namespace, receiver, redis_server, backend="redis"
         ) as operators:
-            eventually(
-                lambda: len({call.job for call in calls_in(receiver, namespace)}) == 12,
-                timeout=30,
-                what="a call of every job",
-            )
             operators["r1"].pause()
             time.sleep(20)
             operators["r1"].resume()
