@@ -173,7 +173,10 @@ class Replica:
         members: membership.Membership | None = None
         if settings.sharding:  # joined before any job is armed, so it is armed with its share
             members = membership.Membership(
-                api, namespace=settings.membership_namespace, member=settings.replica_id
+                api,
+                namespace=settings.membership_namespace,
+                member=settings.replica_id,
+                group=membership.group_of(settings.namespaces),
             )
             self._stack.push_async_callback(members.leave)  # should the stop not have run
             await members.discover()

@@ -35,6 +35,7 @@ from operator_harness import (
 )
 
 from localcluster import LocalCluster, LocalRedis
+from punctual.kube import membership
 from punctual.scheduling import ownership
 
 pytest_plugins = ["operator_fixtures"]
@@ -79,7 +80,7 @@ def leases(cluster: LocalCluster, namespace: str) -> dict[str, str]:
     """Lease name → holder, of the membership Leases in ``namespace``."""
     listing = api(cluster).get(
         f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
-        "?labelSelector=punctual.dev%2Fmembership%3Dreplica"
+        f"?labelSelector=punctual.dev%2Fmembership%3D{membership.group_of([namespace])}"
     )
     return {item["metadata"]["name"]: item["spec"]["holderIdentity"] for item in listing["items"]}
 

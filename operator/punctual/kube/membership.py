@@ -1,10 +1,11 @@
 """Which replicas are alive: one ``coordination.k8s.io/v1`` Lease per replica, watched by all.
 
 Each replica holds a Lease named after it in the operator's namespace (label
-``punctual.dev/membership``), renews it every ``renew`` and watches the others'. A member is
-live while its Lease was renewed within its ``leaseDurationSeconds`` as seen on this replica's
-own monotonic clock (the time a renewal was observed, not the ``renewTime`` written by the
-other's clock, as client-go's leader election does: clocks of different nodes may disagree).
+``punctual.dev/membership``: the scope it watches, ``group_of``), renews it every ``renew``
+and watches the others' of the same scope. A member is live while its Lease was renewed
+within its ``leaseDurationSeconds`` as seen on this replica's own monotonic clock (the time a
+renewal was observed, not the ``renewTime`` written by the other's clock, as client-go's
+leader election does: clocks of different nodes may disagree).
 A replica that stops cleanly deletes its Lease first: the others see it gone at once.
 
 This replica is always a member in its own eyes: a replica that cannot renew goes on
@@ -13,9 +14,10 @@ scheduling its share, and the slot lock keeps the slots it shares with the other
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -29,7 +31,7 @@ from punctual.scheduling import timeline
 logger = logging.getLogger(__name__)
 
 LABEL = "punctual.dev/membership"
-LABEL_VALUE = "replica"
+
 DURATION = timedelta(seconds=6)
 RENEW = timedelta(seconds=2)
 SWEEP = timedelta(milliseconds=250)
@@ -37,6 +39,16 @@ SWEEP = timedelta(milliseconds=250)
 REQUEST_TIMEOUT = 5.0
 WATCH_SECONDS = 300
 RETRY = 1.0
+
+
+def group_of(namespaces: Sequence[str]) -> str:
+    """The label value shared by the replicas watching ``namespaces`` (none: all): two
+    installations with different scopes in one namespace must not count each other's replicas,
+    which would own jobs they never see."""
+    if not namespaces:
+        return "all-namespaces"
+    scope = ",".join(sorted(set(namespaces)))
+    return "namespaces-" + hashlib.blake2b(scope.encode(), digest_size=8).hexdigest()
 
 
 def lease_name(member: str) -> str:
@@ -64,6 +76,7 @@ class Membership:
         *,
         namespace: str,
         member: str,
+        group: str,
         on_change: Callable[[frozenset[str]], None] | None = None,
         duration: timedelta = DURATION,
         renew: timedelta = RENEW,
@@ -72,6 +85,8 @@ class Membership:
         self._serialize = api.sanitize_for_serialization
         self.namespace = namespace
         self.member = member
+        self._selector = f"{LABEL}={group}"
+        self._group = group
         self.on_change = on_change
         self._name = lease_name(member)
         self._duration = duration
@@ -130,7 +145,7 @@ class Membership:
         }
 
     def _body(self) -> dict[str, Any]:
-        metadata: dict[str, Any] = {"name": self._name, "labels": {LABEL: LABEL_VALUE}}
+        metadata: dict[str, Any] = {"name": self._name, "labels": {LABEL: self._group}}
         if self._version is not None:
             metadata["resourceVersion"] = self._version
         return {
@@ -189,7 +204,7 @@ class Membership:
 
     async def _relist(self) -> str:
         answer = await self._leases.list_namespaced_lease(
-            self.namespace, label_selector=f"{LABEL}={LABEL_VALUE}", _request_timeout=15
+            self.namespace, label_selector=self._selector, _request_timeout=15
         )
         listed = self._serialize(answer)
         now = asyncio.get_running_loop().time()
@@ -254,7 +269,7 @@ class Membership:
             async for event in stream.stream(
                 self._leases.list_namespaced_lease,
                 self.namespace,
-                label_selector=f"{LABEL}={LABEL_VALUE}",
+                label_selector=self._selector,
                 resource_version=resource_version,
                 allow_watch_bookmarks=True,
                 timeout_seconds=WATCH_SECONDS,
