@@ -60,13 +60,16 @@ class Supervisor:
         self._members = frozenset({sharding.member}) if sharding is not None else frozenset()
         self._requests: dict[slots.JobRef, _Request] = {}
         self._roles: dict[slots.JobRef, ownership.Role] = {}
+        self._held: set[slots.JobRef] = set()
+        """The jobs owned or backed up here; ``armed`` copies it in one step (the metrics
+        server reads it from its own thread while the event loop changes it)."""
 
     @property
     def armed(self) -> frozenset[slots.JobRef]:
         """The jobs scheduled here (with sharding: those this replica owns or backs up)."""
         if self._sharding is None:
             return frozenset(self._loops)
-        return frozenset(job for job, role in self._roles.items() if role != ownership.Role.NONE)
+        return frozenset(self._held)
 
     def leads(self, job: slots.JobRef) -> bool:
         """Whether this replica writes what every replica would say of ``job`` (its conditions,
@@ -122,7 +125,7 @@ class Supervisor:
             )
             return
         self._requests[job] = request
-        role = self._roles[job] = self._role(job)
+        role = self._assign(job)
         if role == ownership.Role.NONE:
             loop = self._loops.get(job)
             if loop is not None:
@@ -143,6 +146,14 @@ class Supervisor:
             return ownership.Role.OWNER
         return ownership.role(job.uid, self._members, sharding.member)
 
+    def _assign(self, job: slots.JobRef) -> ownership.Role:
+        role = self._roles[job] = self._role(job)
+        if role == ownership.Role.NONE:
+            self._held.discard(job)
+        else:
+            self._held.add(job)
+        return role
+
     def _delay(self, role: ownership.Role) -> timedelta:
         if self._sharding is None or role != ownership.Role.BACKUP:
             return timedelta()
@@ -154,7 +165,7 @@ class Supervisor:
         now (the slots before were its former owner's and backup's, who are still armed,
         unless both are gone at once)."""
         request = self._requests[job]
-        role = self._roles[job] = self._role(job)
+        role = self._assign(job)
         loop = self._loops.get(job)
         if role == ownership.Role.NONE:
             if loop is not None:
@@ -209,6 +220,7 @@ class Supervisor:
         """
         self._requests.pop(job, None)
         role = self._roles.pop(job, ownership.Role.OWNER)
+        self._held.discard(job)
         loop = self._loops.get(job)
         if loop is None:
             return None
@@ -220,6 +232,7 @@ class Supervisor:
         """Forget ``job``: no more slots, runs cancelled within the grace period."""
         self._requests.pop(job, None)
         self._roles.pop(job, None)
+        self._held.discard(job)
         loop = self._loops.pop(job, None)
         if loop is not None:
             await loop.close(grace=self._grace, reason="job disarmed")
@@ -229,4 +242,5 @@ class Supervisor:
         loops, self._loops = list(self._loops.values()), {}
         self._requests.clear()
         self._roles.clear()
+        self._held.clear()
         await asyncio.gather(*(loop.close(grace=self._grace) for loop in loops))
