@@ -5,8 +5,8 @@ A ``Replica`` owns, once ``start`` has built them in this order:
 1. the metrics (``meters``) and, with a ``metrics_port``, their HTTP server (left running: it
    lives as long as the process);
 2. the Kubernetes API client, the object cache, the status API and the status store; with
-   ``sharding``, this replica's membership Lease, held and the others' listed before any job
-   is armed (``kube.membership``);
+   ``sharding``, the other replicas' membership Leases listed before any job is armed
+   (``kube.membership``);
 3. one Redis client for the ``redis_url`` (when given), shared by the slot lock, the run
    leases and the queue targets' stream claims, its pool sized for the three at once
    (``redis_io.connections.SHARED_MAX_CONNECTIONS``);
@@ -17,7 +17,8 @@ A ``Replica`` owns, once ``start`` has built them in this order:
 7. the HTTP targets' connections, behind the address guard (the API server's addresses);
 8. the batch-Job API and its one watcher;
 9. the queue targets' stream claims (with a ``redis_url``, whatever the lock backend);
-10. the reconciler and its targets;
+10. the reconciler and its targets; every ScheduledJob armed from one paged LIST (this
+    replica's share, with sharding), and only then this replica's own Lease held;
 11. the background tasks: the status writer, the lock's health probe, the membership (renewal,
     watch) and, for durable runs, the lease heartbeat and the lost-run detector.
 
