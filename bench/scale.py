@@ -19,10 +19,18 @@ control plane of its own (``LocalCluster``) and a ``LocalRedis``, and goes throu
 5. ``restart``: SIGTERM, start again; seconds until ``punctual_scheduled_jobs`` reaches N and
    until every object has a nextRunTime other than the one it had when the operator stopped.
 6. ``replicas``: ``--replicas`` replicas for ``--minutes``: claims per second, lost claims, claim
-   errors, duplicates (slot ids received twice: must be 0), misses, lateness.
+   errors, duplicates (slot ids received twice: must be 0), misses, lateness. Every window's row
+   (``steady``: one replica; ``replicas``: all of them) has ``fleet_cpu_s_per_1k_runs`` (CPU
+   seconds of every replica per 1,000 runs) and ``claims_per_run`` (claims of every replica,
+   won or lost, per run).
 7. ``burst`` / ``burst-jitter``: every job patched to ``* * * * *`` (no jitter), one top of the
    minute observed with every replica running; then ``jitter: 30s``, one more minute. Zero
    errors, zero duplicates, zero misses expected.
+8. ``failover`` (with several replicas): SIGKILL of the replica owning the most jobs; row
+   ``failover``: ``takeover_p99_ms`` (lateness of its jobs' slots until the survivors agree it is
+   gone: run by their backups), ``reconverged_s`` (until every survivor's membership says so),
+   missing slots and duplicates over ``--failover-seconds``; then row ``failover-pause``: SIGSTOP
+   of a survivor for ``--pause-seconds``, SIGCONT, ``--failover-seconds`` more: duplicates.
 
 Results go to ``results/scale/<UTC timestamp>/`` (ignored by git): ``scale.csv`` (one row per N
 and phase), ``lateness.png`` (lateness against job count), the receiver's raw calls, operator
@@ -34,7 +42,7 @@ The machine is shared and small: figures depend on what else runs. Each row carr
 Usage:
     uv run --frozen --with matplotlib python bench/scale.py [--jobs 100,1000,10000]
         [--every 1s,1s,10s] [--jitter auto] [--minutes 2] [--replicas 3]
-        [--phases create,start,steady,restart,replicas,burst] [--profile-seconds 0]
+        [--phases create,start,steady,restart,replicas,burst,failover] [--profile-seconds 0]
 """
 
 import argparse
@@ -71,11 +79,11 @@ from operator_harness import Operators, Replica  # noqa: E402
 from localcluster import LocalCluster, LocalRedis, ports, processes  # noqa: E402
 from localcluster.api import ApiClient, ApiError  # noqa: E402
 from localcluster.certs import ClusterCerts  # noqa: E402
-from punctual.scheduling import durations, slots  # noqa: E402
+from punctual.scheduling import durations, ownership, slots  # noqa: E402
 
 API = "/apis/punctual.dev/v1alpha1"
 CRD = REPO / "crds" / "scheduledjobs.punctual.dev.yaml"
-PHASES = ("create", "start", "steady", "restart", "replicas", "burst")
+PHASES = ("create", "start", "steady", "restart", "replicas", "burst", "failover")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -457,6 +465,11 @@ class Bench:
             "claims_per_s": round(delta("punctual_lock_claims_total") / seconds, 1),
             "rss_mb": round(max(after.rss.values()), 1),
             "cpu_s_per_1k_runs": round(cpu / runs * 1000, 2) if runs else math.nan,
+            # The same sum over every replica measured, under the name the targets use.
+            "fleet_cpu_s_per_1k_runs": round(cpu / runs * 1000, 2) if runs else math.nan,
+            "claims_per_run": (
+                round(delta("punctual_lock_claims_total") / runs, 3) if runs else math.nan
+            ),
             "cpu_util_pct": round(cpu / seconds * 100 / len(replicas), 1),
             "api_req_per_run": round(api_total / runs, 3) if runs else math.nan,
             "api_writes_per_run": round(writes / runs, 3) if runs else math.nan,
@@ -714,6 +727,91 @@ class Bench:
         self.measure(scale, operators, running, "replicas")
         return running
 
+    def failover(self, scale: Scale, operators: Operators, running: list[str]) -> None:
+        """SIGKILL of the replica owning the most jobs, then SIGSTOP/SIGCONT of a survivor."""
+        shares = {job.name: ownership.shares(job.uid, running) for job in scale.jobs}
+        owned = collections.Counter(share.owner for share in shares.values() if share)
+        victim = owned.most_common(1)[0][0]
+        orphans = {
+            f"{scale.namespace}/{name}/"
+            for name, share in shares.items()
+            if share is not None and share.owner == victim
+        }
+        survivors = [replica for replica in running if replica != victim]
+        self.receiver.dump(f"{scale.jobs_count}-failover-before")
+        before = self.snapshot(operators, survivors)
+        log(f"failover: SIGKILL of {victim} (owner of {len(orphans)} jobs)")
+        killed_at = time.time()
+        operators[victim].kill()
+        running[:] = survivors
+        reconverged = self.wait_members(operators, survivors)
+        log(f"  survivors agree {reconverged:.2f}s after the kill")
+        time.sleep(max(0.0, killed_at + self.arguments.failover_seconds - time.time()))
+        after = self.snapshot(operators, survivors)
+        calls = self.calls_until(scale, after, "failover")
+        until_ns = (killed_at + reconverged) * 1e9
+        taken = sorted(
+            call.lateness_ms
+            for call in calls
+            if killed_at * 1e9 < call.scheduled_ns <= until_ns
+            and call.key[: call.key.rfind("/", 0, call.key.rfind("/")) + 1] in orphans
+        )
+        log(f"  {len(taken)} slots of its jobs run by backups: p99 {_pct(taken, 0.99)} ms")
+        expected = self.expected_every(scale, killed_at, after.wall - 1.0)
+        self.figures(
+            scale,
+            "failover",
+            before,
+            after,
+            calls=calls,
+            expected=expected,
+            extra={
+                "takeover_p99_ms": _pct(taken, 0.99),
+                "takeover_max_ms": round(taken[-1], 2) if taken else math.nan,
+                "takeover_slots": len(taken),
+                "reconverged_s": round(reconverged, 2),
+            },
+        )
+        paused = survivors[-1]
+        before = self.snapshot(operators, survivors)
+        log(f"failover-pause: SIGSTOP of {paused} for {self.arguments.pause_seconds:.0f}s")
+        started = time.time()
+        operators[paused].pause()
+        time.sleep(self.arguments.pause_seconds)
+        operators[paused].resume()
+        time.sleep(self.arguments.failover_seconds)
+        after = self.snapshot(operators, survivors)
+        calls = self.calls_until(scale, after, "failover-pause")
+        expected = self.expected_every(scale, started, after.wall - 1.0)
+        self.figures(scale, "failover-pause", before, after, calls=calls, expected=expected)
+
+    def calls_until(self, scale: Scale, after: Snapshot, label: str) -> list[Call]:
+        """The calls since the last dump of the slots due by ``after`` (those due just before
+        it are given 1.5 s to arrive)."""
+        time.sleep(1.5)
+        return [
+            call
+            for call in self.receiver.dump(f"{scale.jobs_count}-{label}")
+            if call.scheduled_ns <= after.wall * 1e9
+        ]
+
+    def wait_members(self, operators: Operators, members: Sequence[str]) -> float:
+        """Seconds (from the call) until each of ``members`` logs exactly ``members``."""
+        started = time.time()
+        wanted = "members: " + ", ".join(sorted(members))
+        pending = set(members)
+        while pending and time.time() - started < 60:
+            for replica in list(pending):
+                lines = [
+                    line
+                    for line in operators[replica].log().splitlines()
+                    if "punctual.kube.membership: members: " in line
+                ]
+                if lines and lines[-1].endswith(wanted):
+                    pending.discard(replica)
+            time.sleep(0.05)
+        return time.time() - started
+
     def burst(self, scale: Scale, operators: Operators, running: Sequence[str]) -> None:
         for phase, spec in (
             ("burst", {"every": None, "jitter": None, "schedule": "* * * * *"}),
@@ -845,6 +943,8 @@ class Bench:
             if self.arguments.replicas > 1:
                 phase("replicas", more_replicas)
             phase("burst", lambda: self.burst(scale, operators, running))
+            if len(running) > 1:
+                phase("failover", lambda: self.failover(scale, operators, running))
         finally:
             operators.stop()
             for replica_id, lines in operators.problems().items():
@@ -944,7 +1044,8 @@ COLUMNS = (
     "expected_slots", "missing_slots", "missed_metric", "duplicates", "errors", "claims_won",
     "claims_lost", "claims_per_s", "rss_mb", "cpu_s_per_1k_runs", "cpu_util_pct",
     "api_req_per_run", "api_writes_per_run", "redis_cmds_per_run", "sj_requests",
-    "redis_commands", "load1",
+    "redis_commands", "fleet_cpu_s_per_1k_runs", "claims_per_run", "takeover_p99_ms",
+    "takeover_max_ms", "takeover_slots", "reconverged_s", "load1",
 )  # fmt: skip
 TABLE = (
     ("jobs", "N"), ("phase", "phase"), ("replicas", "rep"), ("seconds", "s"),
@@ -954,7 +1055,9 @@ TABLE = (
     ("missing_slots", "miss"), ("duplicates", "dup"), ("errors", "err"),
     ("claims_per_s", "claims/s"), ("claims_lost", "lost"), ("rss_mb", "RSS MB"),
     ("cpu_s_per_1k_runs", "cpu s/1k"), ("api_req_per_run", "api/run"),
-    ("api_writes_per_run", "wr/run"), ("redis_cmds_per_run", "redis/run"), ("load1", "load"),
+    ("api_writes_per_run", "wr/run"), ("redis_cmds_per_run", "redis/run"),
+    ("fleet_cpu_s_per_1k_runs", "fleet cpu/1k"), ("claims_per_run", "claims/run"),
+    ("takeover_p99_ms", "takeover p99"), ("reconverged_s", "reconv s"), ("load1", "load"),
 )  # fmt: skip
 
 
@@ -1029,7 +1132,7 @@ def _durations(text: str, *, field: str) -> list[timedelta]:
     return [durations.parse(part, field=field) for part in text.split(",")]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", default="100,1000,10000", help="job counts, comma-separated")
     parser.add_argument(
@@ -1059,6 +1162,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--burst-grace", type=float, default=20.0, help="seconds after a burst")
     parser.add_argument(
+        "--failover-seconds", type=float, default=20.0, help="the window after a SIGKILL"
+    )
+    parser.add_argument("--pause-seconds", type=float, default=20.0, help="SIGSTOP for this long")
+    parser.add_argument(
         "--profile-seconds", type=int, default=0, help="py-spy r1 for this long (0: no)"
     )
     parser.add_argument(
@@ -1068,7 +1175,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="from r1's start (arming, then running), or after the steady window",
     )
     parser.add_argument("--results", type=Path, default=REPO / "results" / "scale")
-    arguments = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = _parser().parse_args(argv)
     arguments.jobs = [int(part.replace("_", "")) for part in arguments.jobs.split(",")]
     if arguments.every == "auto":
         arguments.every = [timedelta(seconds=1 if n <= 1000 else 10) for n in arguments.jobs]

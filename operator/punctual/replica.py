@@ -5,7 +5,9 @@ A ``Replica`` owns, once ``start`` has built them in this order:
 1. the metrics (``meters``) and, with a ``metrics_port``, their HTTP server (left running: it
    lives as long as the process);
 2. the Kubernetes API client, the object cache, the status API and the status store (its
-   backlog and lag metered), and the Event store with its writer (a task until ``aclose``);
+   backlog and lag metered), and the Event store with its writer (a task until ``aclose``); with
+   ``sharding``, the other replicas' membership Leases listed before any job is armed
+   (``kube.membership``);
 3. one Redis client for the ``redis_url`` (when given), shared by the slot lock, the run
    leases and the queue targets' stream claims, its pool sized for the three at once
    (``redis_io.connections.SHARED_MAX_CONNECTIONS``);
@@ -13,17 +15,20 @@ A ``Replica`` owns, once ``start`` has built them in this order:
    metered);
 5. durable runs (redis backend): the run leases and their heartbeat;
 6. the scheduler (``runtime.supervisor``), on the metered lock, reporting to every store (status,
-   Events, the log line per run, metrics);
+   Events, the log line per run, metrics); with ``sharding``, it arms only the jobs this replica
+   owns or backs up among the members;
 7. the HTTP targets' connections, behind the address guard (the API server's addresses);
 8. the batch-Job API and its one watcher;
 9. the queue targets' stream claims (with a ``redis_url``, whatever the lock backend);
 10. the reconciler and its targets, and the admission webhook's reviews (with a
-    ``webhook_port``; kopf serves them);
-11. the background tasks: the status writer, the lock's health probe and, for durable runs, the
-    lease heartbeat and the lost-run detector.
+    ``webhook_port``; kopf serves them); every ScheduledJob armed from one paged LIST (this
+    replica's share, with sharding), and only then this replica's own Lease held;
+11. the background tasks: the status writer, the lock's health probe, the membership (renewal,
+    watch) and, for durable runs, the lease heartbeat and the lost-run detector.
 
-``stop`` (kopf's cleanup handler; ``aclose`` again as a safety net) ends, in order: the health
-probe; every run (cancelled, recorded Failed "operator stopping"); the heartbeat and the
+``stop`` (kopf's cleanup handler; ``aclose`` again as a safety net) ends, in order: the
+membership (its Lease deleted first, so that the other replicas take its jobs at once); the
+health probe; every run (cancelled, recorded Failed "operator stopping"); the heartbeat and the
 detector, then the leases of the runs the scheduler cancelled; last, every pending status is
 written, while the API client, Redis and the HTTP connections are still open. Only then does
 ``aclose`` close what ``start`` opened, in reverse: the stream claims, the Job watcher, the HTTP
@@ -51,7 +56,7 @@ import prometheus_client
 from punctual import metrics
 from punctual.contracts import protocols
 from punctual.controller import admission, failures, reconciler, targets
-from punctual.kube import client, events, objects, secrets, spec_api, status_api
+from punctual.kube import client, events, membership, objects, secrets, spec_api, status_api
 from punctual.locks import health, kubernetes, memory, metered, redis, redis_leases
 from punctual.redis_io import connections as redis_connections
 from punctual.runtime import clocks, leases, supervisor
@@ -102,6 +107,13 @@ class ReplicaSettings:
     webhook_cert_dir: Path | None = None
     """The webhook's serving certificate and key, ``tls.crt`` and ``tls.key`` (a Secret of type
     kubernetes.io/tls mounted as a volume); loaded again when they change."""
+    sharding: bool = True
+    """Each job scheduled by its owner and backup among the live replicas; False: by every
+    replica (the slot lock alone picks the one that runs a slot)."""
+    backup_delay: timedelta = supervisor.BACKUP_DELAY
+    """How long after a slot its backup claims it, if the owner left it free."""
+    membership_namespace: str = "default"
+    """Where the replicas' membership Leases are (the operator's namespace)."""
 
     def __post_init__(self) -> None:
         if self.webhook_port and self.webhook_cert_dir is None:
@@ -112,6 +124,8 @@ class ReplicaSettings:
             raise InvalidSpecError("--status-writes-per-second", "must be at least 1")
         if self.event_writes_per_second < 1:
             raise InvalidSpecError("--event-writes-per-second", "must be at least 1")
+        if self.backup_delay <= timedelta():
+            raise InvalidSpecError("--backup-delay", "must be more than 0")
 
     @property
     def liveness_endpoint(self) -> str | None:
@@ -187,12 +201,24 @@ class Replica:
             writes_per_second=settings.event_writes_per_second,
         )
         self._background(warnings.run(), name="event writer")
+        members: membership.Membership | None = None
+        if settings.sharding:  # joined before any job is armed, so it is armed with its share
+            members = membership.Membership(
+                api,
+                namespace=settings.membership_namespace,
+                member=settings.replica_id,
+                group=membership.group_of(settings.namespaces),
+            )
+            self._stack.push_async_callback(members.leave)  # should the stop not have run
+            await members.discover()
         self.connect_redis()
         tracked = await self.open_lock(ScheduledJobsApi(kube_status, cache, statuses))
         durable = self.open_durable_runs()
         scheduler = self.start_scheduler(
             tracked, stores=[statuses, warnings, log_store.LogStore()], durable=durable, cache=cache
         )
+        if members is not None:
+            scheduler.members_changed(members.members)
         guard = allowlist.AddressGuard.default(
             api_server=await _api_server(api.configuration.host), allowed=settings.allowed_hosts
         )
@@ -227,9 +253,19 @@ class Replica:
             lock_health=tracked if settings.lock_backend == "redis" else None,
             pause=failures.FailurePause(api=spec_api.SpecApi(api)),
         )
+        await self._arm_listed(kube_status)
+        if members is not None:
+            await members.join()
+            members.on_change = self._reconciler.members_changed
         # Started before kopf, so not among the tasks kopf cancels when it stops (those it
         # finds started after it): they end in ``stop``.
         self._stopping = Stopping(
+            members=members,
+            members_task=(
+                asyncio.create_task(members.run(), name="membership")
+                if members is not None
+                else None
+            ),
             scheduler=scheduler,
             statuses=statuses,
             flusher=asyncio.create_task(statuses.run(), name="status writer"),
@@ -237,6 +273,17 @@ class Replica:
             durable=durable,
             durable_tasks=durable.start(scheduler) if durable is not None else [],
         )
+
+    async def _arm_listed(self, kube_status: status_api.StatusApi) -> None:
+        """Arm every ScheduledJob from one paged LIST, before kopf's stream (whose events
+        for the same generations then change nothing): a restarted replica schedules again
+        without waiting for kopf to deliver each object, and a new one has its share armed
+        before it joins the members."""
+        reconciler = self.reconciler
+        async for page in kube_status.pages(namespaces=self.settings.namespaces):
+            for body in page:
+                await reconciler.observe(body)
+            await asyncio.sleep(0)  # the runs of the jobs armed so far go on meanwhile
 
     def connect_redis(self) -> redis_connections.Connection | None:
         """The one client for ``redis_url`` (none without one), made at the first call; closed
@@ -308,6 +355,13 @@ class Replica:
             store=fanout.FanoutStore(*reports),
             replica=self.settings.replica_id,
             stagger=self.settings.stagger,
+            sharding=(
+                supervisor.Sharding(
+                    member=self.settings.replica_id, backup_delay=self.settings.backup_delay
+                )
+                if self.settings.sharding
+                else None
+            ),
         )
         self.meters.scheduled_jobs.set_function(lambda: len(scheduler.armed))
         self._scheduler = scheduler
@@ -384,9 +438,10 @@ async def _api_server(url: str) -> list[tuple[str, int]]:
 
 @dataclass
 class Stopping:
-    """The replica's stop, in order: every run ended and recorded, run leases released, every
-    status written (the API client, Redis and the HTTP connections still open). Idempotent: called
-    by kopf's cleanup handler, and again by ``Replica.aclose`` as a safety net."""
+    """The replica's stop, in order: its membership Lease released, every run ended and
+    recorded, run leases released, every status written (the API client, Redis and the HTTP
+    connections still open). Idempotent: called by kopf's cleanup handler, and again by
+    ``Replica.aclose`` as a safety net."""
 
     scheduler: supervisor.Supervisor
     statuses: status_store.StatusStore
@@ -394,11 +449,18 @@ class Stopping:
     prober: asyncio.Task[None]
     durable: "DurableRuns | None"
     durable_tasks: list[asyncio.Task[None]]
+    members: membership.Membership | None = None
+    members_task: asyncio.Task[None] | None = None
     _done: bool = field(default=False, init=False)
 
     async def stop(self) -> None:
         if self._done:
             return
+        if self.members is not None:
+            await self.members.leave()  # first: the others take this replica's jobs now
+        if self.members_task is not None:
+            self.members_task.cancel()
+            await asyncio.gather(self.members_task, return_exceptions=True)
         self.prober.cancel()  # no Ready changes any more: they would come after the last write
         await self.scheduler.shutdown()  # runs cancelled, recorded Failed ("operator stopping")
         if self.durable is not None:

@@ -329,6 +329,14 @@ def operator_container(objects: list[dict[str, Any]], name: str = "punctual") ->
     return dict(container)
 
 
+def membership_roles(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        o
+        for o in objects
+        if o["kind"] in ("Role", "RoleBinding") and o["metadata"]["name"].endswith("-membership")
+    ]
+
+
 def rules_of(
     objects: list[dict[str, Any]], kind: str, name: str, namespace: str | None = None
 ) -> list[dict[str, Any]]:
@@ -937,7 +945,8 @@ class TestRbacRules:
             CRDS,
         ]
         operator = [o for o in objects if not is_helm_test(o)]
-        assert [o for o in operator if o["kind"] in ("Role", "RoleBinding")] == []
+        roles = [o for o in operator if o["kind"] in ("Role", "RoleBinding")]
+        assert kind_names(roles) == kind_names(membership_roles(objects))
         binding = one(objects, "ClusterRoleBinding", "punctual")
         assert binding["subjects"] == [
             {"kind": "ServiceAccount", "name": "punctual", "namespace": "punctual-system"}
@@ -968,6 +977,23 @@ class TestRbacRules:
             "punctual-edit",
             "punctual-cluster-reads",
         ]
+
+    def test_the_replicas_membership_leases_only_in_the_release_namespace(self, helm: Helm) -> None:
+        objects = helm.template({})
+
+        assert rules_of(objects, "Role", "punctual-membership", "punctual-system") == [
+            {
+                "apiGroups": ["coordination.k8s.io"],
+                "resources": ["leases"],
+                "verbs": ["get", "list", "watch", "create", "update", "delete"],
+            }
+        ]
+        args = operator_container(objects)["args"]
+        assert "--sharding=on" in args
+        assert "--membership-namespace=punctual-system" in args
+        unsharded = helm.template({"operator": {"sharding": False}})
+        assert membership_roles(unsharded) == []
+        assert "--sharding=off" in operator_container(unsharded)["args"]
 
     def test_each_grant_beyond_the_core_can_be_turned_off(self, helm: Helm) -> None:
         objects = helm.template(
@@ -1200,6 +1226,8 @@ def test_the_service_account_may_make_every_call_of_the_operator_and_nothing_els
         # spec.suspend, set by the operator itself (spec.suspendAfterFailures).
         ("patch", "scheduledjobs.punctual.dev", watched),
         ("create", "events", watched),
+        ("create", "events.events.k8s.io", watched),
+        ("patch", "events.events.k8s.io", watched),
         ("get", "secrets", watched),
         ("create", "jobs.batch", watched),
         ("get", "jobs.batch", watched),
@@ -1208,6 +1236,10 @@ def test_the_service_account_may_make_every_call_of_the_operator_and_nothing_els
         ("delete", "jobs.batch", watched),
         ("list", "customresourcedefinitions.apiextensions.k8s.io", None),
         ("watch", "customresourcedefinitions.apiextensions.k8s.io", None),
+        *(
+            (verb, "leases.coordination.k8s.io", installed.namespace)
+            for verb in ("get", "list", "watch", "create", "update", "delete")
+        ),
     ]
     refused = [
         ("create", "scheduledjobs.punctual.dev", watched),

@@ -5,6 +5,7 @@ the replica builds and tears down everything it runs on."""
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import enum
 import gc
@@ -13,6 +14,7 @@ import os
 import pathlib
 import socket
 from datetime import timedelta
+from pathlib import Path
 
 import kopf
 import uvloop
@@ -35,8 +37,9 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     parser = commands.add_parser(
         "run",
         help="run the operator",
-        description="Run one replica of the operator. Every replica schedules every "
-        "ScheduledJob in its scope; slot locks make each slot run exactly once.",
+        description="Run one replica of the operator. Each ScheduledJob in its scope is "
+        "scheduled by its owner and its backup among the live replicas (or by every replica, "
+        "--sharding off); slot locks make each slot run exactly once.",
     )
     parser.add_argument(
         "--namespace",
@@ -122,6 +125,28 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "kubernetes.io/tls Secret as a volume); read again within a minute of a change",
     )
     parser.add_argument(
+        "--sharding",
+        choices=["on", "off"],
+        default="on",
+        help="on (default): each job is scheduled by its owner, and by a backup --backup-delay "
+        "later, among the replicas holding a Lease in --membership-namespace; off: every "
+        "replica schedules every job",
+    )
+    parser.add_argument(
+        "--backup-delay",
+        default="250ms",
+        metavar="DURATION",
+        help="how long after a slot a job's backup claims it, if its owner did not (default: "
+        "250ms)",
+    )
+    parser.add_argument(
+        "--membership-namespace",
+        default=None,
+        metavar="NS",
+        help="where the replicas' Leases are (default: $POD_NAMESPACE, else the service "
+        "account's namespace, else the first --namespace, else default)",
+    )
+    parser.add_argument(
         "--event-loop",
         choices=[loop.value for loop in EventLoop],
         default=EventLoop.UVLOOP.value,
@@ -185,11 +210,28 @@ def _settings(arguments: argparse.Namespace) -> replica.ReplicaSettings:
         health_port=arguments.health_port,
         webhook_port=arguments.webhook_port,
         webhook_cert_dir=arguments.webhook_cert_dir,
+        sharding=arguments.sharding == "on",
+        backup_delay=durations.parse(arguments.backup_delay, field="--backup-delay"),
+        membership_namespace=_membership_namespace(arguments),
     )
     if not arguments.http_allowed_hosts:
         return settings
     allowed = allowlist.HostAllowlist.parse(arguments.http_allowed_hosts)
     return dataclasses.replace(settings, allowed_hosts=allowed)
+
+
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def _membership_namespace(arguments: argparse.Namespace) -> str:
+    if arguments.membership_namespace:
+        return str(arguments.membership_namespace)
+    if os.environ.get("POD_NAMESPACE"):
+        return os.environ["POD_NAMESPACE"]
+    with contextlib.suppress(OSError):
+        if namespace := SERVICE_ACCOUNT_NAMESPACE.read_text().strip():
+            return namespace
+    return str(arguments.namespace[0]) if arguments.namespace else "default"
 
 
 async def _operate(settings: replica.ReplicaSettings) -> None:

@@ -2,7 +2,9 @@
 
 Every replica reconciles every object from its own watch stream; nothing here writes anything
 that another replica would have to undo (no finalizers, no handler progress). Which replica
-runs a slot is decided by the slot lock, not here.
+runs a slot is decided by the slot lock, not here. With sharding, the conditions and Events
+every replica would write alike are written by the job's owner only (the one that ``leads``
+it), and again by a new owner when the job moves to it.
 """
 
 import logging
@@ -102,7 +104,8 @@ class Reconciler:
             self._condition(
                 job, READY, ok=False, reason=reason, message=str(error), generation=generation
             )
-            events.warn(body, reason=reason, message=str(error))
+            if self._scheduler.leads(job):
+                events.warn(body, reason=reason, message=str(error))
             return
         executor, lock = wiring.executor, wiring.lock
         self._store.configure(
@@ -170,9 +173,7 @@ class Reconciler:
             # A spec change takes effect from the first slot after it; never a past slot.
             start = max(now, high_water) if high_water else now
             self._scheduler.arm(job, plan, executor, resume_after=start, lock=lock)
-        self._condition(
-            job, SUSPENDED, ok=False, reason="Active", message="scheduling", generation=generation
-        )
+        self._active(job, generation)
         self._scheduling[job] = generation
         self._ready(job, generation)
 
@@ -201,10 +202,11 @@ class Reconciler:
             return  # taken already (before this replica started, or by another one)
         problem = annotations.token_problem(annotations.RUN_NOW, token)
         if problem is not None:
-            events.warn(body, reason="InvalidRunNow", message=problem)
+            self._warn(body, job, reason="InvalidRunNow", message=problem)
         elif not self._scheduler.run_now(job, token):
-            events.warn(
+            self._warn(
                 body,
+                job,
                 reason="InvalidRunNow",
                 message=f"metadata.annotations[{annotations.RUN_NOW}]: the job is not "
                 "scheduled (see its Ready condition); nothing run",
@@ -221,18 +223,24 @@ class Reconciler:
         self._backfills[job] = value
         asked = annotations.parse_backfill(value)
         if isinstance(asked, str):
-            events.warn(body, reason="InvalidBackfill", message=asked)
+            self._warn(body, job, reason="InvalidBackfill", message=asked)
             return
         progress = (body.get("status") or {}).get("backfill")
         if isinstance(progress, dict) and progress.get("token") == asked.token:
             return  # taken already
         problem = self._scheduler.backfill(job, asked)
         if problem is not None:
-            events.warn(
+            self._warn(
                 body,
+                job,
                 reason="InvalidBackfill",
                 message=f"metadata.annotations[{annotations.BACKFILL}]: {problem}; nothing run",
             )
+
+    def _warn(self, body: resources.Body, job: slots.JobRef, *, reason: str, message: str) -> None:
+        """A Warning Event every replica would post alike: posted by the job's owner only."""
+        if self._scheduler.leads(job):
+            events.warn(body, reason=reason, message=message)
 
     async def _pause_after_failures(
         self, body: resources.Body, seen: _Seen, *, previous: int | None
@@ -242,6 +250,20 @@ class Reconciler:
             return
         if failures.due(previous=previous, body=body, threshold=threshold):
             await self._pause.suspend(body, threshold=threshold)
+
+    def members_changed(self, members: frozenset[str]) -> None:
+        """The live replicas changed: the scheduler re-arms what moved; the jobs this replica
+        now owns get its conditions (written only where the object does not say them yet)."""
+        for job in self._scheduler.members_changed(members):
+            generation = self._scheduling.get(job)
+            if generation is not None:
+                self._active(job, generation)
+                self._ready(job, generation)
+
+    def _active(self, job: slots.JobRef, generation: int) -> None:
+        self._condition(
+            job, SUSPENDED, ok=False, reason="Active", message="scheduling", generation=generation
+        )
 
     def _ready(self, job: slots.JobRef, generation: int) -> None:
         """Ready for a job being scheduled: True, unless the lock backend does not answer (then
@@ -280,6 +302,8 @@ class Reconciler:
         message: str,
         generation: int,
     ) -> None:
+        if not self._scheduler.leads(job):
+            return
         condition = status.Condition(type=kind, status=ok, reason=reason, message=message)
         self._store.set_condition(job, condition, generation=generation)
 

@@ -5,7 +5,7 @@ a replica never overwrites what another one wrote in between: it gets ``Conflict
 starts again from a fresh read.
 """
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, cast
 
 import aiohttp
@@ -17,6 +17,7 @@ from punctual.kube import resources
 from punctual.scheduling import slots
 
 _MERGE_PATCH = "application/merge-patch+json"
+LIST_PAGE = 500
 
 
 class ConflictError(Exception):
@@ -34,6 +35,36 @@ class UnavailableError(Exception):
 class StatusApi:
     def __init__(self, api: client.ApiClient) -> None:
         self._objects = client.CustomObjectsApi(api)
+
+    async def pages(
+        self, *, namespaces: Sequence[str] = (), limit: int = LIST_PAGE
+    ) -> AsyncIterator[list[resources.Body]]:
+        """Every ScheduledJob in ``namespaces`` (none: all), ``limit`` at a time: 10,000
+        objects are never one answer held at once. Raises ``UnavailableError``."""
+        scopes: list[str | None] = [*namespaces] or [None]
+        for namespace in scopes:
+            token: str | None = None
+            while True:
+                options: dict[str, Any] = {"limit": limit, "_request_timeout": 60}
+                if token:
+                    options["_continue"] = token
+                try:
+                    if namespace is None:
+                        listing = await self._objects.list_cluster_custom_object(
+                            models.GROUP, models.VERSION, models.PLURAL, **options
+                        )
+                    else:
+                        listing = await self._objects.list_namespaced_custom_object(
+                            models.GROUP, models.VERSION, namespace, models.PLURAL, **options
+                        )
+                except ApiException as error:
+                    raise translate(error) from error
+                except (aiohttp.ClientError, OSError, TimeoutError) as error:
+                    raise UnavailableError(str(error) or type(error).__name__) from error
+                yield cast(list[resources.Body], listing.get("items") or [])
+                token = (listing.get("metadata") or {}).get("continue")
+                if not token:
+                    break
 
     async def read(self, ref: slots.JobRef) -> resources.Body:
         try:

@@ -63,6 +63,7 @@ class JobLoop:
         resume_after: datetime,
         missed_through: datetime | None = None,
         lock: protocols.SlotLock | None = None,
+        delay: timedelta = timedelta(),
     ) -> None:
         """(Re)start scheduling with ``plan`` from the first slot after ``resume_after``.
 
@@ -70,7 +71,8 @@ class JobLoop:
         resumed from suspension). A slot at or before ``resume_after`` is never run. Runs in
         flight and slots already claimed and queued are kept. ``lock``, when given, claims
         this job's slots instead of the loop's own (the queue target claims and enqueues in
-        one step).
+        one step). ``delay`` postpones each claim further (a backup's: it claims only what the
+        owner left free).
         """
         self.stop_scheduling()
         armed = self._armed = runs.Armed(
@@ -82,7 +84,9 @@ class JobLoop:
             preparer=executor if isinstance(executor, protocols.PreparesRuns) else None,
         )
         self._scheduling = self._tasks.spawn(
-            self._schedule(armed, resume_after=resume_after, missed_through=missed_through),
+            self._schedule(
+                armed, resume_after=resume_after, missed_through=missed_through, delay=delay
+            ),
             name=f"schedule {self.job.namespace}/{self.job.name}",
         )
         self._scheduling.add_done_callback(self._report_crash)
@@ -152,7 +156,12 @@ class JobLoop:
             )
 
     async def _schedule(
-        self, armed: runs.Armed, *, resume_after: datetime, missed_through: datetime | None
+        self,
+        armed: runs.Armed,
+        *,
+        resume_after: datetime,
+        missed_through: datetime | None,
+        delay: timedelta,
     ) -> None:
         plan = armed.plan
         cursor = resume_after
@@ -165,8 +174,9 @@ class JobLoop:
             cursor = missed_through
         self._handled_through = cursor
         keep = missed.keep_for(plan.missed_runs)
-        # This replica's stagger delays its claims; it is not lateness of the job.
-        delay = plan.offset + self._stagger
+        # This replica's stagger and a backup's delay postpone its claims; they are not
+        # lateness of the job.
+        delay = plan.offset + self._stagger + delay
         upcoming = plan.schedule.next_after(cursor).at
         claiming: runs.Claiming | None = None
         while True:

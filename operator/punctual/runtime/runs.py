@@ -256,6 +256,8 @@ class JobRuns:
         return False
 
     async def _claim_and_admit(self, slot: datetime, armed: Armed) -> asyncio.Task[None] | None:
+        loop = asyncio.get_running_loop()
+        sent = loop.time()
         claimed = False
         try:
             claimed = await self._claim(slot, armed, run=True)
@@ -263,6 +265,15 @@ class JobRuns:
             if not claimed:  # a run asked for by hand that another replica has: forgotten
                 self._tokens.pop(slot, None)
         if not claimed:
+            return None
+        # Checked right before the effect: a replica paused (a long GC pause, SIGSTOP) while
+        # its claim was out may wake once the claim has lapsed and another replica, which saw
+        # it gone from the members, claimed the slot again. It gives the slot up instead.
+        if loop.time() - sent >= armed.plan.lock_ttl.total_seconds():
+            logger.warning(
+                "slot %s: its claim took longer than it lasts; not run", self._slot_id(slot)
+            )
+            self._store.slots_missed(self._job, count=1, newest=slot)
             return None
         return self._admit(slot, armed)
 

@@ -1,11 +1,39 @@
-"""Many job loops on one event loop, sharing one wall-clock timer, with bounded shutdown."""
+"""Many job loops on one event loop, sharing one wall-clock timer, with bounded shutdown.
+
+With ``Sharding``, only the jobs this replica owns or backs up among the live members
+(``scheduling.ownership``) are scheduled here: the owner claims each slot when due, the backup
+``backup_delay`` later (it wins only a slot the owner left free), the others not at all. A
+membership change re-arms only the jobs whose role here changed.
+"""
 
 import asyncio
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from punctual.contracts import protocols, records
 from punctual.runtime import job_loop, timers
-from punctual.scheduling import plans, slots
+from punctual.scheduling import ownership, plans, slots
+
+BACKUP_DELAY = timedelta(milliseconds=250)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sharding:
+    """This replica's name among the members, and how long after a slot a backup claims it."""
+
+    member: str
+    backup_delay: timedelta = BACKUP_DELAY
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Request:
+    """What a job was armed with, kept to arm it again when its role here changes."""
+
+    plan: plans.JobPlan
+    executor: protocols.Executor
+    resume_after: datetime
+    missed_through: datetime | None
+    lock: protocols.SlotLock | None
 
 
 class Supervisor:
@@ -18,6 +46,7 @@ class Supervisor:
         replica: str,
         stagger: timedelta = timedelta(),
         grace: timedelta = timedelta(seconds=10),
+        sharding: Sharding | None = None,
     ) -> None:
         self._wall = wall
         self._timer = timers.WallTimer(wall=wall)
@@ -27,10 +56,42 @@ class Supervisor:
         self._stagger = stagger
         self._grace = grace
         self._loops: dict[slots.JobRef, job_loop.JobLoop] = {}
+        self._sharding = sharding
+        self._members = frozenset({sharding.member}) if sharding is not None else frozenset()
+        self._requests: dict[slots.JobRef, _Request] = {}
+        self._roles: dict[slots.JobRef, ownership.Role] = {}
+        self._held: set[slots.JobRef] = set()
+        """The jobs owned or backed up here; ``armed`` copies it in one step (the metrics
+        server reads it from its own thread while the event loop changes it)."""
 
     @property
     def armed(self) -> frozenset[slots.JobRef]:
-        return frozenset(self._loops)
+        """The jobs scheduled here (with sharding: those this replica owns or backs up)."""
+        if self._sharding is None:
+            return frozenset(self._loops)
+        return frozenset(self._held)
+
+    def leads(self, job: slots.JobRef) -> bool:
+        """Whether this replica writes what every replica would say of ``job`` (its conditions,
+        its Events): its owner, or every replica without sharding."""
+        if self._sharding is None:
+            return True
+        return self._role(job) == ownership.Role.OWNER
+
+    def members_changed(self, members: frozenset[str]) -> list[slots.JobRef]:
+        """The live members are now ``members``: re-arm only the jobs whose role changed.
+        Returns the jobs this replica owns now and did not before."""
+        if self._sharding is None:
+            return []
+        self._members = members | {self._sharding.member}
+        led = []
+        for job in list(self._requests):
+            before = self._roles.get(job, ownership.Role.NONE)
+            if self._role(job) != before:
+                self._apply(job, before=before)
+                if self._roles[job] == ownership.Role.OWNER:
+                    led.append(job)
+        return led
 
     def active_slots(self, job: slots.JobRef) -> list[datetime]:
         loop = self._loops.get(job)
@@ -46,10 +107,90 @@ class Supervisor:
         missed_through: datetime | None = None,
         lock: protocols.SlotLock | None = None,
     ) -> None:
-        """Schedule ``job`` (again) with ``plan``; see ``JobLoop.arm``.
+        """Schedule ``job`` (again) with ``plan``; see ``JobLoop.arm``. With sharding, only
+        if this replica owns or backs it up now; kept to arm it when that changes.
 
         ``lock`` claims this job's slots instead of the supervisor's own lock (default).
         """
+        request = _Request(
+            plan=plan,
+            executor=executor,
+            resume_after=resume_after,
+            missed_through=missed_through,
+            lock=lock,
+        )
+        if self._sharding is None:
+            self._loop(job).arm(
+                plan, executor, resume_after=resume_after, missed_through=missed_through, lock=lock
+            )
+            return
+        self._requests[job] = request
+        role = self._assign(job)
+        if role == ownership.Role.NONE:
+            loop = self._loops.get(job)
+            if loop is not None:
+                loop.stop_scheduling()
+            return
+        self._loop(job).arm(
+            plan,
+            executor,
+            resume_after=resume_after,
+            missed_through=missed_through,
+            lock=lock,
+            delay=self._delay(role),
+        )
+
+    def _elsewhere(self, job: slots.JobRef) -> bool:
+        """Whether ``job`` is scheduled, by other replicas only (sharding)."""
+        return job in self._requests and job not in self._held
+
+    def _role(self, job: slots.JobRef) -> ownership.Role:
+        sharding = self._sharding
+        if sharding is None:
+            return ownership.Role.OWNER
+        return ownership.role(job.uid, self._members, sharding.member)
+
+    def _assign(self, job: slots.JobRef) -> ownership.Role:
+        role = self._roles[job] = self._role(job)
+        if role == ownership.Role.NONE:
+            self._held.discard(job)
+        else:
+            self._held.add(job)
+        return role
+
+    def _delay(self, role: ownership.Role) -> timedelta:
+        if self._sharding is None or role != ownership.Role.BACKUP:
+            return timedelta()
+        return self._sharding.backup_delay
+
+    def _apply(self, job: slots.JobRef, *, before: ownership.Role) -> None:
+        """Arm or stop ``job`` for its new role. Owner and backup swap on from the slot the
+        loop dealt with last (no slot between them is dropped); a job new here starts from
+        now (the slots before were its former owner's and backup's, who are still armed,
+        unless both are gone at once)."""
+        request = self._requests[job]
+        role = self._assign(job)
+        loop = self._loops.get(job)
+        if role == ownership.Role.NONE:
+            if loop is not None:
+                loop.stop_scheduling()  # runs in flight go on
+            return
+        handled = loop.handled_through if loop is not None else None
+        if before != ownership.Role.NONE and handled is not None:
+            resume_after, missed_through = handled, None
+        else:
+            resume_after = max(request.resume_after, self._wall())
+            missed_through = None
+        self._loop(job).arm(
+            request.plan,
+            request.executor,
+            resume_after=resume_after,
+            missed_through=missed_through,
+            lock=request.lock,
+            delay=self._delay(role),
+        )
+
+    def _loop(self, job: slots.JobRef) -> job_loop.JobLoop:
         loop = self._loops.get(job)
         if loop is None:
             loop = self._loops[job] = job_loop.JobLoop(
@@ -61,9 +202,7 @@ class Supervisor:
                 replica=self._replica,
                 stagger=self._stagger,
             )
-        loop.arm(
-            plan, executor, resume_after=resume_after, missed_through=missed_through, lock=lock
-        )
+        return loop
 
     async def lost(self, lease: records.Lease) -> None:
         """A run of an armed job whose replica died, taken over by this replica (the
@@ -79,12 +218,18 @@ class Supervisor:
 
     def run_now(self, job: slots.JobRef, token: str) -> bool:
         """Run ``job`` once more, now, keyed by ``token``: see ``JobLoop.run_now``. False when
-        ``job`` is not armed here (an invalid spec)."""
+        ``job`` is not scheduled (an invalid spec); True, running nothing, when it is another
+        replica's share (its owner and backup race for the token's claim)."""
+        if self._elsewhere(job):
+            return True
         loop = self._loops.get(job)
         return loop is not None and loop.run_now(token)
 
     def backfill(self, job: slots.JobRef, request: records.BackfillRequest) -> str | None:
-        """Backfill ``job``: see ``JobLoop.backfill``."""
+        """Backfill ``job``: see ``JobLoop.backfill``. Nothing to do here when it is another
+        replica's share: its owner and backup race for the request's claim."""
+        if self._elsewhere(job):
+            return None
         loop = self._loops.get(job)
         if loop is None:
             return "the job is not scheduled (see its Ready condition)"
@@ -96,14 +241,21 @@ class Supervisor:
         Returns the newest slot dealt with, if ``job`` was being scheduled here: the slots
         after it are the ones the suspension missed.
         """
+        self._requests.pop(job, None)
+        role = self._roles.pop(job, ownership.Role.OWNER)
+        self._held.discard(job)
         loop = self._loops.get(job)
         if loop is None:
             return None
         loop.stop_scheduling()
-        return loop.handled_through
+        # A loop stopped since the job moved away knows nothing of the slots after.
+        return loop.handled_through if role != ownership.Role.NONE else None
 
     async def disarm(self, job: slots.JobRef) -> None:
         """Forget ``job``: no more slots, runs cancelled within the grace period."""
+        self._requests.pop(job, None)
+        self._roles.pop(job, None)
+        self._held.discard(job)
         loop = self._loops.pop(job, None)
         if loop is not None:
             await loop.close(grace=self._grace, reason="job disarmed")
@@ -111,4 +263,7 @@ class Supervisor:
     async def shutdown(self) -> None:
         """Disarm every job at once, waiting at most the grace period."""
         loops, self._loops = list(self._loops.values()), {}
+        self._requests.clear()
+        self._roles.clear()
+        self._held.clear()
         await asyncio.gather(*(loop.close(grace=self._grace) for loop in loops))

@@ -188,6 +188,51 @@ class TestAClaimInFlight:
         )
 
 
+class StalledLock(GrantingLock):
+    """Grants the claim of 00:00:10, but its answer reaches the replica only ``stall`` later,
+    as for a replica paused (SIGSTOP, a long GC pause) while its claim was out."""
+
+    def __init__(self, wall: FakeWall, *, stall: timedelta) -> None:
+        super().__init__(wall)
+        self.stall = stall
+
+    async def claim(self, claim: records.Claim) -> bool:
+        if claim.slot == at(10):
+            await asyncio.sleep(self.stall.total_seconds())
+        return True
+
+
+class TestAClaimAnsweredAfterItLapsed:
+    """The claim is checked right before the effect: once it may have expired, another replica
+    may have claimed and run the slot, so this one gives it up."""
+
+    @pytest.mark.parametrize(
+        ("stall", "ran"),
+        [
+            pytest.param(timedelta(seconds=1), True, id="within-its-ttl-runs"),
+            pytest.param(timedelta(minutes=12), False, id="past-its-ttl-counted-missed"),
+        ],
+    )  # fmt: skip
+    async def test_runs_only_within_the_claims_ttl(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore, stall: timedelta, *,
+        ran: bool, lock: GrantingLock,
+    ) -> None:  # fmt: skip
+        assert isinstance(lock, StalledLock)
+        lock.stall = stall
+        target = Target(wall)
+        plan = every(PERIOD, timeout=timedelta(minutes=10))  # its claims last 11 minutes
+        supervisor.arm(JOB, plan, target, resume_after=at(5))
+        await wall.sleep_until(at(10) + stall + SECOND)
+
+        assert (at(10) in target.slots) is ran
+        # Given up, it is counted missed (with the slots due while the loop waited on it).
+        assert (store.jobs[JOB].missed > 0) is not ran
+
+    @pytest.fixture
+    def lock(self, wall: FakeWall) -> GrantingLock:
+        return StalledLock(wall, stall=timedelta())
+
+
 class TestTheMemoryLock:
     async def test_never_lets_a_slot_run_twice_when_re_armed_from_a_stale_mark(
         self, supervisor: Supervisor, wall: FakeWall, lock: MemoryLock
