@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local control plane from Go modules into a cache outside the clone, once per version:
-#   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, helm, kwok.
+#   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, helm, kwok, and for the
+#   real node (python -m localcluster up --real-node) kubelet, kube-proxy and CoreDNS.
 # Prints the bin folder on its last line. Reused when present; a lock keeps two runs from racing.
 # Outside the clone because CI runs in a fresh clone on the same machine: Go's module and build
 # caches and this folder survive between runs, a folder inside the repository would not.
@@ -11,7 +12,7 @@ etcd_version=$(cat "$hack/etcd/VERSION")
 helm_version=v3.22.0
 kwok_version=v0.8.0
 # The stamp names every pinned input, so a version bump builds into a new folder.
-stamp=$(cat "$hack/k8s/go.mod" "$hack/etcd/go.mod" "$0" | sha256sum | cut -c1-12)
+stamp=$(cat "$hack/k8s/go.mod" "$hack/etcd/go.mod" "$hack/coredns/go.mod" "$hack/coredns/main.go" "$0" | sha256sum | cut -c1-12)
 bin=${PUNCTUAL_K8S_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/punctual/k8s/${k8s_version}-${stamp}/bin}
 mkdir -p "$bin"
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
@@ -42,9 +43,11 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 
 build etcd "$hack/etcd" . 
-for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy; do
   build "$cmd" "$hack/k8s" "k8s.io/kubernetes/cmd/$cmd" "$k8s_ldflags"
 done
+# The real node's DNS: CoreDNS with only the plugins it uses (hack/coredns/main.go).
+build coredns "$hack/coredns" .
 # helm and kwok carry no replace directives: `go install` of a pinned version is reproducible
 # (the checksum database pins the content).
 for tool in "helm helm.sh/helm/v3/cmd/helm@${helm_version}" "kwok sigs.k8s.io/kwok/cmd/kwok@${kwok_version}"; do

@@ -1,12 +1,14 @@
 """A throwaway local Kubernetes control plane and Redis for development and integration tests.
 
 Everything runs as plain processes bound to 127.0.0.1 (no containers): etcd, kube-apiserver,
-kube-controller-manager, kube-scheduler and, optionally, kwok faking a node so pods "run". The
-binaries come from ``hack/build-control-plane.sh``.
+kube-controller-manager, kube-scheduler and, optionally, kwok faking a node so pods "run", and a
+real node whose containers run (containerd, the kubelet, kube-proxy, CoreDNS in namespaces of
+their own; the API server then listens on the node link's address). The binaries come from
+``hack/build-control-plane.sh``, the node's images from ``hack/build-images.sh``.
 
 Modules, one concept each:
 
-- ``binaries``: finds (building once if needed) the control-plane binaries.
+- ``binaries``: finds (building once if needed) the control-plane binaries and the node's images.
 - ``ports``: free TCP ports on 127.0.0.1.
 - ``processes``: child processes in their own process groups, readiness waits, clean stops.
 - ``certs``: the throwaway CA, serving and client certificates, service-account keys.
@@ -14,6 +16,7 @@ Modules, one concept each:
 - ``api``: a tiny HTTPS JSON client for the launcher's own readiness checks.
 - ``etcd``: a single-member etcd on free ports.
 - ``kwok`` (and ``kwok-stages.yaml``): the fake node, and kwok driving pods through their phases.
+- ``node``: ``RealNode``, the real node: its namespaces, link, cgroups, daemons and clean-up.
 - ``cluster``: ``LocalCluster``, the whole control plane as a context manager.
 - ``redis``: ``LocalRedis``, a disposable redis-server.
 - ``manifests``: applying CRDs and examples with the built kubectl.

@@ -1,7 +1,8 @@
-"""Where the control-plane binaries are: whatever ``hack/build-control-plane.sh`` says.
+"""Where the control-plane binaries and the real node's images are: whatever
+``hack/build-control-plane.sh`` and ``hack/build-images.sh`` say.
 
-The script builds them once per pinned version into a cache outside the clone and afterwards
-only prints the folder, so asking it is both the lookup and the (rare) build.
+Each script builds once per pinned input into a cache outside the clone and afterwards only
+prints the folder, so asking it is both the lookup and the (rare) build.
 """
 
 import subprocess
@@ -14,6 +15,7 @@ HEARTBEAT_SECONDS = 60.0
 HACK_DIR = Path(__file__).resolve().parent.parent
 REPO_ROOT = HACK_DIR.parent
 BUILD_SCRIPT = HACK_DIR / "build-control-plane.sh"
+IMAGES_SCRIPT = HACK_DIR / "build-images.sh"
 K8S_VERSION_FILE = HACK_DIR / "k8s" / "VERSION"
 
 
@@ -59,13 +61,49 @@ class Binaries:
     def has_kwok(self) -> bool:
         return (self.directory / "kwok").is_file()
 
+    @property
+    def kubelet(self) -> Path:
+        return self._binary("kubelet")
+
+    @property
+    def kube_proxy(self) -> Path:
+        return self._binary("kube-proxy")
+
+    @property
+    def coredns(self) -> Path:
+        return self._binary("coredns")
+
+
+@dataclass(frozen=True)
+class NodeImages:
+    """The OCI archives of the images every real node loads (``hack/build-images.sh``)."""
+
+    directory: Path
+
+    PAUSE = "localhost/punctual-pause:local"
+    WORKLOAD = "localhost/punctual-workload:local"
+
+    @property
+    def archives(self) -> list[Path]:
+        return [self.directory / "pause.tar", self.directory / "workload.tar"]
+
 
 def kubernetes_version() -> str:
     return K8S_VERSION_FILE.read_text().strip()
 
 
 def locate_binaries(*, progress: Callable[[str], None] | None = None) -> Binaries:
-    """Runs the build script (a no-op when the binaries exist) and returns their folder.
+    """Runs the build script (a no-op when the binaries exist) and returns their folder."""
+    return Binaries(_built_folder(BUILD_SCRIPT, "the control plane", progress))
+
+
+def locate_node_images(*, progress: Callable[[str], None] | None = None) -> NodeImages:
+    """Runs the image script (a no-op when the archives exist) and returns their folder."""
+    return NodeImages(_built_folder(IMAGES_SCRIPT, "the node's images", progress))
+
+
+def _built_folder(script: Path, what: str, progress: Callable[[str], None] | None) -> Path:
+    """The folder a build script prints on its last line, once it has built what is missing.
 
     With ``progress`` the script's own progress lines go to our stderr as they come, and a
     heartbeat goes to ``progress`` every minute: a cold build is silent for minutes at a time.
@@ -73,7 +111,7 @@ def locate_binaries(*, progress: Callable[[str], None] | None = None) -> Binarie
     """
     started = time.monotonic()
     with subprocess.Popen(
-        [str(BUILD_SCRIPT)],
+        [str(script)],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         stderr=None if progress else subprocess.PIPE,
@@ -87,7 +125,7 @@ def locate_binaries(*, progress: Callable[[str], None] | None = None) -> Binarie
                 except subprocess.TimeoutExpired:
                     if progress:
                         elapsed = time.monotonic() - started
-                        progress(f"still building the control plane ({elapsed:.0f}s)")
+                        progress(f"still building {what} ({elapsed:.0f}s)")
         except BaseException:
             # Ctrl-C reaches the script too (same process group); SIGTERM to us alone does not,
             # and leaving the `with` would otherwise wait for the whole build.
@@ -97,6 +135,6 @@ def locate_binaries(*, progress: Callable[[str], None] | None = None) -> Binarie
     if build.returncode != 0 or not lines:
         detail = "\n".join((stderr or "").splitlines()[-30:])
         raise BinariesUnavailableError(
-            f"{BUILD_SCRIPT} failed with exit code {build.returncode}\n{detail}".rstrip()
+            f"{script} failed with exit code {build.returncode}\n{detail}".rstrip()
         )
-    return Binaries(Path(lines[-1]))
+    return Path(lines[-1])

@@ -7,6 +7,7 @@ A CA; a serving certificate for 127.0.0.1/localhost (and the in-cluster names of
 
 import datetime
 import ipaddress
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,7 +132,17 @@ def _leaf_usage(
     )
 
 
+<<<<<<< HEAD
 def _new_ca(ca_name: x509.Name) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+=======
+def generate(directory: Path, *, serving_addresses: Sequence[str] = ()) -> ClusterCerts:
+    """Creates a fresh CA and everything signed by it in ``directory``; the API server's
+    certificate is valid for 127.0.0.1 and ``serving_addresses`` (a real node's link and the
+    ``kubernetes`` Service)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    certs = ClusterCerts(directory)
+
+>>>>>>> 3c95ce9
     ca_key = _new_key()
     ca_cert = (
         _builder(ca_name, ca_name, ca_key.public_key())
@@ -171,7 +182,7 @@ def generate(directory: Path) -> ClusterCerts:
 
     serving_key = _new_key()
     serving_names: list[x509.GeneralName] = [
-        x509.IPAddress(ipaddress.IPv4Address("127.0.0.1")),
+        *(x509.IPAddress(ipaddress.IPv4Address(a)) for a in ("127.0.0.1", *serving_addresses)),
         *(x509.DNSName(name) for name in SERVING_DNS_NAMES),
     ]
     serving_cert = (

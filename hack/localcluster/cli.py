@@ -1,6 +1,7 @@
 """The command line: ``python -m localcluster up`` and ``python -m localcluster run``.
 
-``up`` starts the control plane and Redis, says how to reach them, and waits for Ctrl-C. ``run``
+``up`` starts the control plane and Redis (with ``--real-node`` a real node too, whose
+containers run), says how to reach them, and waits for Ctrl-C. ``run``
 (what ``make run`` calls) does the same, installs the CRDs from ``crds/`` and, once the operator
 exists, runs it, applies ``examples/`` and shows ``kubectl get sj`` as it changes. Both stop
 everything they started on Ctrl-C, SIGTERM, or when a component dies (showing its log tail).
@@ -20,6 +21,7 @@ from localcluster import manifests, processes
 from localcluster.binaries import BinariesUnavailableError, locate_binaries
 from localcluster.cluster import LocalCluster
 from localcluster.echo import EchoServer
+from localcluster.node import NODE_NAME
 from localcluster.punctual_operator import find_operator, start_operator
 from localcluster.redis import LocalRedis
 
@@ -36,7 +38,7 @@ def say(message: str) -> None:
 
 @contextlib.contextmanager
 def _environment(
-    run_dir: Path, *, kwok: bool, redis_password: str | None
+    run_dir: Path, *, kwok: bool, real_node: bool, redis_password: str | None
 ) -> Iterator[tuple[LocalCluster, LocalRedis]]:
     say("locating the control-plane binaries (the first build takes 15-30 minutes) ...")
     binaries = locate_binaries(progress=say)
@@ -45,9 +47,17 @@ def _environment(
         say("kwok is not built: no fake node, so pods will stay Pending")
         kwok = False
     components = "etcd, kube-apiserver, kube-controller-manager, kube-scheduler"
-    say(f"starting {components}{', kwok' if kwok else ''} ...")
+    if kwok:
+        components += ", kwok"
+    if real_node:
+        components += ", a real node (containerd, kubelet, kube-proxy, CoreDNS)"
+    say(f"starting {components} ...")
     with LocalCluster(
-        kwok=kwok, binaries=binaries, run_dir=run_dir / "cluster", progress=say
+        kwok=kwok,
+        real_node=real_node,
+        binaries=binaries,
+        run_dir=run_dir / "cluster",
+        progress=say,
     ) as cluster:
         say("starting redis-server ...")
         with LocalRedis(run_dir=run_dir / "redis", password=redis_password) as redis:
@@ -59,10 +69,18 @@ def _environment(
 
 
 def _how_to_connect(cluster: LocalCluster, redis: LocalRedis) -> str:
+    node = []
+    if cluster.with_real_node:
+        address = cluster.node.address
+        node = [
+            f"# Real node {NODE_NAME} ({address.node_address}): pods run localhost/punctual-*:local"
+            f" images; they reach this machine at {address.host_address}.",
+        ]
     return "\n".join(
         [
             "",
             "# In another shell, to use this cluster (with the kubectl built for it) and Redis:",
+            *node,
             f"export KUBECONFIG={cluster.kubeconfig}",
             f"export PATH={cluster.binaries.directory}:$PATH",
             f"export PUNCTUAL_REDIS_URL={redis.url}",
@@ -107,15 +125,21 @@ def _show_scheduled_jobs(cluster: LocalCluster, operator: processes.ManagedProce
     print("--- Ctrl-C stops everything ---", flush=True)
 
 
-def up(run_dir: Path, *, kwok: bool, redis_password: str | None) -> None:
-    with _environment(run_dir, kwok=kwok, redis_password=redis_password) as (cluster, redis):
+def up(run_dir: Path, *, kwok: bool, real_node: bool, redis_password: str | None) -> None:
+    with _environment(run_dir, kwok=kwok, real_node=real_node, redis_password=redis_password) as (
+        cluster,
+        redis,
+    ):
         print(_how_to_connect(cluster, redis), flush=True)
         say("up; Ctrl-C stops everything")
         _watch([*cluster.launched, *([redis.process] if redis.process else [])])
 
 
-def run(run_dir: Path, *, kwok: bool, redis_password: str | None) -> None:
-    with _environment(run_dir, kwok=kwok, redis_password=redis_password) as (cluster, redis):
+def run(run_dir: Path, *, kwok: bool, real_node: bool, redis_password: str | None) -> None:
+    with _environment(run_dir, kwok=kwok, real_node=real_node, redis_password=redis_password) as (
+        cluster,
+        redis,
+    ):
         crds = manifests.install_crds(cluster)
         if crds:
             say("installed CRDs: " + ", ".join(path.name for path in crds))
@@ -161,6 +185,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m localcluster", description=__doc__)
     parser.add_argument("command", choices=["up", "run"])
     parser.add_argument("--no-kwok", action="store_true", help="no fake node (pods stay Pending)")
+    parser.add_argument(
+        "--real-node",
+        action="store_true",
+        help="a real node too (containerd, kubelet, kube-proxy, CoreDNS): containers really run;"
+        " the kwok node is then tainted kwok.x-k8s.io/node=fake:NoSchedule",
+    )
     parser.add_argument("--redis-password", help="start Redis with requirepass")
     parser.add_argument(
         "--keep", action="store_true", help="keep the run directory (logs, kubeconfig) on exit"
@@ -172,7 +202,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = up if args.command == "up" else run
     keep = args.keep
     try:
-        command(run_dir, kwok=not args.no_kwok, redis_password=args.redis_password)
+        command(
+            run_dir,
+            kwok=not args.no_kwok,
+            real_node=args.real_node,
+            redis_password=args.redis_password,
+        )
     except KeyboardInterrupt:
         say("stopped")
         return 130

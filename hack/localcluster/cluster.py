@@ -2,11 +2,13 @@
 
 Like controller-runtime's envtest, but with the controllers running too: etcd, kube-apiserver,
 kube-controller-manager (so CronJobs create Jobs, namespaces get deleted, service accounts get
-created), kube-scheduler and, with ``kwok=True``, a fake node on which pods run and complete.
+created), kube-scheduler and, with ``kwok=True``, a fake node on which pods run and complete;
+with ``real_node=True`` a real node too (``localcluster.node``: containerd, the kubelet,
+kube-proxy and CoreDNS), whose containers really run.
 
 The context manager is ready when the API server answers ``/readyz``, the controller manager and
 scheduler answer ``/healthz``, namespace ``default`` has its ``default`` ServiceAccount and the
-fake node (if any) is Ready. It stops everything it started on the way out, however that happens.
+nodes (if any) are Ready. It stops everything it started on the way out, however that happens.
 """
 
 import contextlib
@@ -25,11 +27,14 @@ from localcluster import certs as pki
 from localcluster import kwok as kwok_node
 from localcluster import processes
 from localcluster.api import ApiClient
-from localcluster.binaries import Binaries, locate_binaries
+from localcluster.binaries import Binaries, NodeImages, locate_binaries, locate_node_images
 from localcluster.etcd import Etcd
 from localcluster.kubeconfig import write_kubeconfig
+from localcluster.node import NODE_NAME, RealNode
 from localcluster.ports import LOOPBACK, free_port
 
+# kwok's pods are never contacted, so every cluster without a real node may share one range; a
+# real node's Services are in its own block (localcluster.node).
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 DEFAULT_TIMEOUT = float(os.environ.get("PUNCTUAL_CLUSTER_START_TIMEOUT", "180"))
@@ -79,19 +84,29 @@ class LocalCluster(processes.Service):
     """A control plane in ``run_dir`` (a temporary folder, removed on exit, if not given).
 
     Process logs, the PKI and the admin kubeconfig are in ``run_dir``; the kubeconfig is
-    ``self.kubeconfig``.
+    ``self.kubeconfig``. With ``real_node=True`` the node loads the pause and workload images and
+    then each OCI archive of ``images`` (``load_image`` loads more later); the API server then
+    listens on the node's ``host_address`` rather than on 127.0.0.1, and a kwok node (if any) is
+    tainted ``kwok.x-k8s.io/node=fake:NoSchedule`` so that only pods tolerating it land there.
     """
 
     def __init__(
         self,
         *,
         kwok: bool = True,
+        real_node: bool = False,
+        images: Sequence[Path] = (),
         run_dir: Path | None = None,
         binaries: Binaries | None = None,
+        node_images: NodeImages | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         progress: Progress = _quiet,
     ) -> None:
         self.with_kwok = kwok
+        self.with_real_node = real_node
+        self._extra_images = list(images)
+        self._node_images = node_images
+        self._node: RealNode | None = None
         self._given_run_dir = run_dir
         self._binaries = binaries
         self.timeout = timeout
@@ -116,8 +131,25 @@ class LocalCluster(processes.Service):
         return self._binaries
 
     @property
+    def node(self) -> RealNode:
+        """The real node (``real_node=True``): its addresses, ``load_image``, ``leftovers``."""
+        if self._node is None:
+            raise RuntimeError("this cluster has no real node (LocalCluster(real_node=True))")
+        return self._node
+
+    @property
+    def listen_address(self) -> str:
+        """Where the API server listens: pods reach it there (and via ``kubernetes``)."""
+        return self._node.address.host_address if self._node is not None else LOOPBACK
+
+    @property
     def server(self) -> str:
-        return f"https://{LOOPBACK}:{self.apiserver_port}"
+        return f"https://{self.listen_address}:{self.apiserver_port}"
+
+    def load_image(self, archive: Path) -> None:
+        """Loads an OCI archive into the real node: pods use its image with
+        ``imagePullPolicy: IfNotPresent``, by the name the archive carries."""
+        self.node.load_image(archive)
 
     @property
     def api(self) -> ApiClient:
@@ -133,7 +165,8 @@ class LocalCluster(processes.Service):
     @property
     def launched(self) -> list[processes.ManagedProcess]:
         started = [self._etcd.process if self._etcd else None, self._apiserver, *self._clients]
-        return [process for process in started if process is not None]
+        node = self._node.launched if self._node is not None else []
+        return [process for process in [*started, *node] if process is not None]
 
     @property
     def pids(self) -> list[int]:
@@ -177,7 +210,23 @@ class LocalCluster(processes.Service):
         else:
             self.run_dir = self._given_run_dir
             self.run_dir.mkdir(parents=True, exist_ok=True)
-        certs = self._certs = pki.generate(self.run_dir / "pki")
+        serving_addresses: list[str] = []
+        if self.with_real_node:
+            node = self._node = RealNode(
+                binaries=binaries,
+                images=self._node_images or locate_node_images(progress=self.progress),
+                directory=self.run_dir / "node",
+                ca_cert=pki.ClusterCerts(self.run_dir / "pki").ca_cert,
+                extra_images=self._extra_images,
+                timeout=self.timeout,
+                progress=self.progress,
+            )
+            addresses = node.prepare()
+            serving_addresses = [addresses.host_address, addresses.kubernetes_service_address]
+            step(f"the node's namespaces and link are up ({addresses.cidr})")
+        certs = self._certs = pki.generate(
+            self.run_dir / "pki", serving_addresses=serving_addresses
+        )
         self.apiserver_port = free_port()
         self.kubeconfig = write_kubeconfig(self.run_dir / "kubeconfig", self.server, certs)
 
@@ -213,6 +262,9 @@ class LocalCluster(processes.Service):
             "ServiceAccount default/default exists",
             self.timeout,
         )
+        if self._node is not None:
+            node_path = f"/api/v1/nodes/{NODE_NAME}"
+            self._node.run(self.kubeconfig, lambda: kwok_node.node_is_ready(api.get(node_path)))
         step("the cluster is ready")
 
     def _wait_for_apiserver(self) -> None:
@@ -264,8 +316,8 @@ class LocalCluster(processes.Service):
             "kube-apiserver",
             [
                 str(binaries.kube_apiserver),
-                f"--bind-address={LOOPBACK}",
-                f"--advertise-address={LOOPBACK}",
+                f"--bind-address={self.listen_address}",
+                f"--advertise-address={self.listen_address}",
                 f"--secure-port={self.apiserver_port}",
                 f"--cert-dir={cert_dir}",
                 f"--etcd-servers={etcd_url}",
@@ -276,12 +328,9 @@ class LocalCluster(processes.Service):
                 f"--service-account-key-file={certs.service_account_public_key}",
                 f"--service-account-signing-key-file={certs.service_account_key}",
                 "--authorization-mode=Node,RBAC",
-                f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+                f"--service-cluster-ip-range={self.service_cidr}",
                 "--allow-privileged=true",
-                # The API server may not advertise a loopback address in the `kubernetes`
-                # Endpoints (it logs a validation error every 10 s); nothing here runs in-cluster
-                # clients that would need them.
-                "--endpoint-reconciler-type=none",
+                *self._apiserver_node_args(certs),
                 # Published in kube-system/extension-apiserver-authentication: without it the
                 # controller manager and the scheduler complain about a missing CA bundle. Only a
                 # client certificate named front-proxy-client may assert identities by header.
@@ -294,6 +343,28 @@ class LocalCluster(processes.Service):
             ],
             self.run_dir,
         )
+
+    @property
+    def service_cidr(self) -> str:
+        return (
+            self._node.address.service_cidr if self._node is not None else SERVICE_CLUSTER_IP_RANGE
+        )
+
+    def _apiserver_node_args(self, certs: pki.ClusterCerts) -> list[str]:
+        if self._node is None:
+            # The API server may not advertise a loopback address in the `kubernetes` Endpoints
+            # (it logs a validation error every 10 s); without a real node no in-cluster client
+            # needs them.
+            return ["--endpoint-reconciler-type=none"]
+        return [
+            # kubectl logs/exec: the kubelet trusts our CA's admin certificate.
+            f"--kubelet-client-certificate={certs.admin_cert}",
+            f"--kubelet-client-key={certs.admin_key}",
+            "--kubelet-preferred-address-types=InternalIP",
+            # Webhooks and aggregated APIs by their endpoints (pod addresses, routed to the
+            # node) rather than by ClusterIP, which only the node's kube-proxy translates.
+            "--enable-aggregator-routing=true",
+        ]
 
     def _start_serving_client(self, name: str, argv: Sequence[str]) -> _Starting:
         """Starts the controller manager or the scheduler; returns it and its readiness probe."""
@@ -320,7 +391,7 @@ class LocalCluster(processes.Service):
         )
 
     def _start_kwok(self, binaries: Binaries, api: ApiClient) -> _Starting:
-        api.post("/api/v1/nodes", kwok_node.fake_node())
+        api.post("/api/v1/nodes", kwok_node.fake_node(tainted=self.with_real_node))
         port = free_port()
         self._extra_ports.append(port)
         process = self._start_client(
@@ -343,7 +414,7 @@ class LocalCluster(processes.Service):
             f"--root-ca-file={certs.ca_cert}",
             f"--cluster-signing-cert-file={certs.ca_cert}",
             f"--cluster-signing-key-file={certs.ca_key}",
-            f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+            f"--service-cluster-ip-range={self.service_cidr}",
             "--profiling=false",
         ]
 
@@ -369,6 +440,8 @@ class LocalCluster(processes.Service):
         if self._stopped:
             return
         self._stopped = True
+        if self._node is not None:
+            self._node.stop()
         processes.stop_processes(reversed(self._clients))
         if self._apiserver is not None:
             self._apiserver.stop()

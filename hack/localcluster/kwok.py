@@ -7,7 +7,8 @@ owned by a Job then Succeeded, and a pod being deleted is removed. That is all a
 Pod -> Complete chain needs, without any container runtime. The stages file is passed as
 ``--config``, which also keeps a ``~/.kwok/kwok.yaml`` of the user's out of the picture.
 
-The node carries no taint so that ordinary pods schedule onto it without tolerations, and it
+The node carries no taint so that ordinary pods schedule onto it without tolerations (unless a
+real node is beside it), and it
 advertises 127.0.0.1 with kwok's own server port, so that anything asking "the kubelet" (logs,
 exec) reaches kwok on loopback rather than a made-up address.
 """
@@ -26,7 +27,14 @@ FAKE_NODE_ANNOTATION_VALUE = "fake"
 POD_CIDR = "10.244.0.1/24"
 
 
-def fake_node() -> dict[str, Any]:
+def fake_node(*, tainted: bool = False) -> dict[str, Any]:
+    """The fake Node; ``tainted`` (beside a real node) lets only pods tolerating
+    ``kwok.x-k8s.io/node=fake:NoSchedule`` land on it."""
+    taint = {
+        "key": FAKE_NODE_ANNOTATION,
+        "value": FAKE_NODE_ANNOTATION_VALUE,
+        "effect": "NoSchedule",
+    }
     resources = {"cpu": "32", "memory": "256Gi", "pods": "110"}
     return {
         "apiVersion": "v1",
@@ -46,7 +54,7 @@ def fake_node() -> dict[str, Any]:
                 "type": "kwok",
             },
         },
-        "spec": {},
+        "spec": {"taints": [taint]} if tainted else {},
         "status": {
             "allocatable": resources,
             "capacity": resources,

@@ -50,10 +50,20 @@ def _namespace_name(test_name: str) -> str:
     return f"t-{slug[:45].strip('-')}-{uuid.uuid4().hex[:6]}"
 
 
-@pytest.fixture
-def namespace(cluster: LocalCluster, request: pytest.FixtureRequest) -> Iterator[str]:
+@pytest.fixture(scope="module")
+def real_node_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A cluster with a real node (no kwok), shared by the tests of one module: containers run."""
+    with LocalCluster(
+        kwok=False, real_node=True, run_dir=tmp_path_factory.mktemp("real-node")
+    ) as local:
+        yield local
+    assert processes.alive(local.pids) == []
+    assert local.node.leftovers() == []
+
+
+def _fresh_namespace(cluster: LocalCluster, test_name: str) -> Iterator[str]:
     """A fresh namespace, ready for pods (its ``default`` ServiceAccount exists)."""
-    name = _namespace_name(request.node.name)
+    name = _namespace_name(test_name)
     cluster.api.post(
         "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
     )
@@ -63,3 +73,17 @@ def namespace(cluster: LocalCluster, request: pytest.FixtureRequest) -> Iterator
         time.sleep(0.2)
     yield name
     cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+@pytest.fixture
+def namespace(cluster: LocalCluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace of the session's (kwok) cluster."""
+    yield from _fresh_namespace(cluster, request.node.name)
+
+
+@pytest.fixture
+def node_namespace(
+    real_node_cluster: LocalCluster, request: pytest.FixtureRequest
+) -> Iterator[str]:
+    """A fresh namespace of the module's real-node cluster."""
+    yield from _fresh_namespace(real_node_cluster, request.node.name)
