@@ -213,10 +213,10 @@ class Call:
 class Receiver(http_targets.LocalHttpTarget):
     """Answers 204 and records every call with its headers."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, host: str = ports.LOOPBACK) -> None:
         self._calls: list[Call] = []
         self._lock = threading.Lock()
-        super().__init__()
+        super().__init__(host=host)
 
     def __enter__(self) -> "Receiver":
         super().__enter__()
