@@ -8,6 +8,7 @@
 # (hack/build-images.sh). Cached in ~/.cache/punctual/images/ by a hash of this script.
 set -euo pipefail
 image_dir=$(cd "$(dirname "$0")" && pwd)
+"$image_dir/install-tools.sh"
 cache=${PUNCTUAL_IMAGE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/punctual/images}
 mkdir -p "$cache"
 exec 9>"$cache/.redis.lock"
