@@ -129,7 +129,7 @@ class TestTheInstall:
         granted = []
         for kind in ("clusterrolebindings", "rolebindings"):
             for binding in get_json(real_node_cluster, kind, "--all-namespaces")["items"]:
-                if subject in binding.get("subjects") or []:
+                if subject in (binding.get("subjects") or []):
                     granted.append(binding)
         manifest = list(yaml.safe_load_all(release.helm("get", "manifest", "punctual").stdout))
         charts = {
