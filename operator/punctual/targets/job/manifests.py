@@ -71,8 +71,9 @@ def batch_job_manifest(
     """The batch Job for one slot, from a CronJob-style ``jobTemplate`` ({metadata, spec}).
 
     The template's labels and annotations are kept, ours added on top (the slot's annotations on
-    the pod template's metadata too); its ``spec`` is used as is otherwise, with ``activeDeadlineSeconds`` set to ``active_deadline`` (rounded up to whole
-    seconds), or kept when the template sets a shorter one.
+    the pod template's metadata too); its ``spec`` is used as is otherwise, with
+    ``activeDeadlineSeconds`` set to ``active_deadline`` (rounded up to whole seconds), or kept
+    when the template sets a shorter one.
     """
     metadata = template.get("metadata") or {}
     spec = copy.deepcopy(dict(template.get("spec") or {}))
