@@ -120,15 +120,18 @@ class HelmRelease:
         )  # fmt: skip
 
     def test(self) -> "subprocess.CompletedProcess[str]":
-        return self.helm("test", self.name, "--logs", "--timeout=180s")
+        # No --logs: the hook's pod is deleted once it succeeded (hook-delete-policy).
+        return self.helm("test", self.name, "--timeout=180s")
 
     def uninstall(self) -> None:
         self.helm("uninstall", self.name, "--wait", "--timeout=120s")
 
     def operator_pods(self) -> list[dict[str, Any]]:
+        """The release's operator pods, those terminating left out."""
         listed = self.cluster.kubectl(
             "get", "pods", f"--namespace={self.namespace}", "-o", "json",
             f"--selector=app.kubernetes.io/instance={self.name},"
             "app.kubernetes.io/component=operator",
         )  # fmt: skip
-        return list(json.loads(listed.stdout)["items"])
+        pods = json.loads(listed.stdout)["items"]
+        return [pod for pod in pods if not pod["metadata"].get("deletionTimestamp")]

@@ -294,7 +294,7 @@ def assert_every_slot_once(
 
 def wait_until_all_replicas_ready(release: HelmRelease) -> None:
     def ready() -> bool:
-        pods = [p for p in release.operator_pods() if not p["metadata"].get("deletionTimestamp")]
+        pods = release.operator_pods()
         return len(pods) == REPLICAS and all(
             status["ready"] for p in pods for status in p["status"].get("containerStatuses", [])
         )
@@ -383,7 +383,9 @@ class TestUninstall:
         release.uninstall()
 
         left = real_node_cluster.kubectl(
-            "get", "all,secrets,configmaps,serviceaccounts,roles,rolebindings,networkpolicies",
+            "get",
+            "deployments,replicasets,services,secrets,configmaps,serviceaccounts,roles,rolebindings,"
+            "networkpolicies,poddisruptionbudgets",
             "-n", NAMESPACE, "--selector=app.kubernetes.io/instance=punctual", "-o", "name",
         ).stdout.split()  # fmt: skip
         cluster_wide = real_node_cluster.kubectl(
@@ -391,6 +393,9 @@ class TestUninstall:
             "--selector=app.kubernetes.io/instance=punctual", "-o", "name",
         ).stdout.split()  # fmt: skip
         assert (left, cluster_wide) == ([], [])
-        pods = get_json(real_node_cluster, "pods", "-n", NAMESPACE)["items"]
-        assert [p["metadata"]["name"] for p in pods] == []
+        eventually(
+            lambda: not get_json(real_node_cluster, "pods", "-n", NAMESPACE)["items"],
+            timeout=60,
+            what="pod-less release namespace",
+        )
         real_node_cluster.kubectl("get", "crd", "scheduledjobs.punctual.dev")
