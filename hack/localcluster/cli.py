@@ -42,9 +42,9 @@ def say(message: str) -> None:
 
 
 @contextlib.contextmanager
-def _environment(
-    run_dir: Path, *, kwok: bool, real_node: bool, redis_password: str | None
-) -> Iterator[tuple[LocalCluster, LocalRedis]]:
+def _cluster(
+    run_dir: Path, *, kwok: bool, real_node: bool, images: Sequence[Path] = ()
+) -> Iterator[LocalCluster]:
     say("locating the control-plane binaries (the first build takes 15-30 minutes) ...")
     binaries = locate_binaries(progress=say)
     say(f"binaries: {binaries.directory}")
@@ -60,17 +60,26 @@ def _environment(
     with LocalCluster(
         kwok=kwok,
         real_node=real_node,
+        images=images,
         binaries=binaries,
         run_dir=run_dir / "cluster",
         progress=say,
     ) as cluster:
+        try:
+            yield cluster
+        finally:
+            say("stopping ...")
+
+
+@contextlib.contextmanager
+def _environment(
+    run_dir: Path, *, kwok: bool, real_node: bool, redis_password: str | None
+) -> Iterator[tuple[LocalCluster, LocalRedis]]:
+    with _cluster(run_dir, kwok=kwok, real_node=real_node) as cluster:
         say("starting redis-server ...")
         with LocalRedis(run_dir=run_dir / "redis", password=redis_password) as redis:
             say(f"redis-server is answering on {redis.url}")
-            try:
-                yield cluster, redis
-            finally:
-                say("stopping ...")
+            yield cluster, redis
 
 
 def _how_to_connect(cluster: LocalCluster, redis: LocalRedis | None = None) -> str:
@@ -191,17 +200,7 @@ def run(run_dir: Path, *, kwok: bool) -> None:
     say("building (or reusing) the operator's and the bundled Redis's images ...")
     images = helm_release.local_image_archives()
     say("images: " + ", ".join(path.name for path in images))
-    say("locating the control-plane binaries (the first build takes 15-30 minutes) ...")
-    binaries = locate_binaries(progress=say)
-    say("starting etcd, kube-apiserver, the controller manager, the scheduler and a real node ...")
-    with LocalCluster(
-        kwok=kwok and binaries.has_kwok,
-        real_node=True,
-        images=images,
-        binaries=binaries,
-        run_dir=run_dir / "cluster",
-        progress=say,
-    ) as cluster:
+    with _cluster(run_dir, kwok=kwok, real_node=True, images=images) as cluster:
         host_address = cluster.node.address.host_address
         release = helm_release.HelmRelease(cluster, run_dir / "helm", namespace=RELEASE_NAMESPACE)
         say(f"helm install punctual charts/punctual -n {RELEASE_NAMESPACE} (bundled Redis) ...")
@@ -231,7 +230,6 @@ def run(run_dir: Path, *, kwok: bool) -> None:
             say("helm uninstall punctual ...")
             with contextlib.suppress(helm_release.HelmError, subprocess.TimeoutExpired):
                 release.uninstall()
-            say("stopping ...")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -60,6 +60,17 @@ def merged(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, An
     return result
 
 
+def helm_environment(cluster: LocalCluster, home: Path) -> dict[str, str]:
+    """A helm child's environment: the cluster's kubeconfig, helm's caches and config in ``home``
+    (not the developer's ~/.cache and ~/.config)."""
+    return {
+        **cluster.env,
+        "HELM_CACHE_HOME": str(home / "cache"),
+        "HELM_CONFIG_HOME": str(home / "config"),
+        "HELM_DATA_HOME": str(home / "data"),
+    }
+
+
 class HelmError(subprocess.CalledProcessError):
     def __str__(self) -> str:
         return f"{super().__str__()}\n{self.stdout}\n{self.stderr}".rstrip()
@@ -75,12 +86,7 @@ class HelmRelease:
         self.name = name
         self.namespace = namespace
         self.binary = cluster.binaries.directory / "helm"
-        self.env = {
-            **cluster.env,
-            "HELM_CACHE_HOME": str(home / "cache"),
-            "HELM_CONFIG_HOME": str(home / "config"),
-            "HELM_DATA_HOME": str(home / "data"),
-        }
+        self.env = helm_environment(cluster, home)
 
     def helm(
         self, *args: str, values: Mapping[str, Any] | None = None, timeout: float = 300

@@ -10,6 +10,7 @@ node's link (where a pod reaches the machine).
 """
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -315,13 +316,21 @@ def kill_container_processes(container_id: str) -> int:
     return killed
 
 
+SlotCheck = Callable[[Callable[[], None]], None]
+
+
+@pytest.fixture
+def every_slot_once(
+    real_node_cluster: LocalCluster, namespace: str, receiver: Receiver
+) -> SlotCheck:
+    """``every_slot_once(disrupt)``: every-second jobs run through ``disrupt()``; each slot of the
+    time around it must have been called exactly once."""
+    return functools.partial(assert_every_slot_once, real_node_cluster, namespace, receiver)
+
+
 class TestEverySlotOnce:
     def test_through_a_rolling_helm_upgrade(
-        self,
-        release: HelmRelease,
-        real_node_cluster: LocalCluster,
-        namespace: str,
-        receiver: Receiver,
+        self, release: HelmRelease, real_node_cluster: LocalCluster, every_slot_once: SlotCheck
     ) -> None:
         before = {pod["metadata"]["name"] for pod in release.operator_pods()}
 
@@ -329,16 +338,12 @@ class TestEverySlotOnce:
             release.upgrade({"operator": {"statusInterval": "3s"}})
             wait_until_all_replicas_ready(release)
 
-        assert_every_slot_once(real_node_cluster, namespace, receiver, upgrade)
+        every_slot_once(upgrade)
         after = {pod["metadata"]["name"] for pod in release.operator_pods()}
         assert not before & after  # every replica was replaced
 
     def test_through_a_deleted_replica_pod(
-        self,
-        release: HelmRelease,
-        real_node_cluster: LocalCluster,
-        namespace: str,
-        receiver: Receiver,
+        self, release: HelmRelease, real_node_cluster: LocalCluster, every_slot_once: SlotCheck
     ) -> None:
         victim = release.operator_pods()[0]["metadata"]["name"]
 
@@ -346,14 +351,10 @@ class TestEverySlotOnce:
             real_node_cluster.kubectl("delete", "pod", "-n", NAMESPACE, victim, timeout=120)
             wait_until_all_replicas_ready(release)
 
-        assert_every_slot_once(real_node_cluster, namespace, receiver, delete)
+        every_slot_once(delete)
 
     def test_through_a_sigkilled_replica_container(
-        self,
-        release: HelmRelease,
-        real_node_cluster: LocalCluster,
-        namespace: str,
-        receiver: Receiver,
+        self, release: HelmRelease, real_node_cluster: LocalCluster, every_slot_once: SlotCheck
     ) -> None:
         pod = release.operator_pods()[0]
         (status,) = pod["status"]["containerStatuses"]
@@ -373,7 +374,7 @@ class TestEverySlotOnce:
             )
             wait_until_all_replicas_ready(release)
 
-        assert_every_slot_once(real_node_cluster, namespace, receiver, kill)
+        every_slot_once(kill)
 
 
 class TestUninstall:
