@@ -239,10 +239,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--real-node",
         action="store_true",
-        help="a real node too (containerd, kubelet, kube-proxy, CoreDNS): containers really run;"
-        " the kwok node is then tainted kwok.x-k8s.io/node=fake:NoSchedule",
+        help="up: a real node too (containerd, kubelet, kube-proxy, CoreDNS): containers really"
+        " run; the kwok node is then tainted kwok.x-k8s.io/node=fake:NoSchedule (run always has"
+        " one)",
     )
-    parser.add_argument("--redis-password", help="start Redis with requirepass")
+    parser.add_argument(
+        "--redis-password",
+        help="up: start Redis with requirepass (run uses the chart's bundled Redis)",
+    )
     parser.add_argument(
         "--keep", action="store_true", help="keep the run directory (logs, kubeconfig) on exit"
     )
