@@ -20,11 +20,11 @@ image: ## Build (or reuse) the operator image, no Docker daemon; prints its OCI 
 	@hack/image/build.sh
 
 .PHONY: run
-run: install ## Start the local control plane, Redis, the operator and the examples
+run: install ## A local control plane and a real node, Punctual installed with Helm (bundled Redis), the examples
 	@$(UV_RUN) python -m localcluster run
 
 .PHONY: test
-test: install ## Run all tests: unit, and integration against the real control plane and Redis
+test: install ## Run all tests: unit, integration (real control plane and Redis), e2e (Helm on a real node)
 	@$(UV_RUN) pytest
 
 .PHONY: test-unit

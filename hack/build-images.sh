@@ -5,6 +5,8 @@
 # Each is a static Go program in an otherwise empty image, packed with umoci and written as an
 # OCI archive by skopeo (Debian's packages, hack/install.sh). Prints the folder holding
 # pause.tar and workload.tar on its last line; reused when present.
+# The other images built here (the operator's, `make image`, and the bundled Redis's for the
+# chart on the real node) are in hack/image/; docs/image.md lists all four.
 set -euo pipefail
 hack=$(cd "$(dirname "$0")" && pwd)
 stamp=$( (cd "$hack/images" && find . -type f | LC_ALL=C sort | xargs cat; go version; cat "$hack/build-images.sh") | sha256sum | cut -c1-12)

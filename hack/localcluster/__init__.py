@@ -20,7 +20,7 @@ Modules, one concept each:
 - ``cluster``: ``LocalCluster``, the whole control plane as a context manager.
 - ``redis``: ``LocalRedis``, a disposable redis-server.
 - ``manifests``: applying CRDs and examples with the built kubectl.
-- ``punctual_operator``: detecting and starting the Punctual operator.
+- ``helm_release``: Punctual installed with Helm onto the real node, from images built here.
 - ``cli``: ``python -m localcluster up`` and ``python -m localcluster run`` (with ``hack`` on
   ``PYTHONPATH``, as ``make run`` sets it; pytest has it through its ``pythonpath``).
 """

@@ -1,7 +1,9 @@
 """A tiny HTTP endpoint for the examples: answers 204 and prints each call with its lateness.
 
-The every-5s example targets it (``http://127.0.0.1:18080/hello``), so ``make run`` shows slots
-arriving, each with the lateness Punctual achieved (arrival minus X-Punctual-Scheduled-Time).
+The every-5s example targets it (``http://echo.default.svc:18080/hello``: ``make run`` binds it on
+the machine's side of the real node's link and makes the Service ``echo`` point there), so
+``make run`` shows slots arriving, each with the lateness Punctual achieved (arrival minus
+X-Punctual-Scheduled-Time).
 """
 
 import http.server
@@ -35,10 +37,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 
 class EchoServer:
-    """Serves on 127.0.0.1:``port`` in a daemon thread while the context is open."""
+    """Serves on ``host``:``port`` in a daemon thread while the context is open."""
 
-    def __init__(self, port: int = ECHO_PORT) -> None:
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", port), _Handler)
+    def __init__(self, port: int = ECHO_PORT, *, host: str = "127.0.0.1") -> None:
+        self._server = http.server.ThreadingHTTPServer((host, port), _Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property

@@ -24,12 +24,12 @@ from typing import Any, TypeVar
 import http_targets
 import yaml
 
-from localcluster import LocalCluster, ports, processes
+from localcluster import LocalCluster, helm_release, ports, processes
 from localcluster.binaries import REPO_ROOT, kubernetes_version
 
 T = TypeVar("T")
 
-CHART = REPO_ROOT / "charts" / "punctual"
+CHART = helm_release.CHART
 PUNCTUAL = Path(sys.executable).parent / "punctual"
 """The console script of the environment the tests run in (``uv run`` installs it there)."""
 OPERATOR_READY_TIMEOUT = 60.0
@@ -50,9 +50,7 @@ def eventually(
         time.sleep(interval)
 
 
-class HelmError(subprocess.CalledProcessError):
-    def __str__(self) -> str:
-        return f"{super().__str__()}\n{self.stderr}".rstrip()
+HelmError = helm_release.HelmError
 
 
 class Helm:
@@ -61,12 +59,7 @@ class Helm:
     def __init__(self, cluster: LocalCluster, home: Path) -> None:
         self.cluster = cluster
         self.binary = cluster.binaries.directory / "helm"
-        self.env = {
-            **cluster.env,
-            "HELM_CACHE_HOME": str(home / "cache"),
-            "HELM_CONFIG_HOME": str(home / "config"),
-            "HELM_DATA_HOME": str(home / "data"),
-        }
+        self.env = helm_release.helm_environment(cluster, home)
 
     def run(
         self, *args: str, check: bool = True, timeout: float = 180
@@ -213,10 +206,10 @@ class Call:
 class Receiver(http_targets.LocalHttpTarget):
     """Answers 204 and records every call with its headers."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, host: str = ports.LOOPBACK) -> None:
         self._calls: list[Call] = []
         self._lock = threading.Lock()
-        super().__init__()
+        super().__init__(host=host)
 
     def __enter__(self) -> "Receiver":
         super().__enter__()

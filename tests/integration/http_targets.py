@@ -17,7 +17,7 @@ class LocalHttpTarget:
     quiet_errors = False
     """True: a client that hangs up mid-call (a replica SIGKILLed) prints no traceback."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, host: str = ports.LOOPBACK) -> None:
         target = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -38,7 +38,7 @@ class LocalHttpTarget:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
-        self._server = http.server.ThreadingHTTPServer((ports.LOOPBACK, 0), Handler)
+        self._server = http.server.ThreadingHTTPServer((host, 0), Handler)
         self._server.daemon_threads = True
         if self.quiet_errors:
             self._server.handle_error = lambda *_: None  # type: ignore[method-assign]

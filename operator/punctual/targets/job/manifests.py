@@ -76,9 +76,10 @@ def batch_job_manifest(
 ) -> dict[str, Any]:
     """The batch Job for one slot, from a CronJob-style ``jobTemplate`` ({metadata, spec}).
 
-    The template's labels and annotations are kept, ours added on top; its ``spec`` is used
-    as is, with ``activeDeadlineSeconds`` set to ``active_deadline`` (rounded up to whole
-    seconds), or kept when the template sets a shorter one.
+    The template's labels and annotations are kept, ours added on top (the slot's annotations on
+    the pod template's metadata too); its ``spec`` is used as is otherwise, with
+    ``activeDeadlineSeconds`` set to ``active_deadline`` (rounded up to whole seconds), or kept
+    when the template sets a shorter one.
     """
     metadata = template.get("metadata") or {}
     spec = copy.deepcopy(dict(template.get("spec") or {}))
@@ -87,6 +88,19 @@ def batch_job_manifest(
     if isinstance(given, int) and not isinstance(given, bool) and 0 < given < deadline:
         deadline = given
     spec["activeDeadlineSeconds"] = deadline
+    slot_annotations = {
+        SCHEDULED_TIME_ANNOTATION: timeline.rfc3339(scheduled_time),
+        SLOT_ID_ANNOTATION: slot_id,
+    }
+    # On the pods too, where a container reads them through the downward API
+    # (fieldRef metadata.annotations['punctual.dev/scheduled-time']).
+    pod_template = dict(spec.get("template") or {})
+    pod_metadata = dict(pod_template.get("metadata") or {})
+    pod_metadata["annotations"] = {
+        **dict(pod_metadata.get("annotations") or {}),
+        **slot_annotations,
+    }
+    spec["template"] = {**pod_template, "metadata": pod_metadata}
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -99,8 +113,7 @@ def batch_job_manifest(
             },
             "annotations": {
                 **dict(metadata.get("annotations") or {}),
-                SCHEDULED_TIME_ANNOTATION: timeline.rfc3339(scheduled_time),
-                SLOT_ID_ANNOTATION: slot_id,
+                **slot_annotations,
             },
             "ownerReferences": [
                 {

@@ -71,6 +71,10 @@ class TestTheJobSent:
         assert job["metadata"]["annotations"][manifests.SLOT_ID_ANNOTATION] == slots.slot_id(
             OWNER, SLOT
         )
+        assert (
+            job["spec"]["template"]["metadata"]["annotations"] == (job["metadata"]["annotations"])
+        )
+        del job["spec"]["template"]["metadata"]
         assert job["spec"] == {**TEMPLATE["spec"], "activeDeadlineSeconds": 300}
 
 

@@ -1,5 +1,6 @@
 """The Job of one slot: its name, labels, annotations, owner, deadline; and how Jobs end."""
 
+import copy
 import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -133,9 +134,23 @@ class TestTheManifest:
 
     def test_keeps_the_templates_spec_and_sets_the_deadline_from_the_timeout(self) -> None:
         spec = manifest(deadline=timedelta(minutes=10))["spec"]
+        del spec["template"]["metadata"]
 
         assert spec == {**TEMPLATE["spec"], "activeDeadlineSeconds": 600}
         assert "activeDeadlineSeconds" not in TEMPLATE["spec"]  # the template is not changed
+
+    def test_puts_the_slots_annotations_on_the_pods_beside_the_templates_own(self) -> None:
+        template = copy.deepcopy(TEMPLATE)
+        template["spec"]["template"]["metadata"] = {"annotations": {"team": "reports"}}
+
+        pod_annotations = manifest(template)["spec"]["template"]["metadata"]["annotations"]
+
+        assert pod_annotations == {
+            "team": "reports",
+            manifests.SCHEDULED_TIME_ANNOTATION: "2026-11-30T01:30:00Z",
+            manifests.SLOT_ID_ANNOTATION: slots.slot_id(OWNER, SLOT),
+        }
+        assert "metadata" not in TEMPLATE["spec"]["template"]  # the template is not changed
 
     def test_rounds_a_fractional_timeout_up_to_whole_seconds(self) -> None:
         assert manifest(deadline=timedelta(milliseconds=1500))["spec"]["activeDeadlineSeconds"] == 2
