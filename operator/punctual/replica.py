@@ -248,10 +248,11 @@ class Replica:
                 ),
             ),
             wall=clocks.system_wall,
+            warnings=warnings,
             # Only Redis is a backend of its own: the kubernetes lock fails exactly when status
             # cannot be written either, and the memory lock always answers.
             lock_health=tracked if settings.lock_backend == "redis" else None,
-            pause=failures.FailurePause(api=spec_api.SpecApi(api)),
+            pause=failures.FailurePause(api=spec_api.SpecApi(api), warnings=warnings),
         )
         await self._arm_listed(kube_status)
         if members is not None:

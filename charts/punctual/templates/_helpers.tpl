@@ -249,11 +249,11 @@ namespaces) and the per-namespace Roles (watchNamespaces). Each rule names the c
 - apiGroups: ["punctual.dev"]
   resources: ["scheduledjobs/status"]
   verbs: ["patch"]
-# Events about a ScheduledJob's spec (kopf's poster: POST core/v1 events).
+# kopf's own Events (a handler that failed; its poster: POST core/v1 events).
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]
-# Events about runs (kube/events.py: one events.k8s.io/v1 Event per job and reason, created once,
+# The operator's Events (kube/events.py: one events.k8s.io/v1 Event per job and reason, created once,
 # then its series count patched at most once a minute).
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]

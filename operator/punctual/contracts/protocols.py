@@ -123,6 +123,13 @@ class RunStore(Protocol):
         return
 
 
+class Warnings(Protocol):
+    """Tells users, as a Warning Event on the ScheduledJob, what went wrong (aggregated per job
+    and reason by the implementation; never blocks)."""
+
+    def warn(self, job: slots.JobRef, *, reason: str, message: str) -> None: ...
+
+
 class RunLeases(Protocol):
     """Where leases live: all jobs' leases in one place, so that one look finds the expired
     ones of every job. Every method is one round trip (whatever the number of leases) and

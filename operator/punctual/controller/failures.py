@@ -14,7 +14,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from punctual.kube import events, resources, spec_api, status_api
+from punctual.contracts import protocols
+from punctual.kube import resources, spec_api, status_api
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +47,9 @@ def message(*, count: int, threshold: int) -> str:
 
 
 class FailurePause:
-    def __init__(self, *, api: spec_api.SpecApi) -> None:
+    def __init__(self, *, api: spec_api.SpecApi, warnings: protocols.Warnings) -> None:
         self._api = api
+        self._warnings = warnings
 
     async def suspend(self, body: resources.Body, *, threshold: int) -> bool:
         """Set ``spec.suspend: true`` on ``body``'s version, again on a newer one while it still
@@ -68,8 +70,8 @@ class FailurePause:
                         return False
                     continue
                 count = consecutive_failures(suspended)
-                events.warn(
-                    suspended, reason=REASON, message=message(count=count, threshold=threshold)
+                self._warnings.warn(
+                    job, reason=REASON, message=message(count=count, threshold=threshold)
                 )
                 return True
         except status_api.GoneError:

@@ -14,7 +14,7 @@ from datetime import datetime
 from punctual.api import annotations
 from punctual.contracts import protocols
 from punctual.controller import failures, targets, validation
-from punctual.kube import events, objects, resources
+from punctual.kube import objects, resources
 from punctual.locks import health
 from punctual.runtime import supervisor
 from punctual.scheduling import slots, timeline
@@ -48,6 +48,7 @@ class Reconciler:
         cache: objects.ObjectCache,
         targets: targets.Targets,
         wall: protocols.WallClock,
+        warnings: protocols.Warnings,
         lock_health: health.HealthTrackingLock | None = None,
         pause: failures.FailurePause | None = None,
     ) -> None:
@@ -56,6 +57,7 @@ class Reconciler:
         self._cache = cache
         self._targets = targets
         self._wall = wall
+        self._warnings = warnings
         self._seen: dict[slots.JobRef, _Seen] = {}
         self._pause = pause
         self._run_now: dict[slots.JobRef, str] = {}
@@ -104,8 +106,7 @@ class Reconciler:
             self._condition(
                 job, READY, ok=False, reason=reason, message=str(error), generation=generation
             )
-            if self._scheduler.leads(job):
-                events.warn(body, reason=reason, message=str(error))
+            self._warn(job, reason=reason, message=str(error))
             return
         executor, lock = wiring.executor, wiring.lock
         self._store.configure(
@@ -202,10 +203,9 @@ class Reconciler:
             return  # taken already (before this replica started, or by another one)
         problem = annotations.token_problem(annotations.RUN_NOW, token)
         if problem is not None:
-            self._warn(body, job, reason="InvalidRunNow", message=problem)
+            self._warn(job, reason="InvalidRunNow", message=problem)
         elif not self._scheduler.run_now(job, token):
             self._warn(
-                body,
                 job,
                 reason="InvalidRunNow",
                 message=f"metadata.annotations[{annotations.RUN_NOW}]: the job is not "
@@ -223,7 +223,7 @@ class Reconciler:
         self._backfills[job] = value
         asked = annotations.parse_backfill(value)
         if isinstance(asked, str):
-            self._warn(body, job, reason="InvalidBackfill", message=asked)
+            self._warn(job, reason="InvalidBackfill", message=asked)
             return
         progress = (body.get("status") or {}).get("backfill")
         if isinstance(progress, dict) and progress.get("token") == asked.token:
@@ -231,16 +231,15 @@ class Reconciler:
         problem = self._scheduler.backfill(job, asked)
         if problem is not None:
             self._warn(
-                body,
                 job,
                 reason="InvalidBackfill",
                 message=f"metadata.annotations[{annotations.BACKFILL}]: {problem}; nothing run",
             )
 
-    def _warn(self, body: resources.Body, job: slots.JobRef, *, reason: str, message: str) -> None:
+    def _warn(self, job: slots.JobRef, *, reason: str, message: str) -> None:
         """A Warning Event every replica would post alike: posted by the job's owner only."""
         if self._scheduler.leads(job):
-            events.warn(body, reason=reason, message=message)
+            self._warnings.warn(job, reason=reason, message=message)
 
     async def _pause_after_failures(
         self, body: resources.Body, seen: _Seen, *, previous: int | None

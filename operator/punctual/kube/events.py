@@ -1,19 +1,18 @@
-"""Kubernetes Events about ScheduledJobs: written as events.k8s.io/v1 (``EventsApi``, for the
-aggregated Events of ``punctual.stores.events``), or posted through kopf's event poster (``warn``,
-for the rare ones of the controller, which kopf's settings sign as ours too).
+"""Kubernetes Events about ScheduledJobs, written as events.k8s.io/v1 (``EventsApi``) for the
+aggregated Events of ``punctual.stores.events``: the runs' and the controller's alike. kopf's
+own posts (a handler that failed) are signed the same way by its settings.
 
-Either way an Event is from ``REPORTING_CONTROLLER`` (``kubectl describe``'s "From"; core/v1
-shows it as ``reportingComponent``), its reporting instance the replica.
+An Event is from ``REPORTING_CONTROLLER`` (``kubectl describe``'s "From"; core/v1 shows it as
+``reportingComponent``), its reporting instance the replica.
 """
 
 import logging
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import aiohttp
-import kopf
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -128,19 +127,3 @@ def _note(message: str) -> str:
     if len(message.encode()) <= MAX_NOTE:
         return message
     return message.encode()[: MAX_NOTE - 3].decode(errors="ignore") + "..."
-
-
-def warn(body: resources.Body, *, reason: str, message: str) -> None:
-    _post(body, type="Warning", reason=reason, message=message)
-
-
-def normal(body: resources.Body, *, reason: str, message: str) -> None:
-    _post(body, type="Normal", reason=reason, message=message)
-
-
-def _post(body: resources.Body, *, type: str, reason: str, message: str) -> None:
-    try:
-        kopf.event(cast(kopf.Body, body), type=type, reason=reason, message=message)
-    except LookupError:
-        # Outside a running operator (tools, unit tests) there is no poster: log instead.
-        logger.info("event %s %s: %s", type, reason, message)

@@ -2,8 +2,10 @@
 
 A run that failed, timed out or was lost raises ``Run<result>`` (``RunFailed``,
 ``RunTimedOut``, ``RunLost``) with the slot and the run's message; slots given up raise
-``SlotsMissed`` with the words of the status's Missed record. Nothing else is said: successes
-and skips show in status and metrics.
+``SlotsMissed`` with the words of the status's Missed record. Nothing else about runs is said:
+successes and skips show in status and metrics. The controller's Warnings (``InvalidSpec``, a
+refused run-now or backfill request, ``SuspendedAfterFailures``) come through ``warn`` too, so
+every Event the operator writes is aggregated and capped alike, before kopf runs as after.
 
 Aggregated per job and reason: the first occurrence is written at once (at the next tick), as
 an events.k8s.io/v1 Event; the ones after it update that Event's ``series`` (count, newest time)
@@ -99,18 +101,20 @@ class EventStore(protocols.RunStore):
 
     def run_finished(self, job: slots.JobRef, record: records.RunRecord) -> None:
         if record.result in _WARNED:
-            self._note(
+            self.warn(
                 job,
                 reason=f"Run{record.result}",
                 message=f"slot {timeline.rfc3339(record.slot)}: {record.message}",
             )
 
     def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
-        self._note(
+        self.warn(
             job, reason="SlotsMissed", message=ledger.missed_message(count=count, newest=newest)
         )
 
-    def _note(self, job: slots.JobRef, *, reason: str, message: str) -> None:
+    def warn(self, job: slots.JobRef, *, reason: str, message: str) -> None:
+        """``protocols.Warnings``: the runs' Events above, and the controller's (an invalid
+        spec, a refused request, a pause), all through the same aggregation and cap."""
         # An Event needs the object it is about; one this replica never saw (or forgot) gets none.
         body = self._cache.get(job)
         if body is None:
@@ -122,7 +126,7 @@ class EventStore(protocols.RunStore):
                 regarding=events.regarding(body),
                 type="Warning",
                 reason=reason,
-                action="Schedule" if reason == "SlotsMissed" else "Run",
+                action="Run" if reason.startswith("Run") else "Schedule",
                 note=message,
                 count=1,
                 first=at,
