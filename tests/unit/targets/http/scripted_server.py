@@ -32,6 +32,8 @@ class Server:
     in_flight: int = 0
     most_in_flight: int = 0
     hold: asyncio.Event | None = None
+    arrived: asyncio.Condition = field(default_factory=asyncio.Condition)
+    """Notified whenever a call arrives (``in_flight`` grows)."""
 
     handlers: set["asyncio.Task[object]"] = field(default_factory=set)
 
@@ -50,6 +52,8 @@ class Server:
                 self.requests += 1
                 self.in_flight += 1
                 self.most_in_flight = max(self.most_in_flight, self.in_flight)
+                async with self.arrived:
+                    self.arrived.notify_all()
                 if self.hold is not None:
                     await self.hold.wait()
                 self.in_flight -= 1
@@ -80,15 +84,19 @@ async def held_burst(
     server: Server,
     *,
     namespaces: Sequence[str],
+    in_flight: int,
     hold_for: float = 0.05,
 ) -> list[connection.Answer]:
-    """One call per entry of ``namespaces``, all at once, held at the server for ``hold_for``
-    seconds before it answers any: as many as the client lets through are in flight together."""
+    """One call per entry of ``namespaces``, all at once, held at the server until ``in_flight``
+    of them are there and ``hold_for`` seconds more before it answers any: as many as the client
+    lets through are in flight together, however slow the machine is to get them there."""
     server.hold = asyncio.Event()
     calling = [
         asyncio.create_task(connections.request(server.origin, REQUEST, namespace=namespace))
         for namespace in namespaces
     ]
+    async with asyncio.timeout(10), server.arrived:
+        await server.arrived.wait_for(lambda: server.in_flight >= in_flight)
     await asyncio.sleep(hold_for)
     server.hold.set()
     return await asyncio.gather(*calling)

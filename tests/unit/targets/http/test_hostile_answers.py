@@ -269,7 +269,9 @@ class TestIdleConnections:
     async def test_are_swept_from_the_oldest_and_their_pool_dropped(self, serve: Serve) -> None:
         server = await serve(Server([NO_CONTENT]))
         async with HttpConnections(idle_timeout=0.1) as connections:
-            await held_burst(connections, server, namespaces=[TENANT] * 30, hold_for=0.02)
+            await held_burst(
+                connections, server, namespaces=[TENANT] * 30, in_flight=30, hold_for=0.02
+            )
             assert connections.open_connections == 30
 
             await asyncio.sleep(0.2)  # and no call since
@@ -292,7 +294,9 @@ class TestNamespaces:
     async def test_share_the_limit_of_calls_to_one_origin(self, serve: Serve) -> None:
         server = await serve(Server([NO_CONTENT]))
         async with HttpConnections(limit_per_origin=2) as connections:
-            await held_burst(connections, server, namespaces=[f"tenant-{n}" for n in range(6)])
+            await held_burst(
+                connections, server, namespaces=[f"tenant-{n}" for n in range(6)], in_flight=2
+            )
 
         assert server.most_in_flight == 2
 

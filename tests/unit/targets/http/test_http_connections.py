@@ -220,7 +220,7 @@ class TestCallsInFlightAreBounded:
     async def test_to_the_limit_per_origin(self, serve: Serve) -> None:
         server = await serve(Server([NO_CONTENT]))
         async with HttpConnections(limit_per_origin=3) as connections:
-            answers = await held_burst(connections, server, namespaces=[TENANT] * 10)
+            answers = await held_burst(connections, server, namespaces=[TENANT] * 10, in_flight=3)
 
         assert len(answers) == 10
         assert server.most_in_flight == 3
