@@ -132,17 +132,7 @@ def _leaf_usage(
     )
 
 
-<<<<<<< HEAD
 def _new_ca(ca_name: x509.Name) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
-=======
-def generate(directory: Path, *, serving_addresses: Sequence[str] = ()) -> ClusterCerts:
-    """Creates a fresh CA and everything signed by it in ``directory``; the API server's
-    certificate is valid for 127.0.0.1 and ``serving_addresses`` (a real node's link and the
-    ``kubernetes`` Service)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    certs = ClusterCerts(directory)
-
->>>>>>> 3c95ce9
     ca_key = _new_key()
     ca_cert = (
         _builder(ca_name, ca_name, ca_key.public_key())
@@ -169,8 +159,10 @@ def generate(directory: Path, *, serving_addresses: Sequence[str] = ()) -> Clust
     return ca_key, ca_cert
 
 
-def generate(directory: Path) -> ClusterCerts:
-    """Creates a fresh CA and everything signed by it in ``directory``."""
+def generate(directory: Path, *, serving_addresses: Sequence[str] = ()) -> ClusterCerts:
+    """Creates a fresh CA and everything signed by it in ``directory``; the API server's
+    certificate is valid for 127.0.0.1 and ``serving_addresses`` (a real node's link and the
+    ``kubernetes`` Service)."""
     directory.mkdir(parents=True, exist_ok=True)
     certs = ClusterCerts(directory)
 
