@@ -1503,6 +1503,22 @@ def express(results: Results) -> None:
 # -- the entry points ------------------------------------------------------------------------
 
 
+def markdown(rows: Sequence[Row], header: str) -> str:
+    """The rows as a Markdown table (p50 and p99), then the ratios: for the README."""
+    lines = [
+        header,
+        "",
+        "| part | scenario | system | measure | n | p50 ms | p99 ms | dup | miss |",
+        "|---|---|---|---|--:|--:|--:|--:|--:|",
+    ]
+    lines += [
+        f"| {r.part} | {r.scenario} | {r.system} | {r.measure} | {r.n} | "
+        f"{_ms(r.p50, r.window_s)} | {_ms(r.p99, r.window_s)} | {r.duplicates} | {r.misses} |"
+        for r in rows
+    ]
+    return "\n".join([*lines, "", *(f"- {line}" for line in ratio_lines(rows))]) + "\n"
+
+
 def write_results(results: Results, directory: Path, header: str) -> None:
     text = table(results.rows, header=header) if results.rows else header
     loads = ["the machine's load as each phase ended:", *results.loads] if results.loads else []
@@ -1510,6 +1526,8 @@ def write_results(results: Results, directory: Path, header: str) -> None:
     print(text, flush=True)
     (directory / "table.txt").write_text(text + "\n")
     write_csv(directory, results.samples, results.rows)
+    if results.rows:
+        (directory / "summary.md").write_text(markdown(results.rows, header))
     if results.outage:
         write_table(
             directory,
