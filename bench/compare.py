@@ -309,7 +309,12 @@ class Receiver:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
-        self.server = http.server.ThreadingHTTPServer((address, 0), Handler)
+        # A deep accept queue: the default (5) drops the SYNs of 20 calls at once, and the
+        # callers' retransmission adds a second (measured: 13 of 20 HTTP calls at 1,024 ms).
+        server_class = type(
+            "Server", (http.server.ThreadingHTTPServer,), {"request_queue_size": 1024}
+        )
+        self.server = server_class((address, 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://{address}:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
