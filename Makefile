@@ -52,7 +52,7 @@ crds: ## Regenerate crds/ from the API models (operator/punctual/api/models.py)
 	@cp crds/scheduledjobs.punctual.dev.yaml charts/punctual/crds/
 
 .PHONY: compare
-compare: install ## Punctual against the CronJob controller on the local control plane (ARGS='-n 20 -m 5 --stress')
+compare: install ## Punctual against the CronJob controller (ARGS='-n 20 -m 5 --stress'; ARGS=--suite: the whole comparison, about 20 min)
 	@$(UV_RUN) python bench/compare.py $(ARGS)
 
 .PHONY: format

@@ -1,4 +1,5 @@
-"""``bench/compare.py`` (``make compare``) in its smallest useful form: N=2, M=2.
+"""``bench/compare.py`` (``make compare``) in its smallest useful form: N=2, M=2; and the
+suite's real-node and capability parts (``--suite workload,http,express``) at N=2, one slot.
 
 It starts a control plane, Redis and the operator of its own, so this test needs none of the
 session's fixtures; it takes three to four minutes (it waits for whole minutes).
@@ -50,3 +51,40 @@ def test_a_small_comparison_prints_its_table_and_writes_csv_and_png(tmp_path: Pa
     if importlib.util.find_spec("matplotlib") is None:
         pytest.skip("matplotlib is not installed yet: no lateness.png to check")
     assert (results / "lateness.png").stat().st_size > 0
+
+
+@pytest.mark.real_node
+@pytest.mark.timeout(900)
+def test_the_suites_workload_http_and_express_parts_run_at_a_tiny_size(tmp_path: Path) -> None:
+    # Parts 1, 2 and 5 of the suite on a real node: 2 objects per system, 1 slot.
+    result = subprocess.run(
+        [sys.executable, str(COMPARE), "--suite", "workload,http,express", "-m", "1",
+         "--node-n", "2", "--results-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=840, cwd=REPO_ROOT, check=False,
+    )  # fmt: skip
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+
+    [results] = tmp_path.iterdir()
+    with (results / "summary.csv").open() as handle:
+        summary = {
+            (row["part"], row["system"], row["measure"]): row for row in csv.DictReader(handle)
+        }
+    for key in (
+        ("workload", "CronJob", "workload started (its call)"),
+        ("workload", "Punctual Job", "workload started (its call)"),
+        ("http", "CronJob", "request at the receiver"),
+        ("http", "Punctual HTTP", "request at the receiver"),
+    ):
+        row = summary[key]
+        assert (row["n"], row["duplicates"], row["misses"]) == ("2", "0", "0"), row
+    text = (results / "table.txt").read_text()
+    assert "[workload] workload start p99: CronJob" in text
+    assert "[http] request at the receiver p99: CronJob" in text
+    with (results / "capabilities.csv").open() as handle:
+        capabilities = list(csv.DictReader(handle))
+    assert [row["what"].split()[0] for row in capabilities] == [
+        "every", "DST", "repeated", "jitter", "slots",
+    ]  # fmt: skip
+    assert "ShiftedForward" in capabilities[1]["Punctual"]
+    assert "SecondOfRepeated" in capabilities[2]["Punctual"]
