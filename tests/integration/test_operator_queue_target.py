@@ -75,6 +75,8 @@ def three_replicas(
         namespace=module_namespace,
         replicas=3,
         lock_backend="redis",
+        # Racing is the point: every replica arms every job, the slot lock picks one.
+        extra_args=["--sharding", "off"],
         redis_url=redis_server.url,
     ) as started:
         yield started
