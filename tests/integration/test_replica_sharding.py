@@ -46,6 +46,7 @@ BACKUP_DELAY_MS = 250.0
 LEASE_SECONDS = 6.0
 """The membership Lease's duration (``kube.membership.DURATION``)."""
 MEMBERS = ("r1", "r2", "r3")
+SHARDED = ["--sharding", "on"]
 
 
 @contextlib.contextmanager
@@ -67,6 +68,7 @@ def three_replicas(
         replicas=3,
         lock_backend=backend,
         redis_url=redis_server.url,
+        extra_args=SHARDED,
     ) as operators:
         eventually(
             lambda: len({call.job for call in calls_in(receiver, namespace)}) == 12,
@@ -167,7 +169,9 @@ class TestMembership:
     def test_replicas_appear_and_leave_and_a_clean_stop_releases_its_lease_at_once(
         self, cluster: LocalCluster, tmp_path: Path, namespace: str
     ) -> None:
-        with Operators(cluster, tmp_path, namespace=namespace, replicas=3) as operators:
+        with Operators(
+            cluster, tmp_path, namespace=namespace, replicas=3, extra_args=SHARDED
+        ) as operators:
             assert sorted(leases(cluster, namespace).values()) == list(MEMBERS)
             for replica in MEMBERS:
                 eventually(lambda r=replica: sees(operators, r, *MEMBERS), timeout=10, what=replica)

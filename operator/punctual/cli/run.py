@@ -38,8 +38,8 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "run",
         help="run the operator",
         description="Run one replica of the operator. Each ScheduledJob in its scope is "
-        "scheduled by its owner and its backup among the live replicas (or by every replica, "
-        "--sharding off); slot locks make each slot run exactly once.",
+        "scheduled by every replica, or with --sharding on by its owner and its backup among "
+        "the live replicas; slot locks make each slot run exactly once.",
     )
     parser.add_argument(
         "--namespace",
@@ -127,10 +127,10 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     parser.add_argument(
         "--sharding",
         choices=["on", "off"],
-        default="on",
-        help="on (default): each job is scheduled by its owner, and by a backup --backup-delay "
-        "later, among the replicas holding a Lease in --membership-namespace; off: every "
-        "replica schedules every job",
+        default="off",
+        help="on: each job is scheduled by its owner, and by a backup --backup-delay later, "
+        "among the replicas holding a Lease in --membership-namespace (the chart's default: "
+        "it grants the Lease RBAC); off (default): every replica schedules every job",
     )
     parser.add_argument(
         "--backup-delay",
