@@ -3,7 +3,7 @@
 # uv and the locked Python environment, redis-server from Debian's packages, the Go-built
 # local control plane (cached outside the clone), the image tools (hack/image/install-tools.sh),
 # and for the real node containerd, runc, the CNI plugins, iptables, umoci and skopeo (Debian's
-# packages) and its images (hack/build-images.sh).
+# packages) and its images (hack/image/build-node-images.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf '[install] %s\n' "$*" >&2; }
@@ -40,6 +40,6 @@ if [[ "${PUNCTUAL_SKIP_CONTROL_PLANE:-}" != 1 ]]; then
   fi
   hack/build-control-plane.sh >/dev/null
   hack/image/install-tools.sh
-  hack/build-images.sh >/dev/null
+  hack/image/build-node-images.sh >/dev/null
 fi
 say "ready"

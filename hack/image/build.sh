@@ -11,7 +11,7 @@
 #
 # Everything lands in ~/.cache/punctual/images/ (outside the clone, so a fresh clone on the same
 # machine reuses it), keyed by a hash of the inputs:
-#   base-<hash>.tar             the base's root filesystem (hash of base.sh)
+#   base-<hash>.tar             the base's root filesystem (hash of base.sh and lib.sh)
 #   punctual-<version>-<hash>.oci.tar
 #                               the archive (hash of the Dockerfile, .dockerignore, pyproject.toml,
 #                               uv.lock, README.md, operator/, base.sh and this script)
@@ -21,10 +21,10 @@
 # The host's CA bundle is bind-mounted into the build's RUN steps (and named to pip and uv by
 # build arguments) for machines whose egress re-signs TLS; it never enters a layer.
 set -euo pipefail
-image_dir=$(cd "$(dirname "$0")" && pwd)
+source "$(dirname "$0")/lib.sh"
 "$image_dir/install-tools.sh"
 root=$(cd "$image_dir/../.." && pwd)
-cache=${PUNCTUAL_IMAGE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/punctual/images}
+cache=$image_cache
 mkdir -p "$cache"
 exec 9>"$cache/.lock"
 flock 9
@@ -38,8 +38,8 @@ version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/pyproject.toml" | head -1)
 mapfile -t context < <(cd "$root" && find operator -type f -not -path '*/__pycache__/*' \
   -not -name '*.pyc' | LC_ALL=C sort)
 input_hash=$(hash_files Dockerfile .dockerignore pyproject.toml uv.lock README.md \
-  "${context[@]}" hack/image/base.sh hack/image/build.sh)
-base_hash=$(hash_files hack/image/base.sh)
+  "${context[@]}" hack/image/base.sh hack/image/lib.sh hack/image/build.sh)
+base_hash=$(hash_files hack/image/base.sh hack/image/lib.sh)
 archive=$cache/punctual-$version-$input_hash.oci.tar
 if [[ -s "$archive" ]]; then
   step "reusing the image built from these inputs"

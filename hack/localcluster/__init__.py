@@ -4,7 +4,7 @@ Everything runs as plain processes bound to 127.0.0.1 (no containers): etcd, kub
 kube-controller-manager, kube-scheduler and, optionally, kwok faking a node so pods "run", and a
 real node whose containers run (containerd, the kubelet, kube-proxy, CoreDNS in namespaces of
 their own; the API server then listens on the node link's address). The binaries come from
-``hack/build-control-plane.sh``, the node's images from ``hack/build-images.sh``.
+``hack/build-control-plane.sh``, the node's images from ``hack/image/build-node-images.sh``.
 
 Modules, one concept each:
 

@@ -1,5 +1,5 @@
 """Where the control-plane binaries and the real node's images are: whatever
-``hack/build-control-plane.sh`` and ``hack/build-images.sh`` say.
+``hack/build-control-plane.sh`` and ``hack/image/build-node-images.sh`` say.
 
 Each script builds once per pinned input into a cache outside the clone and afterwards only
 prints the folder, so asking it is both the lookup and the (rare) build.
@@ -15,7 +15,7 @@ HEARTBEAT_SECONDS = 60.0
 HACK_DIR = Path(__file__).resolve().parent.parent
 REPO_ROOT = HACK_DIR.parent
 BUILD_SCRIPT = HACK_DIR / "build-control-plane.sh"
-IMAGES_SCRIPT = HACK_DIR / "build-images.sh"
+IMAGES_SCRIPT = HACK_DIR / "image" / "build-node-images.sh"
 K8S_VERSION_FILE = HACK_DIR / "k8s" / "VERSION"
 
 
@@ -76,7 +76,8 @@ class Binaries:
 
 @dataclass(frozen=True)
 class NodeImages:
-    """The OCI archives of the images every real node loads (``hack/build-images.sh``)."""
+    """The OCI archives of the images every real node loads
+    (``hack/image/build-node-images.sh``)."""
 
     directory: Path
 

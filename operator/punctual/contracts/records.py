@@ -73,6 +73,12 @@ class Outcome:
     """The target itself stopped the run at its timeout (a Job's activeDeadlineSeconds)."""
 
 
+def describe_error(error: BaseException) -> str:
+    """``Type: message`` of ``error`` (its type alone when it has no message): how an error is
+    told in a run's message, a condition or a log line."""
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ActiveRun:
     """A run in flight."""

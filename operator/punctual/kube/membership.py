@@ -23,9 +23,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
-from kubernetes_asyncio import client, watch
+from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from punctual.kube import watching
 from punctual.scheduling import timeline
 
 logger = logging.getLogger(__name__)
@@ -37,8 +38,6 @@ RENEW = timedelta(seconds=2)
 SWEEP = timedelta(milliseconds=250)
 """How often Leases are checked for expiry between watch events."""
 REQUEST_TIMEOUT = 5.0
-WATCH_SECONDS = 300
-RETRY = 1.0
 
 
 def group_of(namespaces: Sequence[str]) -> str:
@@ -116,7 +115,7 @@ class Membership:
         """Renew, watch and sweep until cancelled."""
         async with asyncio.TaskGroup() as group:
             group.create_task(self._renewing(), name="membership lease renewal")
-            group.create_task(self._watching(), name="membership watch")
+            group.create_task(watching.follow(self._watched()), name="membership watch")
             group.create_task(self._sweeping(), name="membership expiry")
 
     async def leave(self) -> None:
@@ -247,45 +246,25 @@ class Membership:
             if self.on_change is not None:
                 self.on_change(members)
 
-    async def _watching(self) -> None:
-        resource_version: str | None = None
-        while True:
-            try:
-                if resource_version is None:
-                    resource_version = await self._relist()
-                resource_version = await self._watch(resource_version)
-            except ApiException as error:
-                if error.status != 410:
-                    logger.warning("watching Leases failed: HTTP %s", error.status)
-                    await asyncio.sleep(RETRY)
-                resource_version = None
-            except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as error:
-                logger.warning("watching Leases failed: %s", error or type(error).__name__)
-                resource_version = None
-                await asyncio.sleep(RETRY)
+    def _watched(self) -> watching.Watched:
+        return watching.Watched(
+            what=f"Leases in {self.namespace}",
+            relist=self._relist,
+            function=self._leases.list_namespaced_lease,
+            arguments=(self.namespace,),
+            label_selector=self._selector,
+            on_event=self._on_event,
+        )
 
-    async def _watch(self, resource_version: str) -> str:
-        async with watch.Watch(return_type="object") as stream:
-            async for event in stream.stream(
-                self._leases.list_namespaced_lease,
-                self.namespace,
-                label_selector=self._selector,
-                resource_version=resource_version,
-                allow_watch_bookmarks=True,
-                timeout_seconds=WATCH_SECONDS,
-                _request_timeout=WATCH_SECONDS + 30,
-            ):
-                kind = event.get("type")
-                body = event.get("raw_object") or {}
-                name = (body.get("metadata") or {}).get("name")
-                if isinstance(name, str) and kind in ("ADDED", "MODIFIED", "DELETED"):
-                    if kind == "DELETED":
-                        self._seen.pop(name, None)
-                    else:
-                        self._observe(name, body, now=asyncio.get_running_loop().time())
-                    self._recompute(asyncio.get_running_loop().time())
-                resource_version = stream.resource_version or resource_version
-        return resource_version
+    def _on_event(self, kind: str, body: Mapping[str, Any]) -> None:
+        name = (body.get("metadata") or {}).get("name")
+        if not isinstance(name, str):
+            return
+        if kind == "DELETED":
+            self._seen.pop(name, None)
+        else:
+            self._observe(name, body, now=asyncio.get_running_loop().time())
+        self._recompute(asyncio.get_running_loop().time())
 
     async def _sweeping(self) -> None:
         while True:

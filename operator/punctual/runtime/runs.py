@@ -403,14 +403,14 @@ class JobRuns:
                 message = f"cancelled at its timeout of {durations.format(timeout)}"
                 self._abort(run.context, armed)
             else:
-                result, message = records.RunResult.FAILED, _describe(error)
+                result, message = records.RunResult.FAILED, records.describe_error(error)
         except asyncio.CancelledError:
             if run.context.slot in self._replaced:
                 self._abort(run.context, armed)
             self._finish(run, records.RunResult.FAILED, f"cancelled: {self._cancel_reason(run)}")
             raise
         except Exception as error:  # any failure of a run is recorded, the loop goes on
-            result, message = records.RunResult.FAILED, _describe(error)
+            result, message = records.RunResult.FAILED, records.describe_error(error)
         self._finish(run, result, message)
 
     def _abort(self, context: records.RunContext, armed: Armed) -> None:
@@ -490,7 +490,3 @@ def _counted(
 
 
 _CANCELLED_EARLY = (records.RunResult.FAILED, "cancelled before it started")
-
-
-def _describe(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

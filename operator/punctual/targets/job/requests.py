@@ -10,6 +10,7 @@ from typing import Any
 import aiohttp
 from kubernetes_asyncio import client
 
+from punctual.contracts import records
 from punctual.kube import client as kube_client
 from punctual.targets.job import manifests, states
 
@@ -45,7 +46,7 @@ class BatchJobsApi:
         try:
             status, body = await kube_client.post_json(self._api, path, request.body)
         except (aiohttp.ClientError, OSError, TimeoutError) as error:
-            raise BatchJobApiError(f"{doing}: {describe(error)}") from None
+            raise BatchJobApiError(f"{doing}: {records.describe_error(error)}") from None
         if status in (200, 201, 202):
             return states.BatchJobState.from_body(body), True
         if status != 409:
@@ -64,7 +65,8 @@ class BatchJobsApi:
         try:
             return await kube_client.post_json(self._api, path, request.body)
         except (aiohttp.ClientError, OSError) as error:
-            raise BatchJobApiError(f"a dry run of Job {request.name}: {describe(error)}") from None
+            problem = records.describe_error(error)
+            raise BatchJobApiError(f"a dry run of Job {request.name}: {problem}") from None
 
     async def read(self, namespace: str, name: str) -> states.BatchJobState | None:
         doing = f"reading Job {name}"
@@ -125,7 +127,7 @@ async def _call(doing: str, function: Any, *arguments: Any, **options: Any) -> t
         finally:
             response.release()
     except (aiohttp.ClientError, OSError, TimeoutError) as error:
-        raise BatchJobApiError(f"{doing}: {describe(error)}") from None
+        raise BatchJobApiError(f"{doing}: {records.describe_error(error)}") from None
     try:
         body = json.loads(text) if text else {}
     except ValueError:
@@ -139,8 +141,3 @@ def _refused(doing: str, status: int, body: Mapping[str, Any]) -> BatchJobApiErr
     text = f"{doing}: HTTP {status}" + (f" {reason}" if reason else "")
     text += f": {detail}" if detail else ""
     return BatchJobApiError(text[:_MESSAGE_LIMIT])
-
-
-def describe(error: BaseException) -> str:
-    """``Type: message`` of ``error`` (its type alone when it has no message), for status."""
-    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

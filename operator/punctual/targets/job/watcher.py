@@ -1,30 +1,25 @@
 """The job target's one watch of its batch Jobs, and the cache it keeps (an informer).
 
 ONE watch of the Jobs labelled ``punctual.dev/scheduled-job`` per operator (all namespaces, or
-one watch per namespace in namespaced mode), resumed from its last ``resourceVersion`` and
-re-listed when the API server answers 410 Gone. It keeps the newest state of every such Job and
-resolves the futures of the runs waiting for their Job to end.
+one watch per namespace in namespaced mode), followed by ``punctual.kube.watching``. It keeps
+the newest state of every such Job and resolves the futures of the runs waiting for their Job
+to end.
 """
 
 import asyncio
 import collections
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
-from kubernetes_asyncio import watch
-from kubernetes_asyncio.client.exceptions import ApiException
-
+from punctual.kube import watching
 from punctual.scheduling import slots
 from punctual.targets.job import manifests, requests, states
 
 logger = logging.getLogger(__name__)
 
-WATCH_SECONDS = 300
-"""The server-side timeout of one watch request; it is then resumed where it stopped."""
-RETRY_DELAYS = (0.5, 1.0, 2.0, 5.0, 10.0)
-"""Seconds between attempts after a failed list or watch, the last one repeated."""
 RECHECK = timedelta(seconds=60)
 """A run that has waited this long for its Job's end reads the Job itself (then again)."""
 _GONE_MEMORY = 4096
@@ -73,7 +68,9 @@ class BatchJobWatcher:
         for scope in self._scopes:
             self._listed[scope] = asyncio.Event()
             self._tasks.append(
-                asyncio.create_task(self._follow_scope(scope), name=f"watch Jobs in {scope or '*'}")
+                asyncio.create_task(
+                    watching.follow(self._watched(scope)), name=f"watch Jobs in {scope or '*'}"
+                )
             )
 
     async def close(self) -> None:
@@ -149,32 +146,16 @@ class BatchJobWatcher:
 
     # -- following one scope --
 
-    async def _follow_scope(self, scope: str | None) -> None:
-        resource_version: str | None = None
-        failures = 0
-        while True:
-            try:
-                if resource_version is None:
-                    resource_version = await self._relist(scope)
-                    self._listed[scope].set()
-                resource_version = await self._watch(scope, resource_version)
-                failures = 0
-            except ApiException as error:
-                if error.status == 410:  # our resourceVersion is too old: list again
-                    logger.info("Job watch in %s expired (410 Gone): listing again", scope or "*")
-                    resource_version = None
-                    continue
-                failures += 1
-                await self._pause(scope, f"HTTP {error.status} {error.reason}", failures)
-            except Exception as error:  # whatever it was, the watch must go on
-                failures += 1
-                await self._pause(scope, requests.describe(error), failures)
-
-    async def _pause(self, scope: str | None, problem: str, failures: int) -> None:
-        delay = RETRY_DELAYS[min(failures, len(RETRY_DELAYS)) - 1]
-        log = logger.warning if failures in (1, len(RETRY_DELAYS)) else logger.debug
-        log("watching Jobs in %s failed (%s); again in %.1fs", scope or "*", problem, delay)
-        await asyncio.sleep(delay)
+    def _watched(self, scope: str | None) -> watching.Watched:
+        function, arguments = self._api.watch_function(scope)
+        return watching.Watched(
+            what=f"Jobs in {scope or '*'}",
+            relist=lambda: self._relist(scope),
+            function=function,
+            arguments=arguments,
+            label_selector=manifests.SCHEDULED_JOB_LABEL,
+            on_event=self._on_event,
+        )
 
     async def _relist(self, scope: str | None) -> str:
         items, resource_version = await self._api.list(scope)
@@ -189,30 +170,15 @@ class BatchJobWatcher:
             for waiter in list(self._waiters[key]):
                 if _not_newer(waiter.resource_version, than=resource_version):
                     _resolve(waiter, states.DELETED)
+        self._listed[scope].set()
         return resource_version
 
-    async def _watch(self, scope: str | None, resource_version: str) -> str:
-        function, arguments = self._api.watch_function(scope)
-        # return_type "object": events keep their JSON dicts, no model classes on the way.
-        async with watch.Watch(return_type="object") as stream:
-            async for event in stream.stream(
-                function,
-                *arguments,
-                label_selector=manifests.SCHEDULED_JOB_LABEL,
-                resource_version=resource_version,
-                allow_watch_bookmarks=True,
-                timeout_seconds=WATCH_SECONDS,
-                _request_timeout=WATCH_SECONDS + 30,
-            ):
-                kind = event.get("type")
-                body = event.get("raw_object") or {}
-                if kind in ("ADDED", "MODIFIED"):
-                    self._remember(states.BatchJobState.from_body(body))
-                elif kind == "DELETED":
-                    state = states.BatchJobState.from_body(body)
-                    self._forget(state.key, state.uid, state.end or states.DELETED)
-                resource_version = stream.resource_version or resource_version
-        return resource_version
+    def _on_event(self, kind: str, body: Mapping[str, Any]) -> None:
+        state = states.BatchJobState.from_body(body)
+        if kind == "DELETED":
+            self._forget(state.key, state.uid, state.end or states.DELETED)
+        else:
+            self._remember(state)
 
     def _remember(self, state: states.BatchJobState) -> None:
         known = self._jobs.get(state.key)

@@ -1,0 +1,3 @@
+module punctual.dev/hack/image/node
+
+go 1.25.0

@@ -1,3 +1,0 @@
-module punctual.dev/hack/images
-
-go 1.25.0
