@@ -1,14 +1,15 @@
 """Sharding on the real control plane: membership Leases, each job's owner and backup, the
 take-over of a killed replica's jobs by their backups, and a paused replica.
 
-Replicas hold one Lease each in the watched namespace (the harness sets no POD_NAMESPACE) and
-log each new set of members (``members: r1, r2``). Jobs are ``every: 1s`` HTTP calls to the
-receiver, the judge: each Idempotency-Key at most once, every slot between a job's first and
-last call arrived. The figures are printed (``-s`` or ``-rP``).
+Replicas (sharding is the command's default) hold one Lease each in the watched namespace (the
+harness sets no POD_NAMESPACE) and log each new set of members (``members: r1, r2``). Jobs are
+``every: 1s`` HTTP calls to the receiver, the judge: each Idempotency-Key at most once, every
+slot between a job's first and last call arrived. The figures are printed (``-s`` or ``-rP``).
 """
 
 import contextlib
 import re
+import subprocess
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -16,7 +17,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from chart_harness import service_account_kubeconfig
 from operator_harness import (
+    PUNCTUAL,
+    REPO_ROOT,
     Call,
     Operators,
     Receiver,
@@ -34,7 +38,7 @@ from operator_harness import (
     scheduled_job,
 )
 
-from localcluster import LocalCluster, LocalRedis
+from localcluster import LocalCluster, LocalRedis, ports
 from punctual.kube import membership
 from punctual.scheduling import ownership
 
@@ -46,7 +50,6 @@ BACKUP_DELAY_MS = 250.0
 LEASE_SECONDS = 6.0
 """The membership Lease's duration (``kube.membership.DURATION``)."""
 MEMBERS = ("r1", "r2", "r3")
-SHARDED = ["--sharding", "on"]
 
 
 @contextlib.contextmanager
@@ -68,7 +71,6 @@ def three_replicas(
         replicas=3,
         lock_backend=backend,
         redis_url=redis_server.url,
-        extra_args=SHARDED,
     ) as operators:
         eventually(
             lambda: len({call.job for call in calls_in(receiver, namespace)}) == 12,
@@ -169,9 +171,7 @@ class TestMembership:
     def test_replicas_appear_and_leave_and_a_clean_stop_releases_its_lease_at_once(
         self, cluster: LocalCluster, tmp_path: Path, namespace: str
     ) -> None:
-        with Operators(
-            cluster, tmp_path, namespace=namespace, replicas=3, extra_args=SHARDED
-        ) as operators:
+        with Operators(cluster, tmp_path, namespace=namespace, replicas=3) as operators:
             assert sorted(leases(cluster, namespace).values()) == list(MEMBERS)
             for replica in MEMBERS:
                 eventually(lambda r=replica: sees(operators, r, *MEMBERS), timeout=10, what=replica)
@@ -317,3 +317,31 @@ class TestAPausedReplicaRunsNoSlotTwice:
         report("SIGSTOP of r1 for 20 s", [f"{len(calls)} calls, {duplicates(calls)} twice"])
         assert duplicates(calls) == 0
         assert unexplained_gaps(cluster, namespace, calls) == {}
+
+
+class TestWithoutTheLeaseRole:
+    def test_the_command_stops_at_once_saying_what_to_grant(
+        self, cluster: LocalCluster, tmp_path: Path, namespace: str
+    ) -> None:
+        cluster.kubectl("create", "serviceaccount", "no-leases", f"--namespace={namespace}")
+        kubeconfig = service_account_kubeconfig(
+            cluster, namespace, "no-leases", tmp_path / "kubeconfig"
+        )
+        result = subprocess.run(
+            [
+                str(PUNCTUAL), "run", f"--namespace={namespace}", "--replica-id=r1",
+                f"--bind-address={ports.LOOPBACK}", f"--metrics-port={ports.free_port()}",
+                f"--health-port={ports.free_port()}",
+            ],
+            env={**cluster.env, "KUBECONFIG": str(kubeconfig)},
+            cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert (
+            "punctual run: sharding needs get, list, watch, create, update and delete on leases "
+            f"(coordination.k8s.io) in namespace '{namespace}' (--membership-namespace), and "
+            "the API server refused them: grant them (the chart does), or run with "
+            "--sharding off"
+        ) in result.stdout
+        assert "Traceback" not in result.stdout + result.stderr
