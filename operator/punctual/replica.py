@@ -107,7 +107,7 @@ class ReplicaSettings:
     webhook_cert_dir: Path | None = None
     """The webhook's serving certificate and key, ``tls.crt`` and ``tls.key`` (a Secret of type
     kubernetes.io/tls mounted as a volume); loaded again when they change."""
-    sharding: bool = False
+    sharding: bool = True
     """Each job scheduled by its owner and backup among the live replicas; False: by every
     replica (the slot lock alone picks the one that runs a slot)."""
     backup_delay: timedelta = supervisor.BACKUP_DELAY

@@ -100,7 +100,7 @@ class Seen:
 
     @property
     def owner(self) -> str:
-        return str(self.body["metadata"]["labels"].get(LABEL, ""))
+        return scheduled_job_of(self.body)
 
     @property
     def slot(self) -> datetime:
@@ -109,6 +109,14 @@ class Seen:
     def alive_at(self, instant: datetime) -> bool:
         end = self.finished_at or self.last
         return self.first <= instant <= end
+
+
+@dataclass(frozen=True)
+class Look:
+    """One poll's view of a ScheduledJob's Jobs: those it listed, and every one seen until it."""
+
+    left: list[dict[str, Any]]
+    seen: list[Seen]
 
 
 @dataclass
@@ -124,6 +132,8 @@ class Recorder:
     active: dict[str, set[str]] = field(default_factory=dict)
     """Per ScheduledJob, every ``status.active[].jobName`` seen."""
     _stop: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+    """Held by a poll: the tests read between polls, never during one."""
 
     def __post_init__(self) -> None:
         self._thread = threading.Thread(target=self._run, name="job recorder", daemon=True)
@@ -142,36 +152,55 @@ class Recorder:
             except Exception:  # an API hiccup: the next poll will do
                 continue
 
-    def poll(self) -> None:
-        at = now()
-        listing = self.cluster.api.get(f"/apis/batch/v1/namespaces/{self.namespace}/jobs")
-        running = set()
-        for body in listing["items"]:
-            name = body["metadata"]["name"]
-            seen = self.jobs.setdefault(name, Seen(body=body, first=at, last=at))
-            seen.body, seen.last = body, at
-            if finished(body):
-                seen.finished_at = seen.finished_at or at
-            else:
-                running.add(name)
-        self.polls.append((at, running))
-        for name, sj in read_all(self.cluster, self.namespace).items():
-            for run in status(sj).get("active") or []:
-                if run.get("jobName"):
-                    self.active.setdefault(name, set()).add(run["jobName"])
+    def poll(self) -> list[dict[str, Any]]:
+        """List the Jobs now and record them; what was listed."""
+        with self._lock:
+            at = now()
+            listing = self.cluster.api.get(f"/apis/batch/v1/namespaces/{self.namespace}/jobs")
+            running = set()
+            for body in listing["items"]:
+                name = body["metadata"]["name"]
+                seen = self.jobs.setdefault(name, Seen(body=body, first=at, last=at))
+                seen.body, seen.last = body, at
+                if finished(body):
+                    seen.finished_at = seen.finished_at or at
+                else:
+                    running.add(name)
+            self.polls.append((at, running))
+            for name, sj in read_all(self.cluster, self.namespace).items():
+                for run in status(sj).get("active") or []:
+                    if run.get("jobName"):
+                        self.active.setdefault(name, set()).add(run["jobName"])
+            return list(listing["items"])
+
+    def look(self, scheduled_job: str) -> Look:
+        """Poll now: the Jobs of ``scheduled_job`` left, next to all those seen until then. A
+        listing of a test's own would race the recorder: a slot that comes after its last poll
+        has a Job the recorder has not seen yet."""
+        with self._lock:
+            listed = self.poll()
+            left = [body for body in listed if scheduled_job_of(body) == scheduled_job]
+            return Look(left=left, seen=self.of(scheduled_job))
 
     def of(self, scheduled_job: str) -> list[Seen]:
-        return sorted(
-            (seen for seen in self.jobs.values() if seen.owner == scheduled_job),
-            key=lambda seen: seen.slot,
-        )
+        with self._lock:
+            return sorted(
+                (seen for seen in self.jobs.values() if seen.owner == scheduled_job),
+                key=lambda seen: seen.slot,
+            )
 
     def most_running_at_once(self, scheduled_job: str) -> int:
         prefix = f"{scheduled_job}-"
-        return max(
-            (sum(name.startswith(prefix) for name in running) for _, running in self.polls),
-            default=0,
-        )
+        with self._lock:
+            return max(
+                (sum(name.startswith(prefix) for name in running) for _, running in self.polls),
+                default=0,
+            )
+
+
+def scheduled_job_of(body: dict[str, Any]) -> str:
+    """The ScheduledJob a Job's label names (empty for a Job that is not one's)."""
+    return str((body["metadata"].get("labels") or {}).get(LABEL, ""))
 
 
 def finished(body: dict[str, Any]) -> bool:
@@ -278,16 +307,14 @@ class TestEverySlotGetsOneJob:
         ready = condition(body, "Ready") or {}
         assert (ready.get("status"), ready.get("reason")) == ("True", "Scheduled")
 
-    def test_only_the_newest_finished_jobs_are_kept(
-        self, cluster: LocalCluster, module_namespace: str, scenario: Recorder
-    ) -> None:
-        left = current_jobs(cluster, module_namespace, "basic")
-        done = [job for job in left if finished(job)]
+    def test_only_the_newest_finished_jobs_are_kept(self, scenario: Recorder) -> None:
+        look = scenario.look("basic")
+        done = [job for job in look.left if finished(job)]
 
-        assert len(scenario.of("basic")) >= 6
+        assert len(look.seen) >= 6
         assert len(done) <= 2
-        newest = sorted(scenario.of("basic"), key=lambda job: job.slot)[-4:]
-        assert {job["metadata"]["name"] for job in left} <= {
+        newest = look.seen[-4:]
+        assert {job["metadata"]["name"] for job in look.left} <= {
             job.body["metadata"]["name"] for job in newest
         }
 
@@ -330,13 +357,14 @@ class TestConcurrencyPolicies:
     def test_replace_deletes_the_running_job_for_the_new_one(
         self, cluster: LocalCluster, module_namespace: str, scenario: Recorder
     ) -> None:
-        jobs = scenario.of("replace")
-        left = current_jobs(cluster, module_namespace, "replace")
+        look = scenario.look("replace")
         body = read(cluster, module_namespace, "replace")
 
-        assert len(jobs) >= 4
+        assert len(look.seen) >= 4
         # Only the newest survives; each older one was deleted when the next slot came.
-        assert [job["metadata"]["name"] for job in left] == [jobs[-1].body["metadata"]["name"]]
+        assert [job["metadata"]["name"] for job in look.left] == [
+            look.seen[-1].body["metadata"]["name"]
+        ]
         failed = [run for run in recent_runs(body) if run["result"] == "Failed"]
         assert failed
         for run in failed:  # told by the replica that replaced it, or by the one that ran it

@@ -7,11 +7,8 @@ Two operator replicas (the kubernetes slot lock) watch the module's namespace: t
 run by either, and the suspension is written, and its Event posted, exactly once.
 """
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from operator_harness import (
     Operators,
     Receiver,
@@ -28,20 +25,7 @@ from operator_harness import (
 
 from localcluster import LocalCluster
 
-pytest_plugins = ["operator_fixtures"]
-
-
-@pytest.fixture(scope="module")
-def operators(
-    cluster: LocalCluster,
-    scheduled_job_crd: list[Path],
-    module_namespace: str,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Operators]:
-    with Operators(
-        cluster, tmp_path_factory.mktemp("operators"), namespace=module_namespace, replicas=2
-    ) as started:
-        yield started
+pytest_plugins = ["operator_fixtures", "replica_pairs"]
 
 
 def start_failing(
@@ -66,7 +50,7 @@ def suspended_reason(body: dict[str, Any]) -> str | None:
 
 
 def test_a_job_failing_n_times_in_a_row_suspends_itself_once_and_resumes_with_its_count_reset(
-    cluster: LocalCluster, operators: Operators, receiver: Receiver, module_namespace: str
+    cluster: LocalCluster, two_replicas: Operators, receiver: Receiver, module_namespace: str
 ) -> None:
     name = "flaky"
     path = start_failing(cluster, receiver, module_namespace, name, after=3)
@@ -102,11 +86,11 @@ def test_a_job_failing_n_times_in_a_row_suspends_itself_once_and_resumes_with_it
     assert body["spec"]["suspend"] is False
     assert len(receiver.calls(f"{module_namespace}/{name}")) > calls
     assert len(events(cluster, module_namespace, name=name, reason="SuspendedAfterFailures")) == 1
-    assert operators.problems() == {}, f"see {operators.logs()}"
+    assert two_replicas.problems() == {}, f"see {two_replicas.logs()}"
 
 
 def test_a_success_between_failures_starts_the_count_again(
-    cluster: LocalCluster, operators: Operators, receiver: Receiver, module_namespace: str
+    cluster: LocalCluster, two_replicas: Operators, receiver: Receiver, module_namespace: str
 ) -> None:
     name = "patient"
     path = start_failing(cluster, receiver, module_namespace, name, after=1000)

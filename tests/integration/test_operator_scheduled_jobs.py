@@ -12,10 +12,8 @@ run (or fail to count) exists in every run of the test, not only when the timing
 import os
 import re
 import signal
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -49,23 +47,11 @@ from operator_harness import (
 
 from localcluster import LocalCluster
 
-# The harness's fixtures: the CRD (once per session), a namespace and a receiver per module.
-pytest_plugins = ["operator_fixtures"]
+# The harness's fixtures: the CRD (once per session), a namespace and a receiver per module;
+# the module's two replicas (``two_replicas``).
+pytest_plugins = ["operator_fixtures", "replica_pairs"]
 
 SECOND = timedelta(seconds=1)
-
-
-@pytest.fixture(scope="module")
-def operators(
-    cluster: LocalCluster,
-    scheduled_job_crd: list[Path],
-    module_namespace: str,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Operators]:
-    with Operators(
-        cluster, tmp_path_factory.mktemp("operators"), namespace=module_namespace, replicas=2
-    ) as started:
-        yield started
 
 
 def start_job(
@@ -102,7 +88,7 @@ REPORT = "report"
 
 @pytest.fixture(scope="class")
 def job(
-    cluster: LocalCluster, operators: Operators, receiver: Receiver, module_namespace: str
+    cluster: LocalCluster, two_replicas: Operators, receiver: Receiver, module_namespace: str
 ) -> str:
     """One ``every: 2s`` job applied with kubectl; its ``<namespace>/<name>``."""
     spec = {"every": "2s", "target": http_target(receiver, module_namespace, REPORT)}
@@ -285,7 +271,7 @@ NEIGHBOUR = "neighbour"
 
 @pytest.fixture(scope="class")
 def applied(
-    cluster: LocalCluster, operators: Operators, receiver: Receiver, module_namespace: str
+    cluster: LocalCluster, two_replicas: Operators, receiver: Receiver, module_namespace: str
 ) -> datetime:
     """When the invalid jobs were applied, after their valid neighbour runs."""
     start_job(cluster, receiver, module_namespace, NEIGHBOUR, "1s")
@@ -374,7 +360,7 @@ class TestEditingTheSchedule:
     def test_a_new_interval_applies_from_the_edit_on_and_runs_no_earlier_slot(
         self,
         cluster: LocalCluster,
-        operators: Operators,
+        two_replicas: Operators,
         receiver: Receiver,
         module_namespace: str,
     ) -> None:
@@ -431,7 +417,7 @@ class TestSuspendingAndResuming:
     def test_the_slots_while_suspended_are_counted_missed_and_never_replayed(
         self,
         cluster: LocalCluster,
-        operators: Operators,
+        two_replicas: Operators,
         receiver: Receiver,
         module_namespace: str,
     ) -> None:
@@ -505,7 +491,7 @@ class TestSuspendingAndResuming:
     def test_a_slot_due_just_after_suspending_is_counted_missed_too(
         self,
         cluster: LocalCluster,
-        operators: Operators,
+        two_replicas: Operators,
         receiver: Receiver,
         module_namespace: str,
     ) -> None:
@@ -544,7 +530,7 @@ class TestDeleting:
     def test_a_deleted_job_makes_no_more_calls_and_the_operators_log_no_error(
         self,
         cluster: LocalCluster,
-        operators: Operators,
+        two_replicas: Operators,
         receiver: Receiver,
         module_namespace: str,
     ) -> None:
@@ -563,8 +549,8 @@ class TestDeleting:
             [f"deleted {fmt(delete_sent)}..{fmt(deleted)}; calls after: {len(late)}"],
         )
         assert late == []
-        assert all(replica.running() for replica in operators.replicas.values())
-        assert operators.problems() == {}, f"see {operators.logs()}"
+        assert all(replica.running() for replica in two_replicas.replicas.values())
+        assert two_replicas.problems() == {}, f"see {two_replicas.logs()}"
 
 
 class TestStoppingTheOperators:
@@ -573,13 +559,13 @@ class TestStoppingTheOperators:
     def test_sigterm_writes_the_fate_of_every_run_even_with_a_write_in_flight(
         self,
         cluster: LocalCluster,
-        operators: Operators,
+        two_replicas: Operators,
         receiver: Receiver,
         module_namespace: str,
     ) -> None:
         apiserver = next(p for p in cluster.launched if p.name == "kube-apiserver")
         stopping = now()
-        for replica in operators.replicas.values():
+        for replica in two_replicas.replicas.values():
             replica.send_sigterm()
         # The API server stalls (SIGSTOP) from 4.3 s to 6.5 s after SIGTERM: the status writes
         # begun then are still in flight when kopf cancels its leftover tasks, 5 s after the
@@ -590,7 +576,7 @@ class TestStoppingTheOperators:
             sleep_until(stopping + 6.5 * SECOND)
         finally:
             os.kill(apiserver.pid, signal.SIGCONT)
-        codes = {rid: replica.wait_exit() for rid, replica in operators.replicas.items()}
+        codes = {rid: replica.wait_exit() for rid, replica in two_replicas.replicas.items()}
         stopped = now()
 
         short = {}
@@ -599,7 +585,7 @@ class TestStoppingTheOperators:
             fates = counts(body)
             if fates["succeeded"] + fates["failed"] < received:
                 short[name] = (received, fates["succeeded"], fates["failed"])
-        problems = operators.problems()
+        problems = two_replicas.problems()
         report(
             "SIGTERM of both replicas, the API server stalled 4.3-6.5 s after it",
             [

@@ -1,14 +1,14 @@
 """Sharding on the real control plane: membership Leases, each job's owner and backup, the
 take-over of a killed replica's jobs by their backups, and a paused replica.
 
-Replicas hold one Lease each in the watched namespace (the harness sets no POD_NAMESPACE) and
-log each new set of members (``members: r1, r2``). Jobs are ``every: 1s`` HTTP calls to the
-receiver, the judge: each Idempotency-Key at most once, every slot between a job's first and
-last call arrived. The figures are printed (``-s`` or ``-rP``).
+Replicas (sharding is the command's default) hold one Lease each in the watched namespace (the
+harness sets no POD_NAMESPACE) and log each new set of members (``members: r1, r2``). Jobs are
+``every: 1s`` HTTP calls to the receiver, the judge: each Idempotency-Key at most once, every
+slot between a job's first and last call arrived. The figures are printed (``-s`` or ``-rP``).
 """
 
-import contextlib
 import re
+import subprocess
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -16,7 +16,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from chart_harness import service_account_kubeconfig
 from operator_harness import (
+    PUNCTUAL,
+    REPO_ROOT,
     Call,
     Operators,
     Receiver,
@@ -34,7 +37,7 @@ from operator_harness import (
     scheduled_job,
 )
 
-from localcluster import LocalCluster, LocalRedis
+from localcluster import LocalCluster, LocalRedis, ports
 from punctual.kube import membership
 from punctual.scheduling import ownership
 
@@ -46,29 +49,28 @@ BACKUP_DELAY_MS = 250.0
 LEASE_SECONDS = 6.0
 """The membership Lease's duration (``kube.membership.DURATION``)."""
 MEMBERS = ("r1", "r2", "r3")
-SHARDED = ["--sharding", "on"]
 
 
-@contextlib.contextmanager
-def three_replicas(
+@pytest.fixture
+def three_replicas(  # noqa: PLR0917 - fixtures
+    request: pytest.FixtureRequest,
     cluster: LocalCluster,
-    run_dir: Path,
+    redis_server: LocalRedis,
+    tmp_path: Path,
     namespace: str,
     receiver: Receiver,
-    redis_server: LocalRedis,
-    *,
-    backend: str,
 ) -> Iterator[Operators]:
-    """Three replicas on 12 jobs, once every job has been called."""
+    """Three replicas on 12 jobs, once every job has been called; on the redis lock, or on the
+    backend a test parametrizes this fixture with (``indirect``). Tests stop them before they
+    read the calls, so that none is still on its way."""
     create_jobs(cluster, receiver, namespace, 12)
     with Operators(
         cluster,
-        run_dir,
+        tmp_path,
         namespace=namespace,
         replicas=3,
-        lock_backend=backend,
+        lock_backend=getattr(request, "param", "redis"),
         redis_url=redis_server.url,
-        extra_args=SHARDED,
     ) as operators:
         eventually(
             lambda: len({call.job for call in calls_in(receiver, namespace)}) == 12,
@@ -169,9 +171,7 @@ class TestMembership:
     def test_replicas_appear_and_leave_and_a_clean_stop_releases_its_lease_at_once(
         self, cluster: LocalCluster, tmp_path: Path, namespace: str
     ) -> None:
-        with Operators(
-            cluster, tmp_path, namespace=namespace, replicas=3, extra_args=SHARDED
-        ) as operators:
+        with Operators(cluster, tmp_path, namespace=namespace, replicas=3) as operators:
             assert sorted(leases(cluster, namespace).values()) == list(MEMBERS)
             for replica in MEMBERS:
                 eventually(lambda r=replica: sees(operators, r, *MEMBERS), timeout=10, what=replica)
@@ -206,28 +206,20 @@ class TestMembership:
 
 
 class TestEachSlotRunsOnceAcrossThreeShardedReplicas:
-    @pytest.mark.parametrize("backend", ["redis", "kubernetes"])
-    def test_claims_per_run_and_no_duplicate(  # noqa: PLR0917 (fixtures)
-        self,
-        cluster: LocalCluster,
-        redis_server: LocalRedis,
-        tmp_path: Path,
-        namespace: str,
-        receiver: Receiver,
-        backend: str,
+    @pytest.mark.parametrize("three_replicas", ["redis", "kubernetes"], indirect=True)
+    def test_claims_per_run_and_no_duplicate(
+        self, cluster: LocalCluster, namespace: str, receiver: Receiver, three_replicas: Operators
     ) -> None:
-        with three_replicas(
-            cluster, tmp_path, namespace, receiver, redis_server, backend=backend
-        ) as operators:
-            claims_before, runs_before = claims_and_runs(operators)
-            time.sleep(15)
-            claims_after, runs_after = claims_and_runs(operators)
-            assert operators.problems() == {}
+        claims_before, runs_before = claims_and_runs(three_replicas)
+        time.sleep(15)
+        claims_after, runs_after = claims_and_runs(three_replicas)
+        assert three_replicas.problems() == {}
+        three_replicas.stop()
         calls = calls_in(receiver, namespace)
         runs = runs_after - runs_before
         per_run = (claims_after - claims_before) / runs
         report(
-            f"3 sharded replicas, {backend} lock",
+            f"3 sharded replicas, {three_replicas.lock_backend} lock",
             [
                 f"{runs:.0f} runs in 15 s, {per_run:.2f} claims per run (owner + backup)",
                 f"lateness {Spread.of(call.lateness_ms for call in calls)}",
@@ -241,31 +233,24 @@ class TestEachSlotRunsOnceAcrossThreeShardedReplicas:
 
 class TestAKilledOwnersSlotsRunByItsBackups:
     def test_within_the_backup_delay_none_missed_none_twice(
-        self,
-        cluster: LocalCluster,
-        redis_server: LocalRedis,
-        tmp_path: Path,
-        namespace: str,
-        receiver: Receiver,
+        self, cluster: LocalCluster, namespace: str, receiver: Receiver, three_replicas: Operators
     ) -> None:
-        with three_replicas(
-            cluster, tmp_path, namespace, receiver, redis_server, backend="redis"
-        ) as operators:
-            shares = owners(cluster, namespace)
-            killed = Counter(share.owner for share in shares.values()).most_common(1)[0][0]
-            time.sleep(3)
-            operators[killed].kill()
-            killed_at = now()
-            survivors = [member for member in MEMBERS if member != killed]
-            eventually(
-                lambda: all(sees(operators, r, *survivors) for r in survivors),
-                timeout=LEASE_SECONDS + 10,
-                what="the survivors agree",
-                interval=0.05,
-            )
-            reconverged = (now() - killed_at).total_seconds()
-            time.sleep(5)
-            assert operators.problems() == {}
+        shares = owners(cluster, namespace)
+        killed = Counter(share.owner for share in shares.values()).most_common(1)[0][0]
+        time.sleep(3)
+        three_replicas[killed].kill()
+        killed_at = now()
+        survivors = [member for member in MEMBERS if member != killed]
+        eventually(
+            lambda: all(sees(three_replicas, r, *survivors) for r in survivors),
+            timeout=LEASE_SECONDS + 10,
+            what="the survivors agree",
+            interval=0.05,
+        )
+        reconverged = (now() - killed_at).total_seconds()
+        time.sleep(5)
+        assert three_replicas.problems() == {}
+        three_replicas.stop()
         calls = calls_in(receiver, namespace)
         orphans = {job for job, share in shares.items() if share.owner == killed}
         taken = [
@@ -293,27 +278,48 @@ class TestAKilledOwnersSlotsRunByItsBackups:
 
 class TestAPausedReplicaRunsNoSlotTwice:
     def test_stopped_for_twenty_seconds_then_resumed(
-        self,
-        cluster: LocalCluster,
-        redis_server: LocalRedis,
-        tmp_path: Path,
-        namespace: str,
-        receiver: Receiver,
+        self, cluster: LocalCluster, namespace: str, receiver: Receiver, three_replicas: Operators
     ) -> None:
-        with three_replicas(
-            cluster, tmp_path, namespace, receiver, redis_server, backend="redis"
-        ) as operators:
-            operators["r1"].pause()
-            time.sleep(20)
-            operators["r1"].resume()
-            eventually(
-                lambda: all(sees(operators, r, *MEMBERS) for r in MEMBERS),
-                timeout=15,
-                what="r1 back among the members",
-            )
-            time.sleep(3)
-            assert operators.problems() == {}
+        three_replicas["r1"].pause()
+        time.sleep(20)
+        three_replicas["r1"].resume()
+        eventually(
+            lambda: all(sees(three_replicas, r, *MEMBERS) for r in MEMBERS),
+            timeout=15,
+            what="r1 back among the members",
+        )
+        time.sleep(3)
+        assert three_replicas.problems() == {}
+        three_replicas.stop()
         calls = calls_in(receiver, namespace)
         report("SIGSTOP of r1 for 20 s", [f"{len(calls)} calls, {duplicates(calls)} twice"])
         assert duplicates(calls) == 0
         assert unexplained_gaps(cluster, namespace, calls) == {}
+
+
+class TestWithoutTheLeaseRole:
+    def test_the_command_stops_at_once_saying_what_to_grant(
+        self, cluster: LocalCluster, tmp_path: Path, namespace: str
+    ) -> None:
+        cluster.kubectl("create", "serviceaccount", "no-leases", f"--namespace={namespace}")
+        kubeconfig = service_account_kubeconfig(
+            cluster, namespace, "no-leases", tmp_path / "kubeconfig"
+        )
+        result = subprocess.run(
+            [
+                str(PUNCTUAL), "run", f"--namespace={namespace}", "--replica-id=r1",
+                f"--bind-address={ports.LOOPBACK}", f"--metrics-port={ports.free_port()}",
+                f"--health-port={ports.free_port()}",
+            ],
+            env={**cluster.env, "KUBECONFIG": str(kubeconfig)},
+            cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert (
+            "punctual run: sharding needs get, list, watch, create, update and delete on leases "
+            f"(coordination.k8s.io) in namespace '{namespace}' (--membership-namespace), and "
+            "the API server refused them: grant them (the chart does), or run with "
+            "--sharding off"
+        ) in result.stdout
+        assert "Traceback" not in result.stdout + result.stderr

@@ -22,7 +22,7 @@ import uvloop
 from punctual import replica
 from punctual.cli import log_format
 from punctual.controller import admission, handlers
-from punctual.kube import events
+from punctual.kube import events, membership
 from punctual.scheduling import durations
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.targets.http import allowlist
@@ -38,8 +38,8 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "run",
         help="run the operator",
         description="Run one replica of the operator. Each ScheduledJob in its scope is "
-        "scheduled by every replica, or with --sharding on by its owner and its backup among "
-        "the live replicas; slot locks make each slot run exactly once.",
+        "scheduled by its owner and its backup among the live replicas (or by every replica, "
+        "--sharding off); slot locks make each slot run exactly once.",
     )
     parser.add_argument(
         "--namespace",
@@ -127,10 +127,11 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     parser.add_argument(
         "--sharding",
         choices=["on", "off"],
-        default="off",
-        help="on: each job is scheduled by its owner, and by a backup --backup-delay later, "
-        "among the replicas holding a Lease in --membership-namespace (the chart's default: "
-        "it grants the Lease RBAC); off (default): every replica schedules every job",
+        default="on",
+        help="on (default): each job is scheduled by its owner, and by a backup --backup-delay "
+        "later, among the replicas holding a Lease in --membership-namespace (which needs "
+        "get, list, watch, create, update and delete on leases there); off: every replica "
+        "schedules every job",
     )
     parser.add_argument(
         "--backup-delay",
@@ -185,8 +186,12 @@ def run(arguments: argparse.Namespace) -> int:
     gc.collect()
     gc.freeze()
     loop_factory = uvloop.new_event_loop if arguments.event_loop == EventLoop.UVLOOP else None
-    with asyncio.Runner(loop_factory=loop_factory) as runner:
-        runner.run(_operate(settings))
+    try:
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            runner.run(_operate(settings))
+    except membership.ForbiddenError as error:
+        print(f"punctual run: {error}")
+        return 1
     return 0
 
 

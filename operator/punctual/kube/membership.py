@@ -17,7 +17,7 @@ import contextlib
 import hashlib
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -38,6 +38,10 @@ RENEW = timedelta(seconds=2)
 SWEEP = timedelta(milliseconds=250)
 """How often Leases are checked for expiry between watch events."""
 REQUEST_TIMEOUT = 5.0
+
+
+class ForbiddenError(Exception):
+    """The API server refuses this replica the Leases it needs (RBAC): it cannot be a member."""
 
 
 def group_of(namespaces: Sequence[str]) -> str:
@@ -103,13 +107,30 @@ class Membership:
 
     async def discover(self) -> None:
         """List the others' Leases: before the first job is armed, so that it is armed with
-        this replica's share, not as if it were alone."""
-        await self._relist()
+        this replica's share, not as if it were alone. Raises ``ForbiddenError``."""
+        with self._permitted():
+            await self._relist()
 
     async def join(self) -> None:
         """Hold this replica's Lease: once its share is armed, since the others drop their
-        jobs that move to it as soon as they see it."""
-        await self._hold()
+        jobs that move to it as soon as they see it. Raises ``ForbiddenError``."""
+        with self._permitted():
+            await self._hold()
+
+    @contextlib.contextmanager
+    def _permitted(self) -> Iterator[None]:
+        """At start, a 403 is a missing Role, which no retry mends: say what to grant."""
+        try:
+            yield
+        except ApiException as error:
+            if error.status != 403:
+                raise
+            raise ForbiddenError(
+                f"sharding needs get, list, watch, create, update and delete on leases "
+                f"(coordination.k8s.io) in namespace {self.namespace!r} "
+                f"(--membership-namespace), and the API server refused them: grant them (the "
+                f"chart does), or run with --sharding off"
+            ) from None
 
     async def run(self) -> None:
         """Renew, watch and sweep until cancelled."""

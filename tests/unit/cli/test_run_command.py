@@ -1,0 +1,70 @@
+"""``punctual run``'s options as the replica gets them: sharding on unless ``--sharding off``,
+and the membership Leases' namespace, from the most explicit source there is."""
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from punctual import replica
+from punctual.cli import run
+
+
+def settings(*argv: str) -> replica.ReplicaSettings:
+    parser = argparse.ArgumentParser()
+    run.register(parser.add_subparsers())
+    return run._settings(parser.parse_args(["run", *argv]))
+
+
+@pytest.fixture(autouse=True)
+def outside_a_pod(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("POD_NAMESPACE", raising=False)
+    monkeypatch.setattr(run, "SERVICE_ACCOUNT_NAMESPACE", tmp_path / "no-service-account")
+
+
+class TestSharding:
+    @pytest.mark.parametrize(
+        ("argv", "sharding"),
+        [
+            ((), True),
+            (("--sharding", "on"), True),
+            (("--sharding", "off"), False),
+        ],
+        ids=["the-default", "on", "off"],
+    )
+    def test_it_is_on_unless_turned_off(self, argv: tuple[str, ...], sharding: bool) -> None:
+        assert settings(*argv).sharding is sharding
+
+    def test_it_is_the_default_of_a_replica_built_without_the_command_too(self) -> None:
+        assert replica.ReplicaSettings(replica_id="r1").sharding
+
+
+class TestTheMembershipNamespace:
+    @pytest.mark.parametrize(
+        ("argv", "pod_namespace", "service_account", "expected"),
+        [
+            (("--membership-namespace", "leases", "--namespace", "a"), "pod", "sa", "leases"),
+            (("--namespace", "a"), "pod", "sa", "pod"),
+            (("--namespace", "a"), None, "sa", "sa"),
+            (("--namespace", "a", "--namespace", "b"), None, None, "a"),
+            ((), None, None, "default"),
+        ],
+        ids=["the-option", "the-pods", "the-service-accounts", "the-first-watched", "default"],
+    )
+    def test_comes_from_the_most_explicit_source(  # noqa: PLR0917 - the table's columns
+        self,
+        monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path,
+        argv: tuple[str, ...],
+        pod_namespace: str | None,
+        service_account: str | None,
+        expected: str,
+    ) -> None:
+        if pod_namespace is not None:
+            monkeypatch.setenv("POD_NAMESPACE", pod_namespace)
+        if service_account is not None:
+            mounted = tmp_path / "namespace"
+            mounted.write_text(f"{service_account}\n")
+            monkeypatch.setattr(run, "SERVICE_ACCOUNT_NAMESPACE", mounted)
+
+        assert settings(*argv).membership_namespace == expected

@@ -1,0 +1,109 @@
+"""Membership at a replica's start, over a fake Leases API: a Lease another replica left behind
+counts only until its duration has passed since its last renewal, and a missing Lease Role is
+an error that says what to grant, never a traceback of the API's answer."""
+
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from punctual.kube import membership
+
+DURATION_SECONDS = 6
+
+
+def lease(holder: str, *, renewed_ago: timedelta) -> dict[str, Any]:
+    renewed = datetime.now(UTC) - renewed_ago
+    return {
+        "metadata": {"name": membership.lease_name(holder)},
+        "spec": {
+            "holderIdentity": holder,
+            "leaseDurationSeconds": DURATION_SECONDS,
+            "renewTime": renewed.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        },
+    }
+
+
+class FakeLeases:
+    """The API server's Leases: a listing of ``items``, or ``refusal`` for every request."""
+
+    def __init__(self, items: Sequence[dict[str, Any]] = (), refusal: int | None = None) -> None:
+        self.items = list(items)
+        self.refusal = refusal
+
+    def _refuse(self) -> None:
+        if self.refusal is not None:
+            raise ApiException(status=self.refusal, reason="Refused")
+
+    async def list_namespaced_lease(self, namespace: str, **_: object) -> dict[str, Any]:
+        self._refuse()
+        return {"metadata": {"resourceVersion": "7"}, "items": self.items}
+
+    async def create_namespaced_lease(self, namespace: str, body: Any, **_: object) -> Any:
+        self._refuse()
+        raise AssertionError("not expected to succeed here")
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[client.ApiClient]:
+    opened = client.ApiClient(client.Configuration(host="https://10.0.0.1:6443"))
+    yield opened
+    await opened.close()
+
+
+def member_of(api: client.ApiClient, leases: FakeLeases) -> membership.Membership:
+    replica = membership.Membership(
+        api, namespace="punctual-system", member="r1", group=membership.group_of(())
+    )
+    replica._leases = leases
+    return replica
+
+
+class TestALeaseListedAtTheStart:
+    @pytest.mark.parametrize(
+        ("renewed_ago", "members"),
+        [
+            (timedelta(seconds=1), {"r1", "r2"}),
+            (timedelta(seconds=DURATION_SECONDS + 1), {"r1"}),
+            (timedelta(hours=1), {"r1"}),
+        ],
+        ids=["renewed-within-its-duration", "its-duration-passed", "left-long-ago"],
+    )
+    async def test_counts_only_until_its_duration_passed_since_its_renewal(
+        self, api: client.ApiClient, renewed_ago: timedelta, members: set[str]
+    ) -> None:
+        replica = member_of(api, FakeLeases([lease("r2", renewed_ago=renewed_ago)]))
+
+        await replica.discover()
+
+        assert replica.members == members
+
+
+class TestWithoutTheLeaseRole:
+    async def test_discovering_says_what_to_grant(self, api: client.ApiClient) -> None:
+        replica = member_of(api, FakeLeases(refusal=403))
+
+        with pytest.raises(membership.ForbiddenError) as refused:
+            await replica.discover()
+
+        assert str(refused.value) == (
+            "sharding needs get, list, watch, create, update and delete on leases "
+            "(coordination.k8s.io) in namespace 'punctual-system' (--membership-namespace), "
+            "and the API server refused them: grant them (the chart does), or run with "
+            "--sharding off"
+        )
+
+    async def test_joining_says_it_too(self, api: client.ApiClient) -> None:
+        replica = member_of(api, FakeLeases(refusal=403))
+
+        with pytest.raises(membership.ForbiddenError, match="--sharding off"):
+            await replica.join()
+
+    async def test_other_refusals_are_the_api_servers_own(self, api: client.ApiClient) -> None:
+        replica = member_of(api, FakeLeases(refusal=500))
+
+        with pytest.raises(ApiException):
+            await replica.discover()
