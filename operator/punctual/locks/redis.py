@@ -19,6 +19,7 @@ from ``redis_io.slot_keys``.
 
 import asyncio
 import contextlib
+import itertools
 import logging
 from dataclasses import dataclass
 from typing import Self
@@ -44,6 +45,8 @@ return 0
 HEAR_AGAIN_AFTER = 1.0
 """Seconds before listening again once the channel's connection failed (backups claim
 meanwhile, as they would without notices)."""
+_YIELD_EVERY = 64
+"""Messages handled in a row at most before the listener lets the event loop run others."""
 _POLL = 1.0
 """Seconds a read of the channel waits at most (the connection's own timeout is as short)."""
 
@@ -166,7 +169,7 @@ class RedisLock(pipelines.PipelinedClaims[_Claim]):
         try:
             await pubsub.subscribe(channel)
             self._subscribed = True
-            while True:
+            for count in itertools.count(1):
                 message = await pubsub.get_message(timeout=_POLL)
                 if message is None:
                     continue
@@ -179,9 +182,10 @@ class RedisLock(pipelines.PipelinedClaims[_Claim]):
                     notices.malformed()
                 else:
                     notices.claimed(notice)
-                # Replies already read return without a pause: a flood of them must not
-                # hold the event loop.
-                await asyncio.sleep(0)
+                if not count % _YIELD_EVERY:
+                    # Replies already read return without a pause: a flood of them must not
+                    # hold the event loop.
+                    await asyncio.sleep(0)
         finally:
             with contextlib.suppress(redis.exceptions.RedisError, OSError):
                 await pubsub.aclose()  # type: ignore[no-untyped-call]
