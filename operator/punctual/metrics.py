@@ -51,6 +51,7 @@ DURATION_RESULTS: Final = (
 """The results of runs that ran here, from start to end: the only ones with a duration."""
 
 CLAIM_OUTCOMES: Final = ("won", "lost", "error")
+NOTICE_OUTCOMES: Final = ("taken", "ignored", "malformed")
 RECORDED_RESULTS: Final = tuple(
     result for result in records.RunResult if result is not records.RunResult.MISSED
 )
@@ -111,6 +112,18 @@ class Metrics:
             ["backend", "outcome"],
             registry=registry,
         )
+        self.claims_skipped = prometheus_client.Counter(
+            "punctual_claims_skipped",
+            "Slots a backup did not claim: the job's owner told it that it had.",
+            registry=registry,
+        )
+        self.claim_notices = prometheus_client.Counter(
+            "punctual_claim_notices",
+            "Messages on this replica's claim-notice channel, by outcome (taken; ignored: "
+            "no job backed up here, or a slot behind or too far ahead; malformed: no notice).",
+            ["outcome"],
+            registry=registry,
+        )
         self.active_runs = prometheus_client.Gauge(
             "punctual_active_runs",
             "Runs in flight on this replica.",
@@ -141,6 +154,8 @@ class Metrics:
         # them work before the first event.
         for result in RECORDED_RESULTS:
             self.runs.labels(result=result.value)
+        for outcome in NOTICE_OUTCOMES:
+            self.claim_notices.labels(outcome=outcome)
         for target in TARGET_KINDS:
             for result in DURATION_RESULTS:
                 self.run_duration.labels(target=target, result=result.value)

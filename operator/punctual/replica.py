@@ -10,7 +10,8 @@ A ``Replica`` owns, once ``start`` has built them in this order:
    (``kube.membership``);
 3. one Redis client for the ``redis_url`` (when given), shared by the slot lock, the run
    leases and the queue targets' stream claims, its pool sized for the three at once
-   (``redis_io.connections.SHARED_MAX_CONNECTIONS``);
+   (``redis_io.connections.SHARED_MAX_CONNECTIONS``), and, with sharding and the redis
+   backend, one connection of it listening for claim notices (until ``aclose``);
 4. the slot lock (``lock_backend``: redis, kubernetes or memory), its health tracked (and
    metered);
 5. durable runs (redis backend): the run leases and their heartbeat;
@@ -58,6 +59,7 @@ from punctual.contracts import protocols
 from punctual.controller import admission, failures, reconciler, targets
 from punctual.kube import client, events, membership, objects, secrets, spec_api, status_api
 from punctual.locks import health, kubernetes, memory, metered, redis, redis_leases
+from punctual.redis_io import claim_notices
 from punctual.redis_io import connections as redis_connections
 from punctual.runtime import clocks, leases, supervisor
 from punctual.scheduling.errors import InvalidSpecError
@@ -155,6 +157,7 @@ class Replica:
         self._reconciler: reconciler.Reconciler | None = None
         self._admission: admission.Admission | None = None
         self._stopping: Stopping | None = None
+        self._tells_backups: protocols.TellsBackups | None = None
 
     async def __aenter__(self) -> Self:
         return self
@@ -219,6 +222,13 @@ class Replica:
         )
         if members is not None:
             scheduler.members_changed(members.members)
+        if self._tells_backups is not None:
+            self._background(
+                self._tells_backups.hear(
+                    settings.replica_id, metered.MeteredNotices(scheduler, meters=self.meters)
+                ),
+                name="claim notices",
+            )
         guard = allowlist.AddressGuard.default(
             api_server=await _api_server(api.configuration.host), allowed=settings.allowed_hosts
         )
@@ -310,8 +320,11 @@ class Replica:
                     description=shared.description,
                     password=shared.password,
                     owns_client=False,
+                    scope=self._notice_scope(),
                 )
                 self._stack.push_async_callback(lock.close)
+                if self.settings.sharding:
+                    self._tells_backups = lock
             case "kubernetes":
                 if scheduled_jobs is None:
                     raise ValueError("the kubernetes lock backend needs the Kubernetes API")
@@ -407,6 +420,16 @@ class Replica:
             await asyncio.gather(task, return_exceptions=True)
 
         self._stack.push_async_callback(cancel)
+
+    def _notice_scope(self) -> str | None:
+        """Where this installation's owners tell its backups (with sharding): scoped as its
+        membership Leases are, so that installations sharing a Redis never hear each other."""
+        if not self.settings.sharding:
+            return None
+        return claim_notices.scope(
+            namespace=self.settings.membership_namespace,
+            group=membership.group_of(self.settings.namespaces),
+        )
 
     def _shared_redis(self) -> redis_connections.Connection:
         shared = self.connect_redis()

@@ -119,16 +119,18 @@ def owners(cluster: LocalCluster, namespace: str) -> dict[str, ownership.Shares]
     return shares
 
 
-def claims_and_runs(operators: Operators) -> tuple[float, float]:
-    """Slot claims (every outcome) and runs, summed over the running replicas' metrics."""
-    claims = runs = 0.0
+def claims_and_runs(operators: Operators) -> tuple[float, float, float]:
+    """Slot claims (every outcome), runs, and claims backups skipped on their owner's word,
+    summed over the running replicas' metrics."""
+    claims = runs = skipped = 0.0
     for replica in operators.replicas.values():
         if not replica.running():
             continue
         text = replica.metrics()
         claims += _total(text, "punctual_lock_claims_total")
         runs += _total(text, "punctual_runs_total")
-    return claims, runs
+        skipped += _total(text, "punctual_claims_skipped_total", labels=False)
+    return claims, runs, skipped
 
 
 def calls_in(receiver: Receiver, namespace: str) -> list[Call]:
@@ -136,9 +138,11 @@ def calls_in(receiver: Receiver, namespace: str) -> list[Call]:
     return [call for call in receiver.calls() if call.job.startswith(f"{namespace}/")]
 
 
-def _total(metrics: str, name: str) -> float:
-    """The sum of every series of counter ``name`` in a /metrics text."""
-    series = re.findall(rf"^{name}\{{[^}}]*\}} (\S+)$", metrics, re.MULTILINE)
+def _total(metrics: str, name: str, *, labels: bool = True) -> float:
+    """The sum of every series of counter ``name`` in a /metrics text (``labels`` false: a
+    counter without labels)."""
+    pattern = rf"^{name}\{{[^}}]*\}} (\S+)$" if labels else rf"^{name} (\S+)$"
+    series = re.findall(pattern, metrics, re.MULTILINE)
     return sum(float(value) for value in series)
 
 
@@ -206,29 +210,42 @@ class TestMembership:
 
 
 class TestEachSlotRunsOnceAcrossThreeShardedReplicas:
-    @pytest.mark.parametrize("three_replicas", ["redis", "kubernetes"], indirect=True)
+    # Every replica claimed every slot before sharding: 3 a run. The redis lock's owner tells
+    # the backup in its claim, and the backup then claims nothing; the kubernetes lock's backup
+    # still claims (its object cache, not the API, shows the slot taken).
+    @pytest.mark.parametrize(
+        ("three_replicas", "most_per_run"),
+        [("redis", 1.2), ("kubernetes", 2.1)],
+        indirect=["three_replicas"],
+    )
     def test_claims_per_run_and_no_duplicate(
-        self, cluster: LocalCluster, namespace: str, receiver: Receiver, three_replicas: Operators
+        self,
+        cluster: LocalCluster,
+        namespace: str,
+        receiver: Receiver,
+        three_replicas: Operators,
+        most_per_run: float,
     ) -> None:
-        claims_before, runs_before = claims_and_runs(three_replicas)
+        claims_before, runs_before, skipped_before = claims_and_runs(three_replicas)
         time.sleep(15)
-        claims_after, runs_after = claims_and_runs(three_replicas)
+        claims_after, runs_after, skipped_after = claims_and_runs(three_replicas)
         assert three_replicas.problems() == {}
         three_replicas.stop()
         calls = calls_in(receiver, namespace)
         runs = runs_after - runs_before
         per_run = (claims_after - claims_before) / runs
+        skipped = skipped_after - skipped_before
         report(
             f"3 sharded replicas, {three_replicas.lock_backend} lock",
             [
-                f"{runs:.0f} runs in 15 s, {per_run:.2f} claims per run (owner + backup)",
+                f"{runs:.0f} runs in 15 s, {per_run:.2f} claims per run, "
+                f"{skipped / runs:.2f} claims per run skipped by backups told by the owner",
                 f"lateness {Spread.of(call.lateness_ms for call in calls)}",
             ],
         )
         assert duplicates(calls) == 0
         assert unexplained_gaps(cluster, namespace, calls) == {}
-        # Every replica claimed every slot before: 3 a run. Now the owner and the backup.
-        assert per_run <= 2.1
+        assert per_run <= most_per_run
 
 
 class TestAKilledOwnersSlotsRunByItsBackups:

@@ -27,6 +27,36 @@ class SlotLock(Protocol):
         ...
 
 
+class ClaimNotices(Protocol):
+    """Where a replica hears what owners tell it as a backup (``TellsBackups.hear``)."""
+
+    def claimed(self, notice: records.ClaimNotice) -> bool:
+        """The owner of the job ``notice.uid`` won the claim of ``notice.slot``: the backup
+        need not claim it. True when it was taken (a job backed up here, a slot still ahead);
+        False when it was ignored. Never blocks."""
+        ...
+
+    def malformed(self) -> None:
+        """A message came that is no notice: it was ignored (counted; outside input)."""
+        ...
+
+
+@runtime_checkable
+class TellsBackups(Protocol):
+    """A slot lock that tells a job's backup member when a claim naming it (``Claim.backup``)
+    is won, in the same step as the claim, and lets a replica hear what it is told.
+
+    A hint, never a guarantee: a backup that heard nothing by its delay claims the slot as
+    it would without it (the claim alone makes a slot run once); a notice lost or late only
+    costs that claim."""
+
+    async def hear(self, member: str, notices: ClaimNotices) -> None:
+        """Until cancelled: hand ``notices`` each notice owners send ``member`` (this
+        replica). Never raises for what comes in or for the backend failing: it listens
+        again once the backend answers."""
+        ...
+
+
 class StatusCarrier(Protocol):
     """Status this replica has yet to write, handed to a write of the job's status that is made
     anyway (the kubernetes lock's claim): it rides along instead of costing a write of its own."""
@@ -120,6 +150,10 @@ class RunStore(Protocol):
 
     def backfill_progressed(self, job: slots.JobRef, progress: records.BackfillProgress) -> None:
         """A backfill of ``job`` taken by this replica came as far as ``progress``."""
+        return
+
+    def claim_skipped(self, job: slots.JobRef, *, slot: datetime) -> None:
+        """This replica, ``job``'s backup, did not claim ``slot``: its owner said it had."""
         return
 
 

@@ -48,6 +48,19 @@ class Claim:
     """The token of the backfill this claim is for: with ``run`` false, the claim of the whole
     request (``slot_id`` names it); with ``run`` true, of one past slot of its window (a slot
     that ran already, or runs now, is refused)."""
+    backup: str | None = None
+    """The member to tell once this claim is won, so that it does not claim the slot too: the
+    job's backup, on its owner's claims of scheduled slots (sharding). A lock that tells
+    backups (``protocols.TellsBackups``) does so; the others ignore it."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClaimNotice:
+    """What a job's owner tells its backup: it won the claim of ``slot``. A hint only."""
+
+    uid: str
+    """The job's uid."""
+    slot: datetime
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -34,3 +34,24 @@ class MeteredLock:
 
     def _count(self, outcome: str) -> None:
         self._counters[outcome].inc()
+
+
+class MeteredNotices:
+    """``protocols.ClaimNotices`` around ``inner``, counting into
+    ``punctual_claim_notices_total``."""
+
+    def __init__(self, inner: protocols.ClaimNotices, *, meters: metrics.Metrics) -> None:
+        self._inner = inner
+        self._counters = {
+            outcome: meters.claim_notices.labels(outcome=outcome)
+            for outcome in metrics.NOTICE_OUTCOMES
+        }
+
+    def claimed(self, notice: records.ClaimNotice) -> bool:
+        taken = self._inner.claimed(notice)
+        self._counters["taken" if taken else "ignored"].inc()
+        return taken
+
+    def malformed(self) -> None:
+        self._counters["malformed"].inc()
+        self._inner.malformed()

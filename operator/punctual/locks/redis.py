@@ -7,11 +7,19 @@ key expires. Whatever goes wrong talking to Redis fails closed: the claim raises
 Claims go out in pipelines, one round trip in flight at a time (``redis_io.pipelines``): a
 lone claim is one SET; claims made while a round trip is on the wire ride in the next one.
 
+With sharding, an owner's claim that names the job's backup (``Claim.backup``) is one script
+instead (``CLAIM_AND_TELL``): the same SET and, only when it won, a PUBLISH of the notice to
+the backup's channel (``redis_io.claim_notices``), in the same round trip. Each replica
+``hear``s its own channel on one connection of the pool. The script goes by ``EVALSHA``, loaded
+when the replica starts to listen and again on ``NOSCRIPT``.
+
 Connections (their pool, their short timeouts) come from ``redis_io.connections``, the key
 from ``redis_io.slot_keys``.
 """
 
 import asyncio
+import contextlib
+import itertools
 import logging
 from dataclasses import dataclass
 from typing import Self
@@ -20,19 +28,40 @@ import redis.asyncio
 import redis.asyncio.client
 import redis.exceptions
 
-from punctual.contracts import records
-from punctual.redis_io import connections, pipelines, slot_keys
+from punctual.contracts import protocols, records
+from punctual.redis_io import claim_notices, connections, pipelines, slot_keys
 
 logger = logging.getLogger(__name__)
+
+CLAIM_AND_TELL = """\
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  redis.call('PUBLISH', ARGV[3], ARGV[4])
+  return 1
+end
+return 0
+"""
+"""KEYS: the slot key; ARGV: holder, TTL in ms, the backup's channel, the notice."""
+
+HEAR_AGAIN_AFTER = 1.0
+"""Seconds before listening again once the channel's connection failed (backups claim
+meanwhile, as they would without notices)."""
+_YIELD_EVERY = 64
+"""Messages handled in a row at most before the listener lets the event loop run others."""
+_POLL = 1.0
+"""Seconds a read of the channel waits at most (the connection's own timeout is as short)."""
 
 
 @dataclass(slots=True, kw_only=True)
 class _Claim(pipelines.Request[bool]):
     ttl_ms: int
+    channel: str | None = None
+    """The backup's channel, to tell when won (``CLAIM_AND_TELL``); None: a plain SET."""
+    notice: bytes = b""
 
 
 class RedisLock(pipelines.PipelinedClaims[_Claim]):
-    """``protocols.SlotLock`` on one Redis (standalone or behind a primary endpoint)."""
+    """``protocols.SlotLock`` on one Redis (standalone or behind a primary endpoint), and
+    ``protocols.TellsBackups`` when given a ``scope``."""
 
     backend = "redis"
 
@@ -43,13 +72,16 @@ class RedisLock(pipelines.PipelinedClaims[_Claim]):
         description: str = "redis",
         password: str | None = None,
         owns_client: bool = True,
+        scope: str | None = None,
     ) -> None:
         """Use ``client`` (which this lock then owns: ``close()`` closes it; with
         ``owns_client`` false, a client the replica shares with its run leases and stream
         claims, which ``close()`` leaves open).
 
         ``description`` names the server in errors and logs (a redacted URL); ``password``, when
-        given, is scrubbed from every error message as a last line of defence.
+        given, is scrubbed from every error message as a last line of defence. ``scope``, the
+        installation's (``claim_notices.scope``), names the channels backups are told on; None:
+        claims tell nobody.
         """
         super().__init__(
             client,
@@ -57,7 +89,10 @@ class RedisLock(pipelines.PipelinedClaims[_Claim]):
             password=password,
             name="redis slot claims",
             owns_client=owns_client,
+            script=CLAIM_AND_TELL,
         )
+        self._scope = scope
+        self._subscribed = False
 
     @classmethod
     def from_url(
@@ -68,6 +103,7 @@ class RedisLock(pipelines.PipelinedClaims[_Claim]):
         pool_timeout: float = connections.DEFAULT_POOL_TIMEOUT,
         socket_timeout: float = connections.DEFAULT_SOCKET_TIMEOUT,
         connect_timeout: float = connections.DEFAULT_SOCKET_TIMEOUT,
+        scope: str | None = None,
     ) -> Self:
         """A lock on the Redis at ``redis://[[user]:password@]host[:port][/db]`` or ``rediss://``.
 
@@ -83,7 +119,10 @@ class RedisLock(pipelines.PipelinedClaims[_Claim]):
             connect_timeout=connect_timeout,
         )
         return cls(
-            connection.client, description=connection.description, password=connection.password
+            connection.client,
+            description=connection.description,
+            password=connection.password,
+            scope=scope,
         )
 
     def __repr__(self) -> str:
@@ -97,17 +136,83 @@ class RedisLock(pipelines.PipelinedClaims[_Claim]):
             answer=asyncio.get_running_loop().create_future(),
             ttl_ms=pipelines.ttl_millis(claim.ttl),
         )
+        if claim.backup is not None and self._scope is not None:
+            request.channel = claim_notices.channel(self._scope, claim.backup)
+            request.notice = claim_notices.encode(
+                records.ClaimNotice(uid=claim.job.uid, slot=claim.slot)
+            )
         won: bool = await self._submit(request)
         return won
 
+    async def hear(self, member: str, notices: protocols.ClaimNotices) -> None:
+        if self._scope is None:
+            raise RuntimeError("a lock without a scope has no channel to hear")
+        channel = claim_notices.channel(self._scope, member)
+        self._subscribed = True
+        while True:
+            try:
+                await self._load_script()
+                await self._listen(channel, notices)
+            except (redis.exceptions.RedisError, OSError) as error:
+                # Once per outage: the lock's health probe says the rest.
+                (logger.warning if self._subscribed else logger.debug)(
+                    "claim notices: %s: %s; listening again every %.0f s",
+                    self._description,
+                    self._scrub(str(error)) or type(error).__name__,
+                    HEAR_AGAIN_AFTER,
+                )
+                self._subscribed = False
+            await asyncio.sleep(HEAR_AGAIN_AFTER)
+
+    async def _listen(self, channel: str, notices: protocols.ClaimNotices) -> None:
+        pubsub = self._client.pubsub(ignore_subscribe_messages=True)
+        try:
+            await pubsub.subscribe(channel)
+            self._subscribed = True
+            for count in itertools.count(1):
+                message = await pubsub.get_message(timeout=_POLL)
+                if message is None:
+                    continue
+                notice = (
+                    claim_notices.parse(message.get("data"))
+                    if message.get("type") == "message"
+                    else None
+                )
+                if notice is None:
+                    notices.malformed()
+                else:
+                    notices.claimed(notice)
+                if not count % _YIELD_EVERY:
+                    # Replies already read return without a pause: a flood of them must not
+                    # hold the event loop.
+                    await asyncio.sleep(0)
+        finally:
+            with contextlib.suppress(redis.exceptions.RedisError, OSError):
+                await pubsub.aclose()  # type: ignore[no-untyped-call]
+
     def _add(self, pipeline: redis.asyncio.client.Pipeline, request: _Claim) -> None:
-        pipeline.set(request.key, request.holder, nx=True, px=request.ttl_ms)
+        if request.channel is None:
+            pipeline.set(request.key, request.holder, nx=True, px=request.ttl_ms)
+        else:
+            pipeline.evalsha(
+                self._sha,
+                1,
+                request.key,
+                request.holder,
+                request.ttl_ms,
+                request.channel,
+                request.notice,
+            )
 
     def _settle(self, request: _Claim, reply: object, holder: object) -> bool:
-        if isinstance(reply, redis.exceptions.RedisError):
+        if holder is not None and holder == request.holder:
+            self._answer(request, True)  # the earlier attempt had won it
+        elif self._script_missing(request, reply):
+            return False
+        elif isinstance(reply, redis.exceptions.RedisError):
             # Anything else (a read-only replica after a failover, OOM, ...) cannot tell who
             # owns the slot either.
             self._refuse([request], reply)
         else:
-            self._answer(request, bool(reply) or holder == request.holder)
+            self._answer(request, bool(reply))
         return True

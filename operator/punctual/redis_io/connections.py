@@ -20,12 +20,14 @@ import redis.backoff
 SCHEMES = frozenset({"redis", "rediss"})
 
 DEFAULT_MAX_CONNECTIONS = 64
-SHARED_MAX_CONNECTIONS = DEFAULT_MAX_CONNECTIONS + 4
+SHARED_MAX_CONNECTIONS = DEFAULT_MAX_CONNECTIONS + 5
 """The pool of the one client a replica's slot lock, run leases and stream claims share: what
-each could hold at once with a pool of its own. The slot lock and the stream claims hold two at
-most each (their one round trip of claims in flight, plus a ``ping`` while the lock is down, or
-the script load ahead of the first queue claim); the run leases held up to their own pool's
-``DEFAULT_MAX_CONNECTIONS`` (a renewal of many leases goes out in chunks, all at once)."""
+each could hold at once with a pool of its own. The slot lock holds three at most (its one
+round trip of claims in flight, a ``ping`` while the lock is down or a script load, and, with
+sharding, the subscription its claim notices come on), the stream claims two (their round
+trip, and the script load ahead of the first queue claim); the run leases held up to their own
+pool's ``DEFAULT_MAX_CONNECTIONS`` (a renewal of many leases goes out in chunks, all at
+once)."""
 DEFAULT_POOL_TIMEOUT = 10.0
 """Seconds a claim waits for a free connection: generous, a burst of claims drains quickly."""
 DEFAULT_SOCKET_TIMEOUT = 1.0

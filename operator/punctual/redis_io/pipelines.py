@@ -18,6 +18,7 @@ import abc
 import asyncio
 import collections
 import contextlib
+import hashlib
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -54,6 +55,8 @@ class Request(Generic[_Answer]):
     answer: "asyncio.Future[_Answer]"
     failure: redis.exceptions.RedisError | None = field(default=None)
     """Why the previous attempt got no answer; ``None`` on the first attempt."""
+    reloaded: bool = field(default=False)
+    """Sent again once after ``NOSCRIPT``: a second ``NOSCRIPT`` fails it closed."""
 
 
 _Request = TypeVar("_Request", bound=Request[Any])
@@ -71,11 +74,16 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
         password: str | None,
         name: str,
         owns_client: bool = True,
+        script: str = "",
     ) -> None:
         """Send through ``client`` (owned from now on: ``close()`` closes it; with
         ``owns_client`` false, a client shared with other users, left open for the one who made
         it). ``description`` names the server in errors (a redacted URL); ``password`` is
-        scrubbed from them; ``name`` is the sender task's."""
+        scrubbed from them; ``name`` is the sender task's. ``script``: the Lua script claims
+        may go by (``EVALSHA`` of ``self._sha``), loaded again before claims that met
+        ``NOSCRIPT`` go out again (``_script_missing``)."""
+        self._script = script
+        self._sha = hashlib.sha1(script.encode()).hexdigest()
         self._client = client
         self._owns_client = owns_client
         self._description = description
@@ -124,7 +132,26 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
         on a second attempt, the holder its key shows; False to send it again (once)."""
 
     async def _before_sending_again(self) -> None:
-        """Called before claims ``_settle`` returned False for go out again."""
+        """Called before claims ``_settle`` returned False for go out again: loads the script
+        (a Redis restarted, or ``SCRIPT FLUSH``)."""
+        await self._load_script()
+
+    async def _load_script(self) -> None:
+        if not self._script:
+            return
+        try:
+            await self._client.script_load(self._script)
+        except redis.exceptions.RedisError as error:  # the claims will say so, if it lasts
+            logger.debug("loading the claim script failed: %s", self._scrub(str(error)))
+
+    @staticmethod
+    def _script_missing(request: _Request, reply: object) -> bool:
+        """Whether ``reply`` is a first ``NOSCRIPT`` for ``request``: nothing ran, and
+        ``_settle`` returns False to send it again once the script is loaded."""
+        if isinstance(reply, redis.exceptions.NoScriptError) and not request.reloaded:
+            request.reloaded = True
+            return True
+        return False
 
     async def _send(self) -> None:
         """Round trips until no claim waits (claims made meanwhile ride in the next one)."""

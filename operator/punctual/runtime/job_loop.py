@@ -22,6 +22,14 @@ from punctual.scheduling import backfill, missed, plans, slots
 
 logger = logging.getLogger(__name__)
 
+MAX_NOTICED = 16
+"""Slots a backup holds notices of at once, per job: notices beyond are ignored (it then
+claims those slots, as without notices)."""
+NOTICE_AHEAD = timedelta(seconds=5)
+"""How far past this replica's clock a noticed slot may be (the owner's clock runs a little
+ahead, or the owner was early): a notice further ahead is ignored, so that no message can make
+a backup leave a slot far in the future."""
+
 
 class JobLoop:
     """Schedules one job. ``arm`` again to change the plan; runs in flight survive it."""
@@ -50,6 +58,9 @@ class JobLoop:
         self._scheduling: asyncio.Task[None] | None = None
         self._armed: runs.Armed | None = None
         self._handled_through: datetime | None = None
+        self._backing_up = False
+        self._noticed: set[datetime] = set()
+        """Slots ahead whose owner said it claimed them (this loop a backup's)."""
 
     @property
     def active_slots(self) -> list[datetime]:
@@ -75,6 +86,8 @@ class JobLoop:
         owner left free).
         """
         self.stop_scheduling()
+        self._backing_up = delay > timedelta()
+        self._noticed.clear()
         armed = self._armed = runs.Armed(
             plan=plan,
             executor=executor,
@@ -96,6 +109,27 @@ class JobLoop:
         """The newest slot this loop dealt with (ran, claimed for another replica, counted
         missed): when scheduling stops, slots after it are nobody's here."""
         return self._handled_through
+
+    def tell(self, member: str | None) -> None:
+        """Tell ``member`` (the job's backup, while this replica owns it; None: nobody) of each
+        scheduled slot claimed here."""
+        self._runs.backup = member
+
+    def notice(self, slot: datetime) -> bool:
+        """The owner said it claimed ``slot``: a backup's loop leaves it. True when taken: this
+        loop backs the job up, ``slot`` is ahead of it (and not too far), and fewer than
+        ``MAX_NOTICED`` are held; otherwise the loop claims the slot when due, as without."""
+        handled = self._handled_through
+        if (
+            not self._backing_up
+            or self._scheduling is None
+            or (handled is not None and slot <= handled)
+            or slot > self._wall() + NOTICE_AHEAD
+            or len(self._noticed) >= MAX_NOTICED
+        ):
+            return False
+        self._noticed.add(slot)
+        return True
 
     def stop_scheduling(self) -> None:
         """Stop starting new slots; runs in flight and claimed slots go on."""
@@ -183,7 +217,8 @@ class JobLoop:
             self._store.slot_upcoming(self.job, scheduled_time=upcoming + plan.offset)
             # Before the wait, off the firing path: a cron next slot costs up to ~100 µs.
             following = plan.schedule.next_after(upcoming).at
-            self._runs.prepare(upcoming, armed)
+            if not self._backing_up:  # a backup seldom runs a slot: that run does the work
+                self._runs.prepare(upcoming, armed)
             waited = upcoming + delay > self._wall()
             await self._timer.wait_until(upcoming + delay)
             now = self._wall() - delay  # on the job's own timeline, like the deadline
@@ -204,9 +239,20 @@ class JobLoop:
                 following = plan.schedule.next_after(newest).at
             if decision.given_up:
                 await self._count_missed(decision, armed)
-            claiming = await self._claim_in_order(decision.run, armed, previous=claiming)
+            run = self._unnoticed(decision.run, through=newest) if self._noticed else decision.run
+            claiming = await self._claim_in_order(run, armed, previous=claiming)
             cursor, upcoming = newest, following
             self._handled_through = cursor
+
+    def _unnoticed(self, due: Sequence[datetime], *, through: datetime) -> Sequence[datetime]:
+        """``due`` but the slots the owner said it claimed; notices up to ``through`` are
+        dropped (the loop is past them)."""
+        left = [slot for slot in due if slot not in self._noticed]
+        for slot in due:
+            if slot in self._noticed:
+                self._store.claim_skipped(self.job, slot=slot)
+        self._noticed = {slot for slot in self._noticed if slot > through}
+        return left
 
     async def _claim_in_order(
         self,

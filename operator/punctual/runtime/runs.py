@@ -98,6 +98,9 @@ class JobRuns:
         self._tokens: dict[datetime, str] = {}
         """The runs asked for by hand, from their claim to their record: each one's slot (when
         it was asked for, on this replica's clock) and its ``punctual.dev/run-now`` token."""
+        self.backup: str | None = None
+        """The member to tell of each scheduled slot claimed here (sharding: the job's backup,
+        while this replica owns it): see ``records.Claim.backup``."""
 
     @property
     def active_slots(self) -> list[datetime]:
@@ -236,6 +239,7 @@ class JobRuns:
         """Fail closed: no claim, no run, whatever went wrong."""
         plan = armed.plan
         token = self._tokens.get(slot)
+        backfill = self._backfilled.get(slot)
         claim = records.Claim(
             job=self._job,
             slot=slot,
@@ -245,7 +249,8 @@ class JobRuns:
             scheduled_time=slot if token is not None else slot + plan.offset,
             run=run,
             token=token,
-            backfill=self._backfilled.get(slot),
+            backfill=backfill,
+            backup=self.backup if run and token is None and backfill is None else None,
         )
         try:
             return await armed.lock.claim(claim)

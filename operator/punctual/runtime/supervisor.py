@@ -4,6 +4,11 @@ With ``Sharding``, only the jobs this replica owns or backs up among the live me
 (``scheduling.ownership``) are scheduled here: the owner claims each slot when due, the backup
 ``backup_delay`` later (it wins only a slot the owner left free), the others not at all. A
 membership change re-arms only the jobs whose role here changed.
+
+The owner's claims name the job's backup (``Claim.backup``), for a lock that tells it
+(``protocols.TellsBackups``); the supervisor hears what this replica is told as a backup
+(``protocols.ClaimNotices``) and hands each notice to the job's loop, which then leaves that
+slot to its owner.
 """
 
 import asyncio
@@ -60,6 +65,8 @@ class Supervisor:
         self._members = frozenset({sharding.member}) if sharding is not None else frozenset()
         self._requests: dict[slots.JobRef, _Request] = {}
         self._roles: dict[slots.JobRef, ownership.Role] = {}
+        self._backed_up: dict[str, slots.JobRef] = {}
+        """The jobs backed up here, by uid (what claim notices name)."""
         self._held: set[slots.JobRef] = set()
         """The jobs owned or backed up here; ``armed`` copies it in one step (the metrics
         server reads it from its own thread while the event loop changes it)."""
@@ -87,11 +94,23 @@ class Supervisor:
         led = []
         for job in list(self._requests):
             before = self._roles.get(job, ownership.Role.NONE)
-            if self._role(job) != before:
+            shares = self._shares(job)
+            if self._role(job, shares) != before:
                 self._apply(job, before=before)
                 if self._roles[job] == ownership.Role.OWNER:
                     led.append(job)
+            elif before == ownership.Role.OWNER:  # its backup may have changed
+                self._loops[job].tell(shares.backup)
         return led
+
+    def claimed(self, notice: records.ClaimNotice) -> bool:
+        """``protocols.ClaimNotices``: the owner of a job backed up here claimed a slot."""
+        job = self._backed_up.get(notice.uid)
+        loop = self._loops.get(job) if job is not None else None
+        return loop is not None and loop.notice(notice.slot)
+
+    def malformed(self) -> None:
+        """``protocols.ClaimNotices``: nothing to do here (counted by the metrics' wrapper)."""
 
     def active_slots(self, job: slots.JobRef) -> list[datetime]:
         loop = self._loops.get(job)
@@ -144,18 +163,33 @@ class Supervisor:
         """Whether ``job`` is scheduled, by other replicas only (sharding)."""
         return job in self._requests and job not in self._held
 
-    def _role(self, job: slots.JobRef) -> ownership.Role:
+    def _role(self, job: slots.JobRef, shares: ownership.Shares | None = None) -> ownership.Role:
         sharding = self._sharding
         if sharding is None:
             return ownership.Role.OWNER
-        return ownership.role(job.uid, self._members, sharding.member)
+        return (shares or self._shares(job)).role_of(sharding.member)
+
+    def _shares(self, job: slots.JobRef) -> ownership.Shares:
+        found = ownership.shares(job.uid, self._members)
+        if found is None:  # never: this replica always counts itself a member
+            raise RuntimeError("no members")
+        return found
 
     def _assign(self, job: slots.JobRef) -> ownership.Role:
-        role = self._roles[job] = self._role(job)
+        """Record ``job``'s role here now; its loop (made if need be) told whom to tell."""
+        shares = self._shares(job)
+        role = self._roles[job] = self._role(job, shares)
         if role == ownership.Role.NONE:
             self._held.discard(job)
         else:
             self._held.add(job)
+        if role == ownership.Role.BACKUP:
+            self._backed_up[job.uid] = job
+        else:
+            self._backed_up.pop(job.uid, None)
+        loop = self._loop(job) if role != ownership.Role.NONE else self._loops.get(job)
+        if loop is not None:
+            loop.tell(shares.backup if role == ownership.Role.OWNER else None)
         return role
 
     def _delay(self, role: ownership.Role) -> timedelta:
@@ -244,6 +278,7 @@ class Supervisor:
         self._requests.pop(job, None)
         role = self._roles.pop(job, ownership.Role.OWNER)
         self._held.discard(job)
+        self._backed_up.pop(job.uid, None)
         loop = self._loops.get(job)
         if loop is None:
             return None
@@ -256,6 +291,7 @@ class Supervisor:
         self._requests.pop(job, None)
         self._roles.pop(job, None)
         self._held.discard(job)
+        self._backed_up.pop(job.uid, None)
         loop = self._loops.pop(job, None)
         if loop is not None:
             await loop.close(grace=self._grace, reason="job disarmed")
@@ -266,4 +302,5 @@ class Supervisor:
         self._requests.clear()
         self._roles.clear()
         self._held.clear()
+        self._backed_up.clear()
         await asyncio.gather(*(loop.close(grace=self._grace) for loop in loops))

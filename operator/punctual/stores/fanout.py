@@ -52,6 +52,9 @@ class FanoutStore:
             "backfill_progressed", job, lambda store: store.backfill_progressed(job, progress)
         )
 
+    def claim_skipped(self, job: slots.JobRef, *, slot: datetime) -> None:
+        self._each("claim_skipped", job, lambda store: store.claim_skipped(job, slot=slot))
+
     def _each(
         self, what: str, job: slots.JobRef, call: Callable[[protocols.RunStore], None]
     ) -> None:

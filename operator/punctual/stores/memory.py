@@ -16,6 +16,8 @@ class JobHistory:
     newest_missed: datetime | None = None
     upcoming: datetime | None = None
     overlapped: list[datetime] = field(default_factory=list)
+    skipped: list[datetime] = field(default_factory=list)
+    """Slots left to the owner on its word (this replica the job's backup)."""
 
     def results(self) -> collections.Counter[records.RunResult]:
         return collections.Counter(record.result for record in self.finished)
@@ -40,6 +42,9 @@ class MemoryStore:
         self, job: slots.JobRef, *, slot: datetime, policy: overlap.ConcurrencyPolicy
     ) -> None:
         self.jobs[job].overlapped.append(slot)
+
+    def claim_skipped(self, job: slots.JobRef, *, slot: datetime) -> None:
+        self.jobs[job].skipped.append(slot)
 
     def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
         history = self.jobs[job]

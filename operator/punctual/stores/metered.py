@@ -58,6 +58,9 @@ class MeteredStore(protocols.RunStore):
         if count > 0:
             self._meters.slots_missed.inc(count)
 
+    def claim_skipped(self, job: slots.JobRef, *, slot: datetime) -> None:
+        self._meters.claims_skipped.inc()
+
     def slot_overlapped(
         self,
         job: slots.JobRef,

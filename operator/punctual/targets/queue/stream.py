@@ -27,7 +27,6 @@ would live in different hash slots: only a standalone Redis (or a primary endpoi
 
 import asyncio
 import collections
-import hashlib
 import json
 import logging
 from collections.abc import Mapping
@@ -96,8 +95,6 @@ class _Request(pipelines.Request["str | None"]):
     arguments: list[str | int]
     """The script's ARGV: holder, TTL in ms, MAXLEN or '', then the entry's fields."""
     run: bool
-    reloaded: bool = False
-    """Sent again once after ``NOSCRIPT``: a second ``NOSCRIPT`` fails it closed."""
 
     @property
     def ttl_ms(self) -> int:
@@ -116,8 +113,8 @@ class StreamClaims(pipelines.PipelinedClaims[_Request]):
             password=connection.password,
             name="redis stream claims",
             owns_client=owns_client,
+            script=CLAIM_AND_ENQUEUE,
         )
-        self._sha = hashlib.sha1(CLAIM_AND_ENQUEUE.encode()).hexdigest()
         self._warming: asyncio.Task[None] | None = None
 
     @classmethod
@@ -170,20 +167,11 @@ class StreamClaims(pipelines.PipelinedClaims[_Request]):
             return
         self._warming = loop.create_task(self._load_script(), name="redis stream warm-up")
 
-    async def _load_script(self) -> None:
-        try:
-            await self._client.script_load(CLAIM_AND_ENQUEUE)
-        except redis.exceptions.RedisError as error:  # the claims will say so, if it lasts
-            logger.debug("loading the claim script failed: %s", self._scrub(str(error)))
-
     def _add(self, pipeline: redis.asyncio.client.Pipeline, request: _Request) -> None:
         if request.run:
             pipeline.evalsha(self._sha, 2, request.key, request.stream, *request.arguments)
         else:  # only to count the slot missed: never enqueued
             pipeline.set(request.key, request.holder, nx=True, px=request.ttl_ms)
-
-    async def _before_sending_again(self) -> None:
-        await self._load_script()
 
     def _settle(self, request: _Request, reply: object, holder: object) -> bool:
         """Answer ``request`` from its replies; False when it must go again (``NOSCRIPT``)."""
@@ -191,8 +179,7 @@ class StreamClaims(pipelines.PipelinedClaims[_Request]):
             self._answer(request, reply.decode() if isinstance(reply, bytes) else str(reply))
         elif holder is not None and holder == request.holder:
             self._answer(request, UNKNOWN_ENTRY)  # the earlier attempt had won it
-        elif isinstance(reply, redis.exceptions.NoScriptError) and not request.reloaded:
-            request.reloaded = True  # nothing ran: load the script, then once more
+        elif self._script_missing(request, reply):
             return False
         elif isinstance(reply, redis.exceptions.RedisError):
             self._refuse([request], reply)
