@@ -89,6 +89,8 @@ class JobRuns:
         self._stopping: str | None = None
         self._tasks = job_tasks
         self._draining: asyncio.Task[None] | None = None
+        self._claiming: Claiming | None = None
+        """The newest claim of a slot of the schedule still on its way."""
         self._last_slot: datetime | None = None
         self._last_slot_id = ""
         self._backfilled: dict[datetime, str] = {}
@@ -114,11 +116,23 @@ class JobRuns:
         except Exception:  # best effort: the run does the work itself at the slot
             logger.exception("slot %s: preparing its run failed", context.slot_id)
 
+    @property
+    def claim_in_flight(self) -> Claiming | None:
+        """The newest ``claim_and_admit`` not landed yet (None once it has)."""
+        return self._claiming
+
     def claim_and_admit(self, slot: datetime, armed: Armed) -> Claiming:
         """Claim ``slot`` and admit it per the concurrency policy, in a task of its own."""
-        return self._tasks.spawn(
-            self._claim_and_admit(slot, armed), name=f"claim {self._slot_id(slot)}"
+        claiming = self._claiming = self._tasks.spawn(
+            self._claim_and_admit(slot, armed),
+            name=f"claim {self._slot_id(slot)}",
+            on_done=self._claim_landed,
         )
+        return claiming
+
+    def _claim_landed(self, claiming: Claiming) -> None:
+        if self._claiming is claiming:
+            self._claiming = None
 
     def run_now(self, token: str, armed: Armed) -> Claiming:
         """Claim the run asked for with ``token`` and admit it like a slot due now, in a task
@@ -379,9 +393,12 @@ class JobRuns:
                 token=context.token,
             ),
         )
-        run.task = self._tasks.spawn(self._execute(run, armed), name=f"run {context.slot_id}")
-        # A task cancelled before its first step never enters _execute: record it here.
-        run.task.add_done_callback(lambda _: self._finish(run, *_CANCELLED_EARLY))
+        # A task cancelled before its first step never enters _execute: recorded when done.
+        run.task = self._tasks.spawn(
+            self._execute(run, armed),
+            name=f"run {context.slot_id}",
+            on_done=lambda _: self._finish(run, *_CANCELLED_EARLY),
+        )
         return run.task
 
     async def _execute(self, run: _Run, armed: Armed) -> None:
