@@ -153,8 +153,12 @@ class Heartbeat(protocols.RunStore):
             timeout = max(0.0, next_renewal - loop.time())
             if self._to_hold or self._to_release:  # the backend did not take them: soon again
                 timeout = min(timeout, retry)
+            # Not ``wait_for``: on Python 3.11 it swallows a cancellation that comes as the
+            # event is set (a run starting or ending as the replica stops), and the heartbeat
+            # went on for ever, holding the stop up until the process was killed.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=timeout)
+                async with asyncio.timeout(timeout):
+                    await self._wake.wait()
             self._wake.clear()
             await self._flush()
             if loop.time() >= next_renewal:
