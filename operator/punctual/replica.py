@@ -31,10 +31,10 @@ membership (its Lease deleted first, so that the other replicas take its jobs at
 health probe; every run (cancelled, recorded Failed "operator stopping"); the heartbeat and the
 detector, then the leases of the runs the scheduler cancelled; last, every pending status is
 written (for ``stores.status.writer.LAST_FLUSH`` at most, what matters most first), while the
-API client, Redis and the HTTP connections are still open; a line logs how long each part took. Only then does
-``aclose`` close what ``start`` opened, in reverse: the stream claims, the Job watcher, the HTTP
-connections, the run leases, the slot lock, the shared Redis client (once, after the three that
-use it) and the API client.
+API client, Redis and the HTTP connections are still open; a line logs how long each part took.
+Only then does ``aclose`` close what ``start`` opened, in reverse: the stream claims, the Job
+watcher, the HTTP connections, the run leases, the slot lock, the shared Redis client (once,
+after the three that use it) and the API client.
 
 The parts that need no Kubernetes can be built on their own (``connect_redis``, ``open_lock``,
 ``start_scheduler``, ``open_http_connections``), as ``bench/hot_path.py`` does; ``aclose``
@@ -460,6 +460,7 @@ class Stopping:
             return
         clock = asyncio.get_running_loop().time
         started = clock()
+        logger.info("replica stopping: ending every run, then writing the last statuses")
         if self.members is not None:
             await self.members.leave()  # first: the others take this replica's jobs now
         if self.members_task is not None:

@@ -41,6 +41,8 @@ class SlowStatusApi:
 
     def __init__(self) -> None:
         self.written: list[str] = []
+        self.hangs = False
+        """Every patch waits for ever (the API server stalled)."""
 
     async def read(self, ref: slots.JobRef) -> dict[str, Any]:
         raise AssertionError("every body is cached")
@@ -49,6 +51,8 @@ class SlowStatusApi:
         self, ref: slots.JobRef, patch: Mapping[str, Any], *, resource_version: str
     ) -> dict[str, Any]:
         await asyncio.sleep(WRITE_TAKES)
+        if self.hangs:
+            await asyncio.Event().wait()
         self.written.append(ref.name)
         answer = body(ref, **patch.get("status", {}))
         answer["metadata"]["resourceVersion"] = "2"
@@ -151,3 +155,30 @@ class TestTheLastFlush:
         oldest = {job(index).name for index in range(2 * CONCURRENCY - 2)}
         assert {changed.name, running.name} <= set(api.written[:CONCURRENCY])
         assert set(api.written) == {changed.name, running.name, *oldest}
+
+    async def test_counts_a_write_still_in_flight_at_the_close_against_its_bound(
+        self,
+        store: status_store.StatusStore,
+        api: SlowStatusApi,
+        cache: objects.ObjectCache,
+        caplog: pytest.LogCaptureFixture,
+    ) -> None:
+        api.hangs = True
+        changed = job(0)
+        cache.remember(body(changed))
+        condition = status_store.Condition(
+            type="Ready", status=True, reason="Scheduled", message=""
+        )
+        store.set_condition(changed, condition, generation=1)
+        loop = asyncio.get_running_loop()
+        writer = asyncio.create_task(store.run())
+        await asyncio.sleep(0.5)  # the condition's write is on the wire, and stays there
+        ran(store, job(0))
+
+        store.close()
+        closed = loop.time()
+        await writer
+
+        assert loop.time() - closed == pytest.approx(LAST_FLUSH.total_seconds())
+        assert api.written == []
+        assert any("not written within" in r.message for r in caplog.records)

@@ -88,6 +88,11 @@ class StatusStore(protocols.RunStore):
         """When each job's runs in progress were last written (``_clock``)."""
         self._next_heartbeat = 0.0
         self._closing = False
+        self._writing: set[asyncio.Task[None]] = set()
+        """The writes in flight (each tick's, the last flush's)."""
+        self._cutting: asyncio.TimerHandle | None = None
+        """Cuts every write still in flight ``last_flush`` after the close."""
+        self._cut_passed = False
         self.backlog = 0
         """Jobs with a status write pending, as of the last second's tick (for metrics: read
         from any thread)."""
@@ -145,8 +150,8 @@ class StatusStore(protocols.RunStore):
         self._stated.pop(job, None)
 
     async def run(self) -> None:
-        """Write what is due, every tick, until closed or cancelled; then write everything left
-        (``last_flush`` at most)."""
+        """Write what is due, every tick, until closed or cancelled; then write everything left,
+        until ``last_flush`` after the close (the writes of the tick in flight then included)."""
         try:
             while not self._closing:
                 await asyncio.sleep(self._tick)
@@ -157,17 +162,29 @@ class StatusStore(protocols.RunStore):
 
     def close(self) -> None:
         """End ``run`` gracefully: after the writes of its current tick, it writes everything
-        left and returns. Await ``run`` (its task) for that final flush to be done.
+        left and returns, ``last_flush`` after this call at the latest (any write still in
+        flight then is cut). Await ``run`` (its task) for that final flush to be done.
 
         Cancelling ``run`` instead would cut the writes in flight; closing lets them finish.
         """
         self._closing = True
+        self._cut_later()
+
+    def _cut_later(self) -> None:
+        if self._cutting is None:
+            self._cutting = asyncio.get_running_loop().call_later(self._last_flush, self._cut)
+
+    def _cut(self) -> None:
+        self._cut_passed = True
+        for write in self._writing:
+            write.cancel()
 
     async def _flush_last(self) -> None:
-        """Everything pending, what matters most first, for ``last_flush`` at most: condition
-        changes, then the jobs whose object still shows runs in progress (ended by the stop),
-        then the others, oldest first. The writes not done by then are cut; what they carried
-        is not written by anyone (the next replica counts the runs it sees from then on)."""
+        """Everything pending, what matters most first, until the cut: condition changes, then
+        the jobs whose object still shows runs in progress (ended by the stop), then the
+        others, oldest first. What the writes cut carried is not written by anyone (the next
+        replica counts the runs it sees from then on)."""
+        self._cut_later()
         pending = self._ledger.pending
         urgent = [job for job in self._ledger.urgent if job in pending]
         shown_active = [
@@ -177,18 +194,18 @@ class StatusStore(protocols.RunStore):
         ]
         first = {*urgent, *shown_active}
         order = [*urgent, *shown_active, *(job for job in pending if job not in first)]
-        if not order:
-            return
-        writes = [asyncio.ensure_future(self._write(job)) for job in order]
-        _, cut = await asyncio.wait(writes, timeout=self._last_flush)
-        for write in cut:
-            write.cancel()
-        if cut:
-            await asyncio.wait(cut)
+        if self._cut_passed:  # a write of the last tick held it up so long: nothing more starts
+            left = len(order)
+        else:
+            writes = [self._start_write(job) for job in order]
+            if writes:
+                await asyncio.wait(writes)
+            left = sum(write.cancelled() for write in writes)
+        if left:
             logger.warning(
                 "stopping: the status of %d of %d jobs not written within %s; their runs since "
                 "their last write go unrecorded in status",
-                len(cut),
+                left,
                 len(order),
                 timedelta(seconds=self._last_flush),
             )
@@ -202,7 +219,14 @@ class StatusStore(protocols.RunStore):
         limit = self._allowance.allowed(now)
         due = self._due(now, limit=limit) if due_only else list(self._ledger.pending)
         self._allowance.spend(len(due))
-        await asyncio.gather(*(self._write(job) for job in due))
+        # Exceptions as results: a write cut at a stop must not end the tick's others.
+        await asyncio.gather(*(self._start_write(job) for job in due), return_exceptions=True)
+
+    def _start_write(self, job: slots.JobRef) -> "asyncio.Task[None]":
+        write = asyncio.ensure_future(self._write(job))
+        self._writing.add(write)
+        write.add_done_callback(self._writing.discard)
+        return write
 
     def _measure(self, now: float) -> None:
         # A write kept after a failure goes back at the end, with its old ``since``: the oldest
