@@ -25,6 +25,7 @@ WRITE_TAKES = 1.0
 CONCURRENCY = 4
 LAST_FLUSH = timedelta(seconds=2.5)
 """Room for two rounds of ``CONCURRENCY`` writes, not three."""
+READY = status_store.Condition(type="Ready", status=True, reason="Scheduled", message="")
 
 
 def job(index: int) -> slots.JobRef:
@@ -145,10 +146,7 @@ class TestTheLastFlush:
         running = job(18)
         cache.remember(body(running, active=[{"slot": "2026-11-30T02:00:00Z"}]))
         changed = job(19)
-        condition = status_store.Condition(
-            type="Ready", status=True, reason="Scheduled", message=""
-        )
-        store.set_condition(changed, condition, generation=1)
+        store.set_condition(changed, READY, generation=1)
 
         await stop(store)
 
@@ -166,10 +164,7 @@ class TestTheLastFlush:
         api.hangs = True
         changed = job(0)
         cache.remember(body(changed))
-        condition = status_store.Condition(
-            type="Ready", status=True, reason="Scheduled", message=""
-        )
-        store.set_condition(changed, condition, generation=1)
+        store.set_condition(changed, READY, generation=1)
         loop = asyncio.get_running_loop()
         writer = asyncio.create_task(store.run())
         await asyncio.sleep(0.5)  # the condition's write is on the wire, and stays there
