@@ -14,7 +14,6 @@ looks into a run. Both sides start their tasks in the job's one ``tasks.JobTasks
 """
 
 import asyncio
-import collections
 import dataclasses
 import itertools
 import logging
@@ -84,7 +83,9 @@ class JobRuns:
         self._store = store
         self._replica = replica
         self._active: dict[datetime, _Run] = {}
-        self._queued: collections.deque[tuple[datetime, Armed]] = collections.deque()
+        self._queued: list[tuple[datetime, Armed]] = []
+        """Claimed slots waiting for the runs before them (a few at most: ``max_queued``); a
+        list, as an empty deque takes 600 bytes, 6 MB at 10,000 jobs."""
         self._replaced: set[datetime] = set()
         self._stopping: str | None = None
         self._tasks = job_tasks
@@ -347,7 +348,7 @@ class JobRuns:
         while self._queued and not self._active and self._stopping is None:
             queued_slot = self._queued[0][0]
             if not self._running_elsewhere(armed, besides=queued_slot):
-                queued_slot, armed = self._queued.popleft()
+                queued_slot, armed = self._queued.pop(0)
                 self._start(queued_slot, armed)
                 return
             await asyncio.sleep(ELSEWHERE_POLL.total_seconds())
@@ -480,7 +481,7 @@ class JobRuns:
             if self._running_elsewhere(armed, besides=queued_slot):
                 self._drain_when_idle_elsewhere(armed)
             else:
-                self._queued.popleft()
+                self._queued.pop(0)
                 self._start(queued_slot, armed)
 
     def _slot_id(self, slot: datetime) -> str:
