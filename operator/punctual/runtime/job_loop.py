@@ -108,9 +108,13 @@ class JobLoop:
 
         Claimed slots still queued are counted missed: they will not run here.
         """
+        await tasks.wait_for(self.cancel(reason=reason), grace=grace)
+
+    def cancel(self, *, reason: str = runs.OPERATOR_STOPPING) -> set[asyncio.Task[object]]:
+        """``close`` without the wait: the tasks still to end (many jobs' waited for at once)."""
         self.stop_scheduling()
         self._runs.stop(reason=reason)
-        await self._tasks.cancel_all(grace=grace)
+        return self._tasks.cancel()
 
     def lost(
         self, slot: datetime, *, replica: str, started_at: datetime | None, attempt: int

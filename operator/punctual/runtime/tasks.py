@@ -43,11 +43,20 @@ class JobTasks:
             task.add_done_callback(on_done, context=_CALLBACKS)
         return task
 
-    async def cancel_all(self, *, grace: timedelta) -> None:
-        """Cancel every task and wait for them at most ``grace``."""
+    def cancel(self) -> set[asyncio.Task[object]]:
+        """Cancel every task; those still to end (see ``wait_for``)."""
         for task in self._tasks:
             task.cancel()
-        if self._tasks:
-            _, pending = await asyncio.wait(self._tasks, timeout=grace.total_seconds())
-            for task in pending:
-                logger.warning("%s did not stop within %s", task.get_name(), grace)
+        return set(self._tasks)
+
+    async def cancel_all(self, *, grace: timedelta) -> None:
+        """Cancel every task and wait for them at most ``grace``."""
+        await wait_for(self.cancel(), grace=grace)
+
+
+async def wait_for(cancelled: set[asyncio.Task[object]], *, grace: timedelta) -> None:
+    """Wait for ``cancelled`` tasks (of one job or many) at most ``grace``; name those left."""
+    if cancelled:
+        _, pending = await asyncio.wait(cancelled, timeout=grace.total_seconds())
+        for task in pending:
+            logger.warning("%s did not stop within %s", task.get_name(), grace)
