@@ -484,6 +484,10 @@ class Stopping:
         )
 
 
+DURABLE_STOP = timedelta(seconds=1)
+"""How long a stop waits for the heartbeat's round trip on the wire and the detector."""
+
+
 @dataclass(frozen=True)
 class DurableRuns:
     """Durable runs (redis backend): a lease per run in flight, renewed by a heartbeat; a
@@ -493,6 +497,7 @@ class DurableRuns:
     heartbeat: leases.Heartbeat
 
     def start(self, scheduler: supervisor.Supervisor) -> list[asyncio.Task[None]]:
+        """The heartbeat's task, then the lost-run detector's (``stop`` takes them so)."""
         detector = leases.LossDetector(
             self.backend,
             jobs=lambda: scheduler.armed,
@@ -506,9 +511,15 @@ class DurableRuns:
 
     async def stop(self, tasks: Sequence[asyncio.Task[None]]) -> None:
         """After the scheduler's shutdown: runs it cancelled are recorded (Failed, "operator
-        stopping"), so their leases go too, or another replica would record them Lost."""
-        for task in tasks:
+        stopping"), so their leases go too, or another replica would record them Lost. The
+        heartbeat ends its round trip on the wire, the detector is cancelled; a second at
+        most, then the last releases go out whatever is left."""
+        self.heartbeat.stop()
+        for task in tasks[1:]:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        _, left = await asyncio.wait(tasks, timeout=DURABLE_STOP.total_seconds())
+        for task in left:
+            logger.warning("%s did not stop within %s", task.get_name(), DURABLE_STOP)
+            task.cancel()
         with contextlib.suppress(protocols.LockUnavailableError):
             await self.heartbeat.close()

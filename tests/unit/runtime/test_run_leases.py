@@ -298,6 +298,19 @@ class TestTheHeartbeat:
 
         assert task.cancelled()
 
+    async def test_ends_at_once_when_stopped(self) -> None:
+        backend = MemoryLeases()
+        heartbeat = Heartbeat(backend, replica="r1", rules=FAST)
+        task = asyncio.create_task(heartbeat.run())
+        await asyncio.sleep(0.001)
+
+        heartbeat.run_started(JOB, started())
+        heartbeat.stop()
+        await asyncio.wait([task], timeout=1.0)
+
+        assert task.done()
+        assert not task.cancelled()
+
     async def test_tells_the_attempt_of_a_retried_run(self) -> None:
         backend = MemoryLeases()
         heartbeat = Heartbeat(backend, replica="r1", rules=FAST)
