@@ -16,8 +16,10 @@ control plane of its own (``LocalCluster``) and a ``LocalRedis``, and goes throu
    commands per run (``INFO commandstats``).
 4. ``profile`` (with ``--profile-seconds``): py-spy on the operator while it goes on running the
    same jobs (after the steady window, so the sampling does not distort its figures).
-5. ``restart``: SIGTERM, start again; seconds until ``punctual_scheduled_jobs`` reaches N and
-   until every object has a nextRunTime other than the one it had when the operator stopped.
+5. ``restart``: SIGTERM (``sigterm_s``: until the process exited; ``exit``: its status, -9 when
+   the harness had to SIGKILL it after 20 s), start again; seconds until
+   ``punctual_scheduled_jobs`` reaches N and until every object has a nextRunTime other than
+   the one it had when the operator stopped.
 6. ``replicas``: ``--replicas`` replicas for ``--minutes``: claims per second, lost claims, claim
    errors, duplicates (slot ids received twice: must be 0), misses, lateness. Every window's row
    (``steady``: one replica; ``replicas``: all of them) has ``fleet_cpu_s_per_1k_runs`` (CPU
@@ -629,7 +631,9 @@ class Bench:
             }
         )
 
-    def start(self, scale: Scale, operators: Operators, phase: str) -> None:
+    def start(
+        self, scale: Scale, operators: Operators, phase: str, stop: Mapping[str, Any] = {}
+    ) -> None:
         before = {} if phase == "start" else self.next_run_times(scale)
         log(f"{phase}: starting replica r1 on {scale.jobs_count} jobs")
         operators.start("r1", wait=False)
@@ -650,6 +654,7 @@ class Bench:
                 "next_run_time_s": round(fresh, 1),
                 "stale_next_run_times": stale,
                 "rss_mb": round(proc_rss_mb(operators["r1"].process.pid), 1),
+                **stop,
                 "load1": round(os.getloadavg()[0], 2),
             }
         )
@@ -713,8 +718,12 @@ class Bench:
 
     def restart(self, scale: Scale, operators: Operators) -> None:
         log("restart: SIGTERM to r1")
+        stopping = time.monotonic()
         operators["r1"].terminate()
-        self.start(scale, operators, "restart")
+        stopped = time.monotonic() - stopping
+        code = operators["r1"].process.popen.returncode
+        log(f"  r1 exited {stopped:.1f}s after SIGTERM (exit status {code})")
+        self.start(scale, operators, "restart", stop={"sigterm_s": round(stopped, 1), "exit": code})
 
     def replicas(self, scale: Scale, operators: Operators) -> list[str]:
         running = ["r1"]

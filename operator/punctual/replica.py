@@ -31,10 +31,11 @@ A ``Replica`` owns, once ``start`` has built them in this order:
 membership (its Lease deleted first, so that the other replicas take its jobs at once); the
 health probe; every run (cancelled, recorded Failed "operator stopping"); the heartbeat and the
 detector, then the leases of the runs the scheduler cancelled; last, every pending status is
-written, while the API client, Redis and the HTTP connections are still open. Only then does
-``aclose`` close what ``start`` opened, in reverse: the stream claims, the Job watcher, the HTTP
-connections, the run leases, the slot lock, the shared Redis client (once, after the three that
-use it) and the API client.
+written (for ``stores.status.writer.LAST_FLUSH`` at most, what matters most first), while the
+API client, Redis and the HTTP connections are still open; a line logs how long each part took.
+Only then does ``aclose`` close what ``start`` opened, in reverse: the stream claims, the Job
+watcher, the HTTP connections, the run leases, the slot lock, the shared Redis client (once,
+after the three that use it) and the API client.
 
 The parts that need no Kubernetes can be built on their own (``connect_redis``, ``open_lock``,
 ``start_scheduler``, ``open_http_connections``), as ``bench/hot_path.py`` does; ``aclose``
@@ -395,7 +396,7 @@ class Replica:
         )
 
     async def stop(self) -> None:
-        """End every run, record its fate and write every pending status (``Stopping``);
+        """End every run, record its fate and write the pending statuses (``Stopping``);
         idempotent. Of a replica built in parts, only the scheduler is shut down."""
         if self._stopping is not None:
             await self._stopping.stop()
@@ -480,6 +481,9 @@ class Stopping:
     async def stop(self) -> None:
         if self._done:
             return
+        clock = asyncio.get_running_loop().time
+        started = clock()
+        logger.info("replica stopping: ending every run, then writing the last statuses")
         if self.members is not None:
             await self.members.leave()  # first: the others take this replica's jobs now
         if self.members_task is not None:
@@ -489,11 +493,22 @@ class Stopping:
         await self.scheduler.shutdown()  # runs cancelled, recorded Failed ("operator stopping")
         if self.durable is not None:
             await self.durable.stop(self.durable_tasks)
-        self.statuses.close()  # the writes in flight finish, then everything left is written
+        runs_ended = clock()
+        self.statuses.close()  # the writes in flight finish, then what is left (bounded)
         await asyncio.wait([self.flusher, self.prober])
         if not self.flusher.cancelled() and self.flusher.exception() is not None:
             logger.error("the status writer failed", exc_info=self.flusher.exception())
         self._done = True
+        logger.info(
+            "replica stopped in %.1fs: runs ended in %.1fs, the last statuses written in %.1fs",
+            clock() - started,
+            runs_ended - started,
+            clock() - runs_ended,
+        )
+
+
+DURABLE_STOP = timedelta(seconds=1)
+"""How long a stop waits for the heartbeat's round trip on the wire and the detector."""
 
 
 @dataclass(frozen=True)
@@ -505,6 +520,7 @@ class DurableRuns:
     heartbeat: leases.Heartbeat
 
     def start(self, scheduler: supervisor.Supervisor) -> list[asyncio.Task[None]]:
+        """The heartbeat's task, then the lost-run detector's (``stop`` takes them so)."""
         detector = leases.LossDetector(
             self.backend,
             jobs=lambda: scheduler.armed,
@@ -518,9 +534,15 @@ class DurableRuns:
 
     async def stop(self, tasks: Sequence[asyncio.Task[None]]) -> None:
         """After the scheduler's shutdown: runs it cancelled are recorded (Failed, "operator
-        stopping"), so their leases go too, or another replica would record them Lost."""
-        for task in tasks:
+        stopping"), so their leases go too, or another replica would record them Lost. The
+        heartbeat ends its round trip on the wire, the detector is cancelled; a second at
+        most, then the last releases go out whatever is left."""
+        self.heartbeat.stop()
+        for task in tasks[1:]:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        _, left = await asyncio.wait(tasks, timeout=DURABLE_STOP.total_seconds())
+        for task in left:
+            logger.warning("%s did not stop within %s", task.get_name(), DURABLE_STOP)
+            task.cancel()
         with contextlib.suppress(protocols.LockUnavailableError):
             await self.heartbeat.close()

@@ -101,8 +101,8 @@ class JobLoop:
                 armed, resume_after=resume_after, missed_through=missed_through, delay=delay
             ),
             name=f"schedule {self.job.namespace}/{self.job.name}",
+            on_done=self._report_crash,
         )
-        self._scheduling.add_done_callback(self._report_crash)
 
     @property
     def handled_through(self) -> datetime | None:
@@ -142,9 +142,13 @@ class JobLoop:
 
         Claimed slots still queued are counted missed: they will not run here.
         """
+        await tasks.wait_for(self.cancel(reason=reason), grace=grace)
+
+    def cancel(self, *, reason: str = runs.OPERATOR_STOPPING) -> set[asyncio.Task[object]]:
+        """``close`` without the wait: the tasks still to end (many jobs' waited for at once)."""
         self.stop_scheduling()
         self._runs.stop(reason=reason)
-        await self._tasks.cancel_all(grace=grace)
+        return self._tasks.cancel()
 
     def lost(
         self, slot: datetime, *, replica: str, started_at: datetime | None, attempt: int
@@ -212,7 +216,6 @@ class JobLoop:
         # lateness of the job.
         delay = plan.offset + self._stagger + delay
         upcoming = plan.schedule.next_after(cursor).at
-        claiming: runs.Claiming | None = None
         while True:
             self._store.slot_upcoming(self.job, scheduled_time=upcoming + plan.offset)
             # Before the wait, off the firing path: a cron next slot costs up to ~100 µs.
@@ -240,7 +243,7 @@ class JobLoop:
             if decision.given_up:
                 await self._count_missed(decision, armed)
             run = self._unnoticed(decision.run, through=newest) if self._noticed else decision.run
-            claiming = await self._claim_in_order(run, armed, previous=claiming)
+            await self._claim_in_order(run, armed)
             cursor, upcoming = newest, following
             self._handled_through = cursor
 
@@ -254,31 +257,26 @@ class JobLoop:
         self._noticed = {slot for slot in self._noticed if slot > through}
         return left
 
-    async def _claim_in_order(
-        self,
-        due: Sequence[datetime],
-        armed: runs.Armed,
-        *,
-        previous: runs.Claiming | None,
-    ) -> runs.Claiming | None:
-        """Claim and start ``due``; the task of the last claim.
+    async def _claim_in_order(self, due: Sequence[datetime], armed: runs.Armed) -> None:
+        """Claim and start ``due``.
 
         Each claim is a task of its own (tracked, never cancelled by re-arming): once a claim
         is on its way, it must not strand the slot claimed here and never run. The loop goes on
         to the next slot meanwhile, unless catching up: those runs go one after another, in
         order. Slots are claimed in order: the previous claim lands first (it has long landed,
-        unless the lock is slower than the schedule).
+        unless the lock is slower than the schedule). The loop holds no landed claim: with
+        10,000 jobs, the last claim and run of each, kept until the next slot, were a tenth of
+        the objects the garbage collector walks.
         """
-        if previous is not None and not previous.done():
+        previous = self._runs.claim_in_flight
+        if previous is not None:
             await asyncio.shield(previous)
-        claiming = previous
         for slot in due:
             claiming = self._runs.claim_and_admit(slot, armed)
             if len(due) > 1:
                 started = await asyncio.shield(claiming)
                 if started is not None:
                     await asyncio.wait([started])
-        return claiming
 
     async def _count_missed(self, decision: missed.Decision, armed: runs.Armed) -> None:
         """Count the slots given up, each on the one replica that claims it.

@@ -7,13 +7,18 @@ still counts the ones it won, so neither may be left to finish after the close. 
 """
 
 import asyncio
+import contextvars
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from datetime import timedelta
 from typing import TypeVar
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
+_CALLBACKS = contextvars.Context()
+"""Where the tasks' done callbacks run: they read no context variable, and each would otherwise
+run in a copy of the context current when it was added, one more object per callback for the
+garbage collector to walk (with 10,000 jobs, 20,000)."""
 
 
 class JobTasks:
@@ -22,17 +27,36 @@ class JobTasks:
     def __init__(self) -> None:
         self._tasks: set[asyncio.Task[object]] = set()
 
-    def spawn(self, coroutine: Coroutine[None, None, _T], *, name: str) -> asyncio.Task[_T]:
+    def spawn(
+        self,
+        coroutine: Coroutine[None, None, _T],
+        *,
+        name: str,
+        on_done: "Callable[[asyncio.Task[_T]], object] | None" = None,
+    ) -> asyncio.Task[_T]:
+        """``coroutine`` in a task of this job; ``on_done`` called with it once it is done (it
+        must read no context variable)."""
         task = asyncio.create_task(coroutine, name=name)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._tasks.discard, context=_CALLBACKS)
+        if on_done is not None:
+            task.add_done_callback(on_done, context=_CALLBACKS)
         return task
+
+    def cancel(self) -> set[asyncio.Task[object]]:
+        """Cancel every task; those still to end (see ``wait_for``)."""
+        for task in self._tasks:
+            task.cancel()
+        return set(self._tasks)
 
     async def cancel_all(self, *, grace: timedelta) -> None:
         """Cancel every task and wait for them at most ``grace``."""
-        for task in self._tasks:
-            task.cancel()
-        if self._tasks:
-            _, pending = await asyncio.wait(self._tasks, timeout=grace.total_seconds())
-            for task in pending:
-                logger.warning("%s did not stop within %s", task.get_name(), grace)
+        await wait_for(self.cancel(), grace=grace)
+
+
+async def wait_for(cancelled: set[asyncio.Task[object]], *, grace: timedelta) -> None:
+    """Wait for ``cancelled`` tasks (of one job or many) at most ``grace``; name those left."""
+    if cancelled:
+        _, pending = await asyncio.wait(cancelled, timeout=grace.total_seconds())
+        for task in pending:
+            logger.warning("%s did not stop within %s", task.get_name(), grace)

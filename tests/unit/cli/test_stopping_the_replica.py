@@ -43,6 +43,8 @@ EVERY_10S = plans.JobPlan(
 )
 WRITE_TAKES = 3.0
 """Seconds each status write takes (the API server is slow)."""
+LAST_FLUSH = timedelta(seconds=10)
+"""How long the last flush may write: three slow writes and more."""
 READY = status_store.Condition(type="Ready", status=True, reason="Scheduled", message="ok")
 SUSPENDED = status_store.Condition(type="Suspended", status=False, reason="Active", message="")
 
@@ -130,6 +132,7 @@ def statuses(api: SlowStatusApi, clock: Clock) -> status_store.StatusStore:
         replica="r1",
         wall=clock.wall,
         interval=timedelta(seconds=1),
+        last_flush=LAST_FLUSH,
     )
 
 

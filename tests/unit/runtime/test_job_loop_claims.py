@@ -4,6 +4,7 @@ An ``every: 10s`` job is armed at 00:00:05: its slots are 00:00:10, 00:00:20, ..
 """
 
 import asyncio
+import gc
 from datetime import datetime, timedelta
 
 import pytest
@@ -74,6 +75,24 @@ class TestAClaim:
         assert first.holder.startswith("replica-a:")
         assert first.holder != second.holder  # one run id per claim
         assert first.ttl == timedelta(seconds=65)  # max(2 × 10s, 5s + 60s)
+
+
+class TestALandedClaim:
+    async def test_and_its_run_are_not_kept_until_the_next_slot(
+        self, supervisor: Supervisor, wall: FakeWall
+    ) -> None:
+        target = Target(wall)
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5))
+        await wall.sleep_until(at(15))  # the 00:00:10 slot ran; 00:00:20 is next
+        gc.collect()
+
+        kept = [
+            task.get_name()
+            for task in gc.get_objects()
+            if isinstance(task, asyncio.Task) and task.done() and JOB.name in task.get_name()
+        ]
+        assert target.finished == ats(10)
+        assert kept == []
 
 
 class TestALostClaim:

@@ -286,6 +286,31 @@ class TestTheHeartbeat:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
 
+    async def test_stops_when_cancelled_as_a_run_wakes_it(self) -> None:
+        backend = MemoryLeases()
+        heartbeat = Heartbeat(backend, replica="r1", rules=FAST)
+        task = asyncio.create_task(heartbeat.run())
+        await asyncio.sleep(0.001)  # waiting for a run to hold, or the next renewal
+
+        heartbeat.run_started(JOB, started())  # the wake-up and the stop in one loop iteration
+        task.cancel()
+        await asyncio.wait([task], timeout=1.0)
+
+        assert task.cancelled()
+
+    async def test_ends_at_once_when_stopped(self) -> None:
+        backend = MemoryLeases()
+        heartbeat = Heartbeat(backend, replica="r1", rules=FAST)
+        task = asyncio.create_task(heartbeat.run())
+        await asyncio.sleep(0.001)
+
+        heartbeat.run_started(JOB, started())
+        heartbeat.stop()
+        await asyncio.wait([task], timeout=1.0)
+
+        assert task.done()
+        assert not task.cancelled()
+
     async def test_tells_the_attempt_of_a_retried_run(self) -> None:
         backend = MemoryLeases()
         heartbeat = Heartbeat(backend, replica="r1", rules=FAST)

@@ -48,6 +48,10 @@ MIN_BATCH = 4
 ACTIVE_HEARTBEAT = 30.0
 """Seconds: a run in progress is stated again at least this often, with a fresh
 ``heartbeatTime``, so that a heartbeat older than this tells users its replica stopped."""
+LAST_FLUSH = timedelta(seconds=3)
+"""How long the last flush, at a replica's stop, may write: a replica with 10,000 jobs has
+nearly all of them pending (each written every 100 s at 100 writes a second), more than the
+API server takes in the few seconds a stop may last."""
 
 
 class StatusStore(protocols.RunStore):
@@ -64,6 +68,7 @@ class StatusStore(protocols.RunStore):
         tick: timedelta = timedelta(milliseconds=250),
         concurrency: int = 16,
         writes_per_second: int = 100,
+        last_flush: timedelta = LAST_FLUSH,
         clock: Callable[[], float] | None = None,
     ) -> None:
         if writes_per_second < 1:
@@ -74,6 +79,7 @@ class StatusStore(protocols.RunStore):
         self._wall = wall
         self._interval = interval.total_seconds()
         self._tick = tick.total_seconds()
+        self._last_flush = last_flush.total_seconds()
         self._writers = asyncio.Semaphore(concurrency)
         self._allowance = pacing.Allowance(rate=writes_per_second, tick=self._tick)
         self._clock = clock or (lambda: asyncio.get_running_loop().time())
@@ -82,6 +88,11 @@ class StatusStore(protocols.RunStore):
         """When each job's runs in progress were last written (``_clock``)."""
         self._next_heartbeat = 0.0
         self._closing = False
+        self._writing: set[asyncio.Task[None]] = set()
+        """The writes in flight (each tick's, the last flush's)."""
+        self._cutting: asyncio.TimerHandle | None = None
+        """Cuts every write still in flight ``last_flush`` after the close."""
+        self._cut_passed = False
         self.backlog = 0
         """Jobs with a status write pending, as of the last second's tick (for metrics: read
         from any thread)."""
@@ -139,22 +150,65 @@ class StatusStore(protocols.RunStore):
         self._stated.pop(job, None)
 
     async def run(self) -> None:
-        """Write what is due, every tick, until closed or cancelled; then write everything left."""
+        """Write what is due, every tick, until closed or cancelled; then write everything left,
+        until ``last_flush`` after the close (the writes of the tick in flight then included)."""
         try:
             while not self._closing:
                 await asyncio.sleep(self._tick)
                 await self._flush(due_only=True)
         finally:
             with contextlib.suppress(Exception):
-                await asyncio.shield(self._flush(due_only=False))
+                await asyncio.shield(self._flush_last())
 
     def close(self) -> None:
         """End ``run`` gracefully: after the writes of its current tick, it writes everything
-        left and returns. Await ``run`` (its task) for that final flush to be done.
+        left and returns, ``last_flush`` after this call at the latest (any write still in
+        flight then is cut). Await ``run`` (its task) for that final flush to be done.
 
         Cancelling ``run`` instead would cut the writes in flight; closing lets them finish.
         """
         self._closing = True
+        self._cut_later()
+
+    def _cut_later(self) -> None:
+        if self._cutting is None:
+            self._cutting = asyncio.get_running_loop().call_later(self._last_flush, self._cut)
+
+    def _cut(self) -> None:
+        self._cut_passed = True
+        for write in self._writing:
+            write.cancel()
+
+    async def _flush_last(self) -> None:
+        """Everything pending, what matters most first, until the cut: condition changes, then
+        the jobs whose object still shows runs in progress (ended by the stop), then the
+        others, oldest first. What the writes cut carried is not written by anyone (the next
+        replica counts the runs it sees from then on)."""
+        self._cut_later()
+        pending = self._ledger.pending
+        urgent = [job for job in self._ledger.urgent if job in pending]
+        shown_active = [
+            job
+            for job in pending
+            if job not in self._ledger.urgent and self._known_status(job).get("active")
+        ]
+        first = {*urgent, *shown_active}
+        order = [*urgent, *shown_active, *(job for job in pending if job not in first)]
+        if self._cut_passed:  # a write of the last tick held it up so long: nothing more starts
+            left = len(order)
+        else:
+            writes = [self._start_write(job) for job in order]
+            if writes:
+                await asyncio.wait(writes)
+            left = sum(write.cancelled() for write in writes)
+        if left:
+            logger.warning(
+                "stopping: the status of %d of %d jobs not written within %s; their runs since "
+                "their last write go unrecorded in status",
+                left,
+                len(order),
+                timedelta(seconds=self._last_flush),
+            )
 
     async def _flush(self, *, due_only: bool) -> None:
         now = self._clock()
@@ -165,7 +219,14 @@ class StatusStore(protocols.RunStore):
         limit = self._allowance.allowed(now)
         due = self._due(now, limit=limit) if due_only else list(self._ledger.pending)
         self._allowance.spend(len(due))
-        await asyncio.gather(*(self._write(job) for job in due))
+        # Exceptions as results: a write cut at a stop must not end the tick's others.
+        await asyncio.gather(*(self._start_write(job) for job in due), return_exceptions=True)
+
+    def _start_write(self, job: slots.JobRef) -> "asyncio.Task[None]":
+        write = asyncio.ensure_future(self._write(job))
+        self._writing.add(write)
+        write.add_done_callback(self._writing.discard)
+        return write
 
     def _measure(self, now: float) -> None:
         # A write kept after a failure goes back at the end, with its old ``since``: the oldest
