@@ -38,6 +38,10 @@ RENEW = timedelta(seconds=2)
 SWEEP = timedelta(milliseconds=250)
 """How often Leases are checked for expiry between watch events."""
 REQUEST_TIMEOUT = 5.0
+LEAVE_TIMEOUT = 1.0
+"""How long a stop waits for its Lease's deletion: past it (the API server stalled), the Lease is
+left to expire, and the others see this replica gone a Lease duration later, as after a crash;
+the stop as a whole has 5 s."""
 
 
 class ForbiddenError(Exception):
@@ -145,9 +149,10 @@ class Membership:
             return
         self._left = True
         try:
-            await self._leases.delete_namespaced_lease(
-                self._name, self.namespace, _request_timeout=REQUEST_TIMEOUT
-            )
+            async with asyncio.timeout(LEAVE_TIMEOUT):
+                await self._leases.delete_namespaced_lease(
+                    self._name, self.namespace, _request_timeout=LEAVE_TIMEOUT
+                )
         except ApiException as error:
             if error.status != 404:
                 logger.warning("could not release the Lease %s: %s", self._name, error.reason)
