@@ -27,11 +27,12 @@ only a failed answer leaves its status in doubt.)
 """
 
 import asyncio
+import collections
 import contextlib
 import functools
 import logging
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -80,6 +81,7 @@ class StatusStore(protocols.RunStore):
         self._interval = interval.total_seconds()
         self._tick = tick.total_seconds()
         self._last_flush = last_flush.total_seconds()
+        self._concurrency = concurrency
         self._writers = asyncio.Semaphore(concurrency)
         self._allowance = pacing.Allowance(rate=writes_per_second, tick=self._tick)
         self._clock = clock or (lambda: asyncio.get_running_loop().time())
@@ -197,10 +199,20 @@ class StatusStore(protocols.RunStore):
         if self._cut_passed:  # a write of the last tick held it up so long: nothing more starts
             left = len(order)
         else:
-            writes = [self._start_write(job) for job in order]
-            if writes:
-                await asyncio.wait(writes)
-            left = sum(write.cancelled() for write in writes)
+            # As many writers as may write at once, each taking the next job: a task per job
+            # (28,000 at 30,000 jobs), nearly all cut unstarted, cost seconds past the cut.
+            queue = collections.deque(order)
+
+            async def write_in_order() -> None:
+                while queue:
+                    await self._write(queue.popleft())
+
+            writers = [
+                self._track(write_in_order()) for _ in range(min(self._concurrency, len(queue)))
+            ]
+            if writers:
+                await asyncio.wait(writers)
+            left = len(queue) + sum(writer.cancelled() for writer in writers)
         if left:
             logger.warning(
                 "stopping: the status of %d of %d jobs not written within %s; their runs since "
@@ -223,7 +235,11 @@ class StatusStore(protocols.RunStore):
         await asyncio.gather(*(self._start_write(job) for job in due), return_exceptions=True)
 
     def _start_write(self, job: slots.JobRef) -> "asyncio.Task[None]":
-        write = asyncio.ensure_future(self._write(job))
+        return self._track(self._write(job))
+
+    def _track(self, writing: Coroutine[Any, Any, None]) -> "asyncio.Task[None]":
+        """``writing`` as a task among those in flight (the cut cancels them)."""
+        write = asyncio.ensure_future(writing)
         self._writing.add(write)
         write.add_done_callback(self._writing.discard)
         return write
