@@ -52,6 +52,7 @@ import asyncio
 import collections
 import contextlib
 import csv
+import itertools
 import json
 import math
 import os
@@ -730,11 +731,26 @@ class Bench:
         for replica_id in operators.replica_ids[1:]:
             operators.start(replica_id, wait=False)
             running.append(replica_id)
+        held = self.held(scale, running)
         for replica_id in running[1:]:
-            armed = self.wait_armed(operators, replica_id, scale.jobs_count)
-            log(f"  {replica_id}: all {scale.jobs_count} armed {armed:.1f}s after its start")
+            armed = self.wait_armed(operators, replica_id, held[replica_id])
+            log(f"  {replica_id}: its {held[replica_id]} jobs armed {armed:.1f}s after its start")
         self.measure(scale, operators, running, "replicas")
         return running
+
+    def held(self, scale: Scale, members: Sequence[str]) -> dict[str, int]:
+        """How many jobs each of ``members`` schedules once they all see each other: with
+        sharding (the command's default) those it owns or backs up, without it every one."""
+        extra = shlex.split(self.arguments.operator_args)
+        pairs = itertools.pairwise([*extra, ""])
+        if any(pair in {("--sharding=off", pair[1]), ("--sharding", "off")} for pair in pairs):
+            return dict.fromkeys(members, scale.jobs_count)
+        held = collections.Counter[str]()
+        for job in scale.jobs:
+            shares = ownership.shares(job.uid, members)
+            if shares is not None:
+                held.update(member for member in (shares.owner, shares.backup) if member)
+        return {member: held[member] for member in members}
 
     def failover(self, scale: Scale, operators: Operators, running: list[str]) -> None:
         """SIGKILL of the replica owning the most jobs, then SIGSTOP/SIGCONT of a survivor."""
