@@ -209,6 +209,23 @@ class TestAMembershipChangeMovesOnlyTheJobsWhoseRoleChanged:
         assert len(target.finished) == 1
 
 
+class TestAJobNewToAReplicaStartsFromNowOnItsSlotTimeline:
+    async def test_the_slot_its_offset_puts_ahead_runs_although_its_nominal_time_passed(
+        self, fleet: dict[str, Supervisor], wall: FakeWall
+    ) -> None:
+        job = job_held_by("r1", "r2")  # r3 does not arm it
+        target = Target(wall)
+        fleet["r3"].arm(job, every(PERIOD, offset=4 * SECOND), target, resume_after=at(5))
+        await fleet["r1"].shutdown()
+        await fleet["r2"].shutdown()
+        await wall.sleep_until(at(11))  # the 00:00:10 slot fires at 00:00:14
+
+        fleet["r3"].members_changed(frozenset({"r3"}))  # its owner and backup left at once
+        await wall.sleep_until(at(15))
+
+        assert (target.slots, target.started) == ([at(10)], [at(14)])
+
+
 class TestOneReplicaSchedulesEveryJobAsToday:
     async def test_alone_it_owns_every_job_and_claims_at_the_slot(
         self, wall: FakeWall, shared_lock: RecordingLock
