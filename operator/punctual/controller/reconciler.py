@@ -155,11 +155,7 @@ class Reconciler:
         ):
             # Resumed (here, or while this replica was away): the count starts again.
             self._store.reset_failures(job)
-        # Now on the job's slot timeline: a slot fires at its nominal time plus the job's
-        # jitter offset, so a slot whose nominal time has passed may still be ahead. Another
-        # replica may have been running the job (a replica joining a fleet): starting after
-        # the wall clock instead dropped the slots due within the offset ahead.
-        now = self._wall() - plan.offset
+        now = plan.nominal(self._wall())
         high_water = _high_water(body)
         if seen is None:
             # First sight on this replica (creation, or an operator restart): slots since the

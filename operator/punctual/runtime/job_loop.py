@@ -250,10 +250,12 @@ class JobLoop:
     def _unnoticed(self, due: Sequence[datetime], *, through: datetime) -> Sequence[datetime]:
         """``due`` but the slots the owner said it claimed; notices up to ``through`` are
         dropped (the loop is past them)."""
-        left = [slot for slot in due if slot not in self._noticed]
+        left = []
         for slot in due:
             if slot in self._noticed:
                 self._store.claim_skipped(self.job, slot=slot)
+            else:
+                left.append(slot)
         self._noticed = {slot for slot in self._noticed if slot > through}
         return left
 

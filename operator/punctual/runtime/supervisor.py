@@ -213,9 +213,7 @@ class Supervisor:
         if before != ownership.Role.NONE and handled is not None:
             resume_after, missed_through = handled, None
         else:
-            # From now on the job's slot timeline (see the reconciler): a slot whose nominal
-            # time passed may be due within its offset still, and its former owner has let it go.
-            resume_after = max(request.resume_after, self._wall() - request.plan.offset)
+            resume_after = max(request.resume_after, request.plan.nominal(self._wall()))
             missed_through = None
         self._loop(job).arm(
             request.plan,

@@ -49,10 +49,6 @@ class JobTasks:
             task.cancel()
         return set(self._tasks)
 
-    async def cancel_all(self, *, grace: timedelta) -> None:
-        """Cancel every task and wait for them at most ``grace``."""
-        await wait_for(self.cancel(), grace=grace)
-
 
 async def wait_for(cancelled: set[asyncio.Task[object]], *, grace: timedelta) -> None:
     """Wait for ``cancelled`` tasks (of one job or many) at most ``grace``; name those left."""

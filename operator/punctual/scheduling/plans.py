@@ -1,7 +1,7 @@
 """A job's timing and policies, resolved from its spec: everything the slot loop obeys."""
 
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from punctual.scheduling import missed, overlap, timeline
 
@@ -23,6 +23,13 @@ class JobPlan:
         # Once per plan, not once per claim: read on every slot's claim.
         ttl = max(2 * self.schedule.shortest_period, self.timeout + timedelta(seconds=60))
         object.__setattr__(self, "_lock_ttl", ttl)
+
+    def nominal(self, fires_at: datetime) -> datetime:
+        """The nominal time of a slot firing at ``fires_at``: a time on the job's slot timeline.
+        Where scheduling starts "from now" (a job new to a replica: its first sight, a spec
+        change, a membership change), now is this: a slot whose nominal time has passed may still
+        be ahead, up to the offset, and the replica that ran the job before may have let it go."""
+        return fires_at - self.offset
 
     @property
     def lock_ttl(self) -> timedelta:

@@ -1,6 +1,6 @@
 """``plans.JobPlan``: a job's resolved timing and policies, and the slot-claim TTL."""
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -34,6 +34,21 @@ class TestAClaimOutlivesItsHolderByTwoPeriodsOrTheTimeoutPlusAMinute:
         self, schedule: timeline.Schedule, timeout: timedelta, ttl: timedelta
     ) -> None:
         assert plans.JobPlan(schedule=schedule, timeout=timeout).lock_ttl == ttl
+
+
+class TestNowOnAJobsSlotTimelineIsTheWallClockLessItsOffset:
+    @pytest.mark.parametrize(
+        ("offset", "nominal"),
+        [
+            pytest.param(timedelta(0), datetime(2026, 12, 1, 17, 56, 7, tzinfo=UTC),
+                         id="no-jitter"),
+            pytest.param(timedelta(seconds=25), datetime(2026, 12, 1, 17, 55, 42, tzinfo=UTC),
+                         id="the-slot-of-17-56-still-ahead"),
+        ],
+    )  # fmt: skip
+    def test_nominal(self, offset: timedelta, nominal: datetime) -> None:
+        plan = plans.JobPlan(schedule=every(timedelta(seconds=30)), offset=offset)
+        assert plan.nominal(datetime(2026, 12, 1, 17, 56, 7, tzinfo=UTC)) == nominal
 
 
 class TestAPlanHasTheDocumentedDefaults:
