@@ -1,12 +1,38 @@
 #!/usr/bin/env bash
 # Installs everything the project needs on a fresh machine, idempotently and quickly when done:
-# uv and the locked Python environment, redis-server from Debian's packages, the Go-built
-# local control plane (cached outside the clone), the image tools (hack/image/install-tools.sh),
-# and for the real node containerd, runc, the CNI plugins, iptables, umoci and skopeo (Debian's
-# packages) and its images (hack/image/build-node-images.sh).
+# uv and the locked Python environment, every program hack/programs.tsv lists (Debian's packages:
+# redis-server, and for the real node containerd, runc, the CNI plugins, iptables, nftables, umoci,
+# skopeo and the image tools), the Go-built local control plane (cached outside the clone) and the
+# real node's images (hack/image/build-node-images.sh). It ends by checking that every listed
+# program is there, and fails naming the ones that are not.
+# PUNCTUAL_SKIP_CONTROL_PLANE=1 installs only the "base" part (lint and unit tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-say() { printf '[install] %s\n' "$*" >&2; }
+started=$(date +%s)
+say() { printf '[install %4ds] %s\n' "$(( $(date +%s) - started ))" "$*" >&2; }
+
+parts=(base)
+if [[ "${PUNCTUAL_SKIP_CONTROL_PLANE:-}" != 1 ]]; then parts+=(cluster); fi
+
+# present PROGRAM SOURCE: a name on PATH, an absolute path that is executable, or a program of the
+# project's Python environment.
+present() {
+  local program=$1 source=$2
+  if [[ $source == uv.lock ]]; then [[ -x .venv/bin/$program ]]
+  elif [[ $program == /* ]]; then [[ -x $program ]]
+  else command -v "$program" >/dev/null 2>&1
+  fi
+}
+
+# listed: "program<TAB>source<TAB>used by" for each program of the parts being installed.
+listed() {
+  local program source part used_by
+  while IFS=$'\t' read -r program source part used_by; do
+    [[ -z $program || $program == \#* ]] && continue
+    [[ " ${parts[*]} " == *" $part "* ]] || continue
+    printf '%s\t%s\t%s\n' "$program" "$source" "$used_by"
+  done < hack/programs.tsv
+}
 
 if ! command -v uv >/dev/null 2>&1; then
   say "installing uv"
@@ -15,31 +41,37 @@ fi
 say "syncing the Python environment from uv.lock"
 uv sync --frozen --quiet
 
-if ! command -v redis-server >/dev/null 2>&1; then
-  say "installing redis-server from Debian's packages"
+packages=()
+while IFS=$'\t' read -r program source _; do
+  if [[ $source == debian:* ]] && ! present "$program" "$source"; then
+    packages+=("${source#debian:}")
+  fi
+done < <(listed)
+if (( ${#packages[@]} )); then
+  mapfile -t packages < <(printf '%s\n' "${packages[@]}" | sort -u)
+  say "installing ${packages[*]} from Debian's packages"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends redis-server >/dev/null
-  # Debian's package starts a system service; the project starts its own servers on free ports.
-  (service redis-server stop || true) >/dev/null 2>&1
+  apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+  # The packages start system services; the project starts its own servers on free ports, and
+  # each real node runs its own containerd.
+  for service in redis-server containerd; do (service "$service" stop || true) >/dev/null 2>&1; done
 fi
 
-if [[ "${PUNCTUAL_SKIP_CONTROL_PLANE:-}" != 1 ]]; then
-  node_packages=()
-  for need in containerd:containerd runc:runc /usr/lib/cni/bridge:containernetworking-plugins \
-      iptables:iptables umoci:umoci skopeo:skopeo; do
-    if ! command -v "${need%%:*}" >/dev/null 2>&1; then node_packages+=("${need#*:}"); fi
-  done
-  if (( ${#node_packages[@]} )); then
-    say "installing ${node_packages[*]} from Debian's packages (the real node)"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${node_packages[@]}" >/dev/null
-    # The package may start a system containerd; each real node runs its own.
-    (service containerd stop || true) >/dev/null 2>&1
-  fi
+if [[ " ${parts[*]} " == *" cluster "* ]]; then
+  say "building the local control plane"
   hack/build-control-plane.sh >/dev/null
-  hack/image/install-tools.sh
+  say "building the real node's images"
   hack/image/build-node-images.sh >/dev/null
+fi
+
+missing=()
+while IFS=$'\t' read -r program source used_by; do
+  present "$program" "$source" || missing+=("$program (from $source; $used_by)")
+done < <(listed)
+if (( ${#missing[@]} )); then
+  say "these programs are still missing after the install (hack/programs.tsv):"
+  printf '[install]   %s\n' "${missing[@]}" >&2
+  exit 1
 fi
 say "ready"

@@ -21,6 +21,8 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
+import programs
+
 SETTLE_ITERATIONS = 3
 """Loop iterations a task gets to finish on its own before it counts as left behind."""
 CLEANUP_TIMEOUT = 1.0
@@ -62,3 +64,8 @@ async def no_leftover_tasks(request: pytest.FixtureRequest) -> AsyncIterator[Non
     await asyncio.wait(leftovers, timeout=CLEANUP_TIMEOUT)
     names = ", ".join(repr(task.get_name()) for task in leftovers)
     pytest.fail(f"the test left {len(leftovers)} asyncio task(s) behind: {names}", pytrace=False)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Before any test or fixture starts a process: see tests/programs.py.
+    programs.install_hook()
