@@ -20,6 +20,9 @@ import yaml
 from punctual.api import cronjobs
 from punctual.scheduling.errors import InvalidSpecError
 
+MAX_NODES_ADDED_BY_ALIASES = 100_000
+"""How many nodes YAML aliases may add to a stream once expanded: the output repeats every alias
+(it has none), so a few nested anchors could otherwise turn a page of input into gigabytes."""
 STDIN = "-"
 STDIN_NAME = "<stdin>"
 PROG = "punctual convert"
@@ -115,9 +118,11 @@ def parse(text: str, *, name: str) -> tuple[Mapping[str, Any], ...]:
     """The objects of a YAML stream; empty documents are skipped. Raises
     ``UnreadableInputError`` for text that is not YAML, or a document that is no object."""
     try:
-        documents = list(yaml.load_all(text, Loader=_Loader))
+        documents = _load_all(text, name=name)
     except yaml.YAMLError as error:
         raise UnreadableInputError(f"{name}: not YAML: {_yaml_problem(error)}") from None
+    except RecursionError:
+        raise UnreadableInputError(f"{name}: nested too deeply to be a manifest") from None
     objects = []
     for number, document in enumerate(documents, start=1):
         if document is None:
@@ -128,6 +133,60 @@ def parse(text: str, *, name: str) -> tuple[Mapping[str, Any], ...]:
             )
         objects.append(document)
     return tuple(objects)
+
+
+def _load_all(text: str, *, name: str) -> list[Any]:
+    """Every document of the stream, refused before construction when aliases expand it past
+    ``MAX_NODES_ADDED_BY_ALIASES``."""
+    loader = _Loader(text)
+    try:
+        nodes: list[yaml.Node] = []
+        while loader.check_node():
+            node = loader.get_node()
+            if node is not None:
+                nodes.append(node)
+        added = expanded_size(nodes) - distinct_size(nodes)
+        if added > MAX_NODES_ADDED_BY_ALIASES:
+            raise UnreadableInputError(
+                f"{name}: its aliases expand it by {added:,} nodes, more than the "
+                f"{MAX_NODES_ADDED_BY_ALIASES:,} allowed"
+            )
+        return [loader.construct_document(node) for node in nodes]
+    finally:
+        loader.dispose()
+
+
+def expanded_size(nodes: Sequence[yaml.Node]) -> int:
+    """The nodes of the documents with every alias written out, counted without expanding."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        known = sizes.get(id(node))
+        if known is None:
+            known = sizes[id(node)] = 1 + sum(size(child) for child in _children(node))
+        return known
+
+    return sum(size(node) for node in nodes)
+
+
+def distinct_size(nodes: Sequence[yaml.Node]) -> int:
+    """The nodes of the documents as written, each anchor counted once."""
+    seen: set[int] = set()
+    pending = list(nodes)
+    while pending:
+        node = pending.pop()
+        if id(node) not in seen:
+            seen.add(id(node))
+            pending.extend(_children(node))
+    return len(seen)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
 
 
 def _conversions(source: Source, *, defaults: cronjobs.Defaults) -> Iterable[cronjobs.Conversion]:

@@ -289,6 +289,46 @@ class TestUnreadableInput:
         assert err.startswith(f"punctual convert: {bad}: {says}")
         assert err.count("\n") == 1
 
+    def test_aliases_that_expand_past_the_bound_are_refused_before_anything_is_built(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        # Nine levels of nine aliases: a few hundred bytes that would print as 9**9 values.
+        levels = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"] + [
+            f"a{level}: &a{level} [{', '.join([f'*a{level - 1}'] * 9)}]" for level in range(1, 9)
+        ]
+        bomb = write(tmp_path, "bomb.yaml", "\n".join(levels) + "\n")
+
+        status, out, err = convert(str(bomb), capsys=capsys)
+
+        assert (status, out) == (2, "")
+        assert err.startswith(f"punctual convert: {bomb}: its aliases expand it by ")
+        assert "more than the 100,000 allowed" in err
+
+    def test_input_nested_deeper_than_any_manifest_is_refused(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        deep = write(tmp_path, "deep.yaml", "a: " + "[" * 5000 + "]" * 5000 + "\n")
+
+        status, _, err = convert(str(deep), capsys=capsys)
+
+        assert status == 2
+        assert err == f"punctual convert: {deep}: nested too deeply to be a manifest\n"
+
+    def test_a_template_shared_by_an_alias_converts_as_if_written_twice(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        first = yaml.safe_load(NIGHTLY)
+        second = {**first, "metadata": {**first["metadata"], "name": "nightly-copy"}}
+        listed = {"apiVersion": "v1", "kind": "List", "items": [first, second]}
+        shared = yaml.safe_dump(listed, sort_keys=False)  # the spec both share: an anchor
+        assert "&id" in shared
+        written_twice = yaml.dump(listed, Dumper=Unshared, sort_keys=False)
+
+        _, with_aliases, _ = convert(str(write(tmp_path, "a.yaml", shared)), capsys=capsys)
+        _, without, _ = convert(str(write(tmp_path, "b.yaml", written_twice)), capsys=capsys)
+
+        assert with_aliases == without != ""
+
     def test_not_yaml_says_on_which_line(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
@@ -342,6 +382,11 @@ class TestUnreadableInput:
         assert (status, out) == (2, "")
         assert err.startswith(f"punctual convert: {option}: ")
         assert says in err
+
+
+class Unshared(yaml.SafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def test_help_describes_the_command_and_its_exit_statuses(
