@@ -16,17 +16,18 @@ reason silent for ``IDLE`` start a new Event at their next occurrence, as does a
 expired meanwhile.
 
 And one replica starts at most ``writes_per_second`` Event writes (default 10), whatever the
-number of jobs, new Events first, then the updates waiting longest (the status writer's pacing,
-``stores.pacing``): 10,000 jobs failing together cost 10 writes a second, each Event then
-updated less often than once a minute, its count exact. What is not written when the replica
-stops is dropped: the status keeps the counts.
+number of jobs, in turns across namespaces, and in each namespace new Events first, then the
+updates waiting longest (the status writer's pacing, ``stores.pacing``): 10,000 jobs failing
+together cost 10 writes a second, each Event then updated less often than once a minute, its
+count exact, and another namespace's first Event still goes within a tick or two. What is not
+written when the replica stops is dropped: the status keeps the counts.
 
 Pair it with the status and metrics stores through ``stores.fanout``.
 """
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Final
@@ -88,11 +89,12 @@ class EventStore(protocols.RunStore):
         self._allowance = pacing.Allowance(rate=writes_per_second, tick=self._tick)
         self._writers = asyncio.Semaphore(concurrency)
         self._clock = clock or (lambda: asyncio.get_running_loop().time())
+        self._turns = pacing.FairTurns()
         self._series: dict[_Key, _Series] = {}
-        self._new: dict[_Key, None] = {}
-        """Series never written, in the order they came (an ordered set)."""
-        self._changed: dict[_Key, None] = {}
-        """Written series with occurrences since, oldest change first."""
+        self._new: pacing.Waiting[_Key] = pacing.Waiting(namespace=_namespace)
+        """Series never written, each namespace's in the order they came."""
+        self._changed: pacing.Waiting[_Key] = pacing.Waiting(namespace=_namespace)
+        """Written series with occurrences since, each namespace's oldest change first."""
         self._swept = 0.0
         self._closing = False
 
@@ -133,12 +135,12 @@ class EventStore(protocols.RunStore):
                 last=at,
             )
             self._series[key] = _Series(occurrence, seen=now)
-            self._new[key] = None
+            self._new.add(key)
             return
         series.occurrence = replace(series.occurrence, count=series.occurrence.count + 1, last=at)
         series.seen = now
         if series.name is not None:
-            self._changed.setdefault(key, None)
+            self._changed.add(key)
 
     # The writer.
 
@@ -167,24 +169,29 @@ class EventStore(protocols.RunStore):
         await asyncio.gather(*(self._write(key, now) for key in due))
 
     def _due(self, now: float, *, limit: int) -> list[_Key]:
-        due: list[_Key] = []
-        for waiting, paced in ((self._new, False), (self._changed, True)):
-            for key in waiting:
-                if len(due) >= limit:
-                    return due
-                written_at = self._series[key].written_at
-                if paced and written_at is not None and now - written_at < self._window:
-                    break  # oldest change first: the ones after it wait longer still
-                if not paced and written_at is not None and now - written_at < self._window:
-                    continue  # a creation that failed: tried again a window later
-                due.append(key)
-        return due
+        """Up to ``limit`` writes, in turns across namespaces (``pacing.FairTurns``)."""
+        namespaces = dict.fromkeys([*self._new.namespaces(), *self._changed.namespaces()])
+        ready = {namespace: self._ready(namespace, now) for namespace in namespaces}
+        return self._turns.take(ready, limit=limit)
+
+    def _ready(self, namespace: str, now: float) -> Iterator[_Key]:
+        """The writes of ``namespace`` that are due, in the order they go (lazily: only as
+        far as its turns reach): new Events first, then the updates waiting longest."""
+        for key in self._new.in_namespace(namespace):
+            written_at = self._series[key].written_at
+            if written_at is None or now - written_at >= self._window:
+                yield key  # (a creation that failed is tried again a window later)
+        for key in self._changed.in_namespace(namespace):
+            written_at = self._series[key].written_at
+            if written_at is not None and now - written_at < self._window:
+                return  # oldest change first: the ones after it wait longer still
+            yield key
 
     async def _write(self, key: _Key, now: float) -> None:
         series = self._series[key]
         occurrence = series.occurrence
-        self._new.pop(key, None)
-        self._changed.pop(key, None)
+        self._new.discard(key)
+        self._changed.discard(key)
         series.written_at = now
         async with self._writers:
             try:
@@ -198,24 +205,28 @@ class EventStore(protocols.RunStore):
                 unshown = series.occurrence.count - series.written
                 series.occurrence = replace(series.occurrence, count=unshown)
                 series.written = 0
-                self._new[key] = None
+                self._new.add(key)
                 return
             except events.EventUnavailableError as error:
                 logger.warning("Event %s of %s/%s not written: %s", key[1], *_names(key), error)
-                (self._new if series.name is None else self._changed)[key] = None
+                (self._new if series.name is None else self._changed).add(key)
                 return
             except Exception:  # a bug: this Event's write failed, the writer goes on
                 logger.exception("Event %s of %s/%s not written", key[1], *_names(key))
                 return
         series.written = occurrence.count
         if series.occurrence.count > series.written:  # more came while it was being written
-            self._changed.setdefault(key, None)
+            self._changed.add(key)
 
     def _forget_idle(self, now: float) -> None:
         for key, series in list(self._series.items()):
             idle = now - series.seen >= IDLE
             if idle and key not in self._new and key not in self._changed:
                 del self._series[key]
+
+
+def _namespace(key: _Key) -> str:
+    return key[0].namespace
 
 
 def _names(key: _Key) -> tuple[str, str]:
