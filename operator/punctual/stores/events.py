@@ -22,6 +22,11 @@ together cost 10 writes a second, each Event then updated less often than once a
 count exact, and another namespace's first Event still goes within a tick or two. What is not
 written when the replica stops is dropped: the status keeps the counts.
 
+Events of what is gone are dropped, never tried again: a job deleted before its Event was
+written (the cache forgets it) gets none, and a namespace gone or being deleted (the API
+server's 404 to a creation, or 403 ``NamespaceTerminating``) drops that Event and every Event
+pending in that namespace. Other refusals are tried again a window later.
+
 Pair it with the status and metrics stores through ``stores.fanout``.
 """
 
@@ -188,10 +193,16 @@ class EventStore(protocols.RunStore):
             yield key
 
     async def _write(self, key: _Key, now: float) -> None:
-        series = self._series[key]
-        occurrence = series.occurrence
+        series = self._series.get(key)
+        if series is None:
+            return  # dropped by another write of this tick: its namespace is gone
         self._new.discard(key)
         self._changed.discard(key)
+        if self._cache.get(key[0]) is None:
+            # The job was deleted meanwhile (the cache forgets it then): no one reads its Events.
+            del self._series[key]
+            return
+        occurrence = series.occurrence
         series.written_at = now
         async with self._writers:
             try:
@@ -199,24 +210,46 @@ class EventStore(protocols.RunStore):
                     series.name = await self._api.create(occurrence)
                 else:
                     await self._api.recount(series.name, occurrence)
+            except events.NamespaceGoneError:
+                self._drop_namespace(key)
+                return
             except events.EventGoneError:
                 # Expired: what it had not shown yet starts a new Event, written at once.
                 series.name, series.written_at = None, None
                 unshown = series.occurrence.count - series.written
                 series.occurrence = replace(series.occurrence, count=unshown)
                 series.written = 0
-                self._new.add(key)
+                self._again(key, series)
                 return
             except events.EventUnavailableError as error:
                 logger.warning("Event %s of %s/%s not written: %s", key[1], *_names(key), error)
-                (self._new if series.name is None else self._changed).add(key)
+                self._again(key, series)
                 return
             except Exception:  # a bug: this Event's write failed, the writer goes on
                 logger.exception("Event %s of %s/%s not written", key[1], *_names(key))
                 return
         series.written = occurrence.count
         if series.occurrence.count > series.written:  # more came while it was being written
-            self._changed.add(key)
+            self._again(key, series)
+
+    def _again(self, key: _Key, series: _Series) -> None:
+        """Write ``series`` again: a creation (at once, or a window after one that failed) or
+        an update (paced), unless it was dropped while its write was in flight."""
+        if self._series.get(key) is series:
+            (self._new if series.name is None else self._changed).add(key)
+
+    def _drop_namespace(self, key: _Key) -> None:
+        """Drop ``key``'s series and every Event pending in its namespace: the namespace is
+        gone or being deleted, so writing them again would fail again, for ever."""
+        namespace = _namespace(key)
+        dropped = {key, *self._new.in_namespace(namespace), *self._changed.in_namespace(namespace)}
+        for each in dropped:
+            self._new.discard(each)
+            self._changed.discard(each)
+            self._series.pop(each, None)
+        logger.info(
+            "%d Event(s) dropped: namespace %s is gone or being deleted", len(dropped), namespace
+        )
 
     def _forget_idle(self, now: float) -> None:
         for key, series in list(self._series.items()):
