@@ -34,7 +34,8 @@ class EventGoneError(Exception):
 class NamespaceGoneError(Exception):
     """The Event's namespace is gone, or being deleted: no Event can be written there again
     (the API server answers 404 to a creation in a namespace that does not exist, and 403 with
-    the cause ``NamespaceTerminating`` to any write in one being deleted)."""
+    the cause ``NamespaceTerminating`` to one in a namespace being deleted; an update there is
+    taken, or is a 404 once the Event is gone, and the creation that follows tells)."""
 
 
 class EventUnavailableError(Exception):
@@ -119,8 +120,6 @@ class EventsApi:
         except ApiException as error:
             if error.status == 404:
                 raise EventGoneError(f"Event {namespace}/{name}") from error
-            if _namespace_terminating(error):
-                raise NamespaceGoneError(f"namespace {namespace}") from error
             raise EventUnavailableError(f"HTTP {error.status} {error.reason}") from error
         except (aiohttp.ClientError, OSError, TimeoutError) as error:
             raise EventUnavailableError(str(error) or type(error).__name__) from error

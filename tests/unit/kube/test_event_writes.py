@@ -81,7 +81,6 @@ async def test_a_created_event_refused(
     ("status", "answer", "error"),
     [
         (404, {"reason": "NotFound"}, events.EventGoneError),
-        (403, TERMINATING, events.NamespaceGoneError),
         (403, QUOTA, events.EventUnavailableError),
         (503, {"reason": "ServiceUnavailable"}, events.EventUnavailableError),
     ],

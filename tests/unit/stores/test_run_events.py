@@ -32,24 +32,21 @@ class FakeEventsApi:
     """(loop time, "create" or "recount", Event name) of each write."""
     gone: set[str] = field(default_factory=set)
     namespaces_gone: set[str] = field(default_factory=set)
+    """Creations there are refused (NamespaceGoneError), and their Events are gone."""
     refused: list[str] = field(default_factory=list)
-    """The reason of each write refused because its namespace is gone."""
+    """The reason of each creation refused because its namespace is gone."""
 
-    def _refuse_in_a_gone_namespace(self, occurrence: events.Occurrence) -> None:
+    async def create(self, occurrence: events.Occurrence) -> str:
         if occurrence.regarding["namespace"] in self.namespaces_gone:
             self.refused.append(occurrence.reason)
             raise events.NamespaceGoneError(occurrence.regarding["namespace"])
-
-    async def create(self, occurrence: events.Occurrence) -> str:
-        self._refuse_in_a_gone_namespace(occurrence)
         name = f"{occurrence.regarding['name']}.{len(self.stored)}"
         self.stored[name] = occurrence
         self.writes.append((asyncio.get_running_loop().time(), "create", name))
         return name
 
     async def recount(self, name: str, occurrence: events.Occurrence) -> None:
-        self._refuse_in_a_gone_namespace(occurrence)
-        if name in self.gone:
+        if name in self.gone or occurrence.regarding["namespace"] in self.namespaces_gone:
             raise events.EventGoneError(name)
         self.stored[name] = occurrence
         self.writes.append((asyncio.get_running_loop().time(), "recount", name))
