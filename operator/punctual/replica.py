@@ -103,6 +103,8 @@ class ReplicaSettings:
     status_interval: timedelta = timedelta(seconds=5)
     status_writes_per_second: int = 100
     event_writes_per_second: int = 10
+    run_log_lines_per_second: int = 1
+    """Per job, after a burst; above it, the job's runs are summarized once a minute."""
     allowed_hosts: allowlist.HostAllowlist | None = None
     """The only hosts HTTP targets may call; ``None``: any but those refused by default."""
     webhook_port: int = 0
@@ -127,6 +129,8 @@ class ReplicaSettings:
             raise InvalidSpecError("--status-writes-per-second", "must be at least 1")
         if self.event_writes_per_second < 1:
             raise InvalidSpecError("--event-writes-per-second", "must be at least 1")
+        if self.run_log_lines_per_second < 1:
+            raise InvalidSpecError("--run-log-lines-per-second", "must be at least 1")
         if self.backup_delay <= timedelta():
             raise InvalidSpecError("--backup-delay", "must be more than 0")
 
@@ -205,6 +209,8 @@ class Replica:
             writes_per_second=settings.event_writes_per_second,
         )
         self._background(warnings.run(), name="event writer")
+        run_logs = log_store.LogStore(lines_per_second=settings.run_log_lines_per_second)
+        self._background(run_logs.run(), name="run log summaries")
         members: membership.Membership | None = None
         if settings.sharding:  # joined before any job is armed, so it is armed with its share
             members = membership.Membership(
@@ -219,7 +225,7 @@ class Replica:
         tracked = await self.open_lock(ScheduledJobsApi(kube_status, cache, statuses))
         durable = self.open_durable_runs()
         scheduler = self.start_scheduler(
-            tracked, stores=[statuses, warnings, log_store.LogStore()], durable=durable, cache=cache
+            tracked, stores=[statuses, warnings, run_logs], durable=durable, cache=cache
         )
         if members is not None:
             scheduler.members_changed(members.members)

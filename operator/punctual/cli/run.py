@@ -25,6 +25,7 @@ from punctual.controller import admission, handlers
 from punctual.kube import events, membership
 from punctual.scheduling import durations
 from punctual.scheduling.errors import InvalidSpecError
+from punctual.stores import logs as log_store
 from punctual.targets.http import allowlist
 
 
@@ -97,6 +98,14 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         help="the most Event writes one replica starts per second, whatever the number of jobs "
         "(default: 10); each job's Events are aggregated per reason, written at most once a "
         "minute after the first",
+    )
+    parser.add_argument(
+        "--run-log-lines-per-second",
+        type=int,
+        default=1,
+        metavar="N",
+        help="the most run log lines one job writes per second, after a burst of "
+        f"{log_store.BURST} (default: 1); above it, the job's runs are one summary line a minute",
     )
     parser.add_argument(
         "--http-allowed-hosts",
@@ -227,6 +236,7 @@ def _settings(arguments: argparse.Namespace) -> replica.ReplicaSettings:
         status_interval=durations.parse(arguments.status_interval, field="--status-interval"),
         status_writes_per_second=arguments.status_writes_per_second,
         event_writes_per_second=arguments.event_writes_per_second,
+        run_log_lines_per_second=arguments.run_log_lines_per_second,
         bind_address=arguments.bind_address,
         metrics_port=arguments.metrics_port,
         health_port=arguments.health_port,

@@ -6,6 +6,7 @@ An Event is from ``REPORTING_CONTROLLER`` (``kubectl describe``'s "From"; core/v
 ``reportingComponent``), its reporting instance the replica.
 """
 
+import json
 import logging
 import uuid
 from dataclasses import dataclass
@@ -28,6 +29,13 @@ _MERGE_PATCH = "application/merge-patch+json"
 
 class EventGoneError(Exception):
     """The Event no longer exists (expired, or deleted): write a new one."""
+
+
+class NamespaceGoneError(Exception):
+    """The Event's namespace is gone, or being deleted: no Event can be written there again
+    (the API server answers 404 to a creation in a namespace that does not exist, and 403 with
+    the cause ``NamespaceTerminating`` to one in a namespace being deleted; an update there is
+    taken, or is a 404 once the Event is gone, and the creation that follows tells)."""
 
 
 class EventUnavailableError(Exception):
@@ -93,6 +101,8 @@ class EventsApi:
         try:
             created = await self._events.create_namespaced_event(about["namespace"], body)
         except ApiException as error:
+            if error.status == 404 or _namespace_terminating(error):
+                raise NamespaceGoneError(f"namespace {about['namespace']}") from error
             raise EventUnavailableError(f"HTTP {error.status} {error.reason}") from error
         except (aiohttp.ClientError, OSError, TimeoutError) as error:
             raise EventUnavailableError(str(error) or type(error).__name__) from error
@@ -113,6 +123,18 @@ class EventsApi:
             raise EventUnavailableError(f"HTTP {error.status} {error.reason}") from error
         except (aiohttp.ClientError, OSError, TimeoutError) as error:
             raise EventUnavailableError(str(error) or type(error).__name__) from error
+
+
+def _namespace_terminating(error: ApiException) -> bool:
+    """Whether the API server refused a write because its namespace is being deleted."""
+    if error.status != 403 or not error.body:
+        return False
+    try:
+        answer = json.loads(error.body)
+        causes = answer.get("details", {}).get("causes", [])
+        return any(cause.get("type") == "NamespaceTerminating" for cause in causes)
+    except (ValueError, AttributeError, TypeError):
+        return False
 
 
 def _series(occurrence: Occurrence) -> dict[str, Any]:

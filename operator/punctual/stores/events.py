@@ -16,17 +16,23 @@ reason silent for ``IDLE`` start a new Event at their next occurrence, as does a
 expired meanwhile.
 
 And one replica starts at most ``writes_per_second`` Event writes (default 10), whatever the
-number of jobs, new Events first, then the updates waiting longest (the status writer's pacing,
-``stores.pacing``): 10,000 jobs failing together cost 10 writes a second, each Event then
-updated less often than once a minute, its count exact. What is not written when the replica
-stops is dropped: the status keeps the counts.
+number of jobs, in turns across namespaces, and in each namespace new Events first, then the
+updates waiting longest (the status writer's pacing, ``stores.pacing``): 10,000 jobs failing
+together cost 10 writes a second, each Event then updated less often than once a minute, its
+count exact, and another namespace's first Event still goes within a tick or two. What is not
+written when the replica stops is dropped: the status keeps the counts.
+
+Events of what is gone are dropped, never tried again: a job deleted before its Event was
+written (the cache forgets it) gets none, and a namespace gone or being deleted (the API
+server's 404 to a creation, or 403 ``NamespaceTerminating``) drops that Event and every Event
+pending in that namespace. Other refusals are tried again a window later.
 
 Pair it with the status and metrics stores through ``stores.fanout``.
 """
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Final
@@ -88,11 +94,12 @@ class EventStore(protocols.RunStore):
         self._allowance = pacing.Allowance(rate=writes_per_second, tick=self._tick)
         self._writers = asyncio.Semaphore(concurrency)
         self._clock = clock or (lambda: asyncio.get_running_loop().time())
+        self._turns = pacing.FairTurns()
         self._series: dict[_Key, _Series] = {}
-        self._new: dict[_Key, None] = {}
-        """Series never written, in the order they came (an ordered set)."""
-        self._changed: dict[_Key, None] = {}
-        """Written series with occurrences since, oldest change first."""
+        self._new: pacing.Waiting[_Key] = pacing.Waiting(namespace=_namespace)
+        """Series never written, each namespace's in the order they came."""
+        self._changed: pacing.Waiting[_Key] = pacing.Waiting(namespace=_namespace)
+        """Written series with occurrences since, each namespace's oldest change first."""
         self._swept = 0.0
         self._closing = False
 
@@ -133,12 +140,12 @@ class EventStore(protocols.RunStore):
                 last=at,
             )
             self._series[key] = _Series(occurrence, seen=now)
-            self._new[key] = None
+            self._new.add(key)
             return
         series.occurrence = replace(series.occurrence, count=series.occurrence.count + 1, last=at)
         series.seen = now
         if series.name is not None:
-            self._changed.setdefault(key, None)
+            self._changed.add(key)
 
     # The writer.
 
@@ -167,24 +174,35 @@ class EventStore(protocols.RunStore):
         await asyncio.gather(*(self._write(key, now) for key in due))
 
     def _due(self, now: float, *, limit: int) -> list[_Key]:
-        due: list[_Key] = []
-        for waiting, paced in ((self._new, False), (self._changed, True)):
-            for key in waiting:
-                if len(due) >= limit:
-                    return due
-                written_at = self._series[key].written_at
-                if paced and written_at is not None and now - written_at < self._window:
-                    break  # oldest change first: the ones after it wait longer still
-                if not paced and written_at is not None and now - written_at < self._window:
-                    continue  # a creation that failed: tried again a window later
-                due.append(key)
-        return due
+        """Up to ``limit`` writes, in turns across namespaces (``pacing.FairTurns``)."""
+        namespaces = dict.fromkeys([*self._new.namespaces(), *self._changed.namespaces()])
+        ready = {namespace: self._ready(namespace, now) for namespace in namespaces}
+        return self._turns.take(ready, limit=limit)
+
+    def _ready(self, namespace: str, now: float) -> Iterator[_Key]:
+        """The writes of ``namespace`` that are due, in the order they go (lazily: only as
+        far as its turns reach): new Events first, then the updates waiting longest."""
+        for key in self._new.in_namespace(namespace):
+            written_at = self._series[key].written_at
+            if written_at is None or now - written_at >= self._window:
+                yield key  # (a creation that failed is tried again a window later)
+        for key in self._changed.in_namespace(namespace):
+            written_at = self._series[key].written_at
+            if written_at is not None and now - written_at < self._window:
+                return  # oldest change first: the ones after it wait longer still
+            yield key
 
     async def _write(self, key: _Key, now: float) -> None:
-        series = self._series[key]
+        series = self._series.get(key)
+        if series is None:
+            return  # dropped by another write of this tick: its namespace is gone
+        self._new.discard(key)
+        self._changed.discard(key)
+        if self._cache.get(key[0]) is None:
+            # The job was deleted meanwhile (the cache forgets it then): no one reads its Events.
+            del self._series[key]
+            return
         occurrence = series.occurrence
-        self._new.pop(key, None)
-        self._changed.pop(key, None)
         series.written_at = now
         async with self._writers:
             try:
@@ -192,30 +210,56 @@ class EventStore(protocols.RunStore):
                     series.name = await self._api.create(occurrence)
                 else:
                     await self._api.recount(series.name, occurrence)
+            except events.NamespaceGoneError:
+                self._drop_namespace(key)
+                return
             except events.EventGoneError:
                 # Expired: what it had not shown yet starts a new Event, written at once.
                 series.name, series.written_at = None, None
                 unshown = series.occurrence.count - series.written
                 series.occurrence = replace(series.occurrence, count=unshown)
                 series.written = 0
-                self._new[key] = None
+                self._again(key, series)
                 return
             except events.EventUnavailableError as error:
                 logger.warning("Event %s of %s/%s not written: %s", key[1], *_names(key), error)
-                (self._new if series.name is None else self._changed)[key] = None
+                self._again(key, series)
                 return
             except Exception:  # a bug: this Event's write failed, the writer goes on
                 logger.exception("Event %s of %s/%s not written", key[1], *_names(key))
                 return
         series.written = occurrence.count
         if series.occurrence.count > series.written:  # more came while it was being written
-            self._changed.setdefault(key, None)
+            self._again(key, series)
+
+    def _again(self, key: _Key, series: _Series) -> None:
+        """Write ``series`` again: a creation (at once, or a window after one that failed) or
+        an update (paced), unless it was dropped while its write was in flight."""
+        if self._series.get(key) is series:
+            (self._new if series.name is None else self._changed).add(key)
+
+    def _drop_namespace(self, key: _Key) -> None:
+        """Drop ``key``'s series and every Event pending in its namespace: the namespace is
+        gone or being deleted, so writing them again would fail again, for ever."""
+        namespace = _namespace(key)
+        dropped = {key, *self._new.in_namespace(namespace), *self._changed.in_namespace(namespace)}
+        for each in dropped:
+            self._new.discard(each)
+            self._changed.discard(each)
+            self._series.pop(each, None)
+        logger.info(
+            "%d Event(s) dropped: namespace %s is gone or being deleted", len(dropped), namespace
+        )
 
     def _forget_idle(self, now: float) -> None:
         for key, series in list(self._series.items()):
             idle = now - series.seen >= IDLE
             if idle and key not in self._new and key not in self._changed:
                 del self._series[key]
+
+
+def _namespace(key: _Key) -> str:
+    return key[0].namespace
 
 
 def _names(key: _Key) -> tuple[str, str]:

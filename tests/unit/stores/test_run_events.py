@@ -31,15 +31,22 @@ class FakeEventsApi:
     writes: list[tuple[float, str, str]] = field(default_factory=list)
     """(loop time, "create" or "recount", Event name) of each write."""
     gone: set[str] = field(default_factory=set)
+    namespaces_gone: set[str] = field(default_factory=set)
+    """Creations there are refused (NamespaceGoneError), and their Events are gone."""
+    refused: list[str] = field(default_factory=list)
+    """The reason of each creation refused because its namespace is gone."""
 
     async def create(self, occurrence: events.Occurrence) -> str:
+        if occurrence.regarding["namespace"] in self.namespaces_gone:
+            self.refused.append(occurrence.reason)
+            raise events.NamespaceGoneError(occurrence.regarding["namespace"])
         name = f"{occurrence.regarding['name']}.{len(self.stored)}"
         self.stored[name] = occurrence
         self.writes.append((asyncio.get_running_loop().time(), "create", name))
         return name
 
     async def recount(self, name: str, occurrence: events.Occurrence) -> None:
-        if name in self.gone:
+        if name in self.gone or occurrence.regarding["namespace"] in self.namespaces_gone:
             raise events.EventGoneError(name)
         self.stored[name] = occurrence
         self.writes.append((asyncio.get_running_loop().time(), "recount", name))
@@ -57,12 +64,15 @@ def job(index: int) -> slots.JobRef:
 
 
 def store(
-    api: FakeEventsApi, *jobs: slots.JobRef, writes_per_second: int = 10
+    api: FakeEventsApi,
+    *jobs: slots.JobRef,
+    writes_per_second: int = 10,
+    cache: objects.ObjectCache | None = None,
 ) -> event_store.EventStore:
-    cache = objects.ObjectCache()
+    cache = objects.ObjectCache() if cache is None else cache
     for ref in jobs:
         body = scheduled_job()
-        body["metadata"] |= {"name": ref.name, "uid": ref.uid}
+        body["metadata"] |= {"namespace": ref.namespace, "name": ref.name, "uid": ref.uid}
         cache.remember(body)
     return event_store.EventStore(
         cache=cache,
@@ -237,3 +247,54 @@ class TestTheWriteRate:
             ("create", "job-1.0"),
             ("create", "job-2.1"),
         ]
+
+
+class TestEventsOfWhatIsGone:
+    async def test_a_namespace_gone_drops_the_event_and_the_job_s_others_for_good(self) -> None:
+        api = FakeEventsApi(namespaces_gone={JOB.namespace})
+        events_ = store(api, JOB)
+        async with writing(events_):
+            events_.run_finished(JOB, finished(records.RunResult.FAILED))
+            events_.run_finished(JOB, finished(records.RunResult.TIMED_OUT))
+            events_.slots_missed(JOB, count=2, newest=SLOT)
+            await asyncio.sleep(300)
+
+        assert len(api.refused) == 1  # the first write: the others were dropped with it
+        assert api.writes == []
+        assert events_.pending == 0
+
+    async def test_a_namespace_deleted_after_the_first_event_drops_its_updates(self) -> None:
+        api = FakeEventsApi()
+        events_ = store(api, JOB)
+        async with writing(events_):
+            events_.run_finished(JOB, finished(records.RunResult.FAILED))
+            await asyncio.sleep(1)
+            api.namespaces_gone.add(JOB.namespace)
+            events_.run_finished(JOB, finished(records.RunResult.FAILED))
+            await asyncio.sleep(300)
+
+        assert [kind for _, kind, _ in api.writes] == ["create"]
+        assert api.refused == ["RunFailed"]  # the update, once
+
+    async def test_another_namespace_s_events_are_still_written(self) -> None:
+        other = slots.JobRef(namespace="elsewhere", name="report", uid="uid-e")
+        api = FakeEventsApi(namespaces_gone={JOB.namespace})
+        events_ = store(api, JOB, other)
+        async with writing(events_):
+            events_.run_finished(JOB, finished(records.RunResult.FAILED))
+            events_.run_finished(other, finished(records.RunResult.FAILED))
+            await asyncio.sleep(1)
+
+        assert [name for _, _, name in api.writes] == ["report.0"]
+
+    async def test_a_job_deleted_before_its_event_was_written_gets_none(self) -> None:
+        api = FakeEventsApi()
+        cache = objects.ObjectCache()
+        events_ = store(api, JOB, cache=cache)
+        async with writing(events_):
+            events_.run_finished(JOB, finished(records.RunResult.FAILED))
+            cache.forget(JOB)  # deleted: the reconciler forgets it
+            await asyncio.sleep(120)
+
+        assert api.writes == []
+        assert events_.pending == 0

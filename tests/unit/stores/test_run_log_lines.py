@@ -1,12 +1,16 @@
 """One structured log line per slot's fate (``punctual.runs``): namespace, name, slot, result,
-lateness and duration in milliseconds, replica and attempt; slots given up are a line too."""
+lateness and duration in milliseconds, replica and attempt; slots given up are a line too. Above
+a rate per job, a job's lines are kept back and summarized once a minute."""
 
+import asyncio
 import logging
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from punctual.contracts import records
+from punctual.scheduling import slots
 from punctual.stores import logs
 from status_api_double import JOB
 
@@ -96,3 +100,119 @@ class TestSlotsGivenUp:
             "count": 3,
             "newest": "2026-11-30T01:30:00Z",
         }
+
+
+class TestTheLinesOfOneJobArePaced:
+    """Above ``lines_per_second`` (after a burst), a job's lines are kept back and summarized."""
+
+    @pytest.mark.parametrize(
+        ("per_second", "burst", "line_at", "admitted"),
+        [
+            # A job within the rate logs every run.
+            (1, 3, [0, 1, 2, 3, 4, 5], [True] * 6),
+            # A burst, then one a second.
+            (1, 3, [0, 0, 0, 0, 0.5, 1, 1], [True, True, True, False, False, True, False]),
+            # What was not spent refills up to the burst, no further.
+            (1, 2, [0, 0, 0, 10, 10, 10], [True, True, False, True, True, False]),
+            (2, 1, [0, 0.25, 0.5, 0.75, 1], [True, False, True, False, True]),
+        ],
+    )
+    def test_a_job_writes_its_burst_then_at_its_rate(
+        self, per_second: int, burst: int, line_at: list[float], admitted: list[bool]
+    ) -> None:
+        pacer = logs.LinePacer(per_second=per_second, burst=burst)
+
+        assert [pacer.admit(JOB, now) for now in line_at] == admitted
+
+    def test_each_job_has_an_allowance_of_its_own(self) -> None:
+        other = slots.JobRef(namespace=JOB.namespace, name="other", uid="uid-2")
+        pacer = logs.LinePacer(per_second=1, burst=1)
+
+        assert [pacer.admit(JOB, 0), pacer.admit(JOB, 0), pacer.admit(other, 0)] == [
+            True,
+            False,
+            True,
+        ]
+
+    def test_what_was_kept_back_is_summarized_once_then_forgotten(self) -> None:
+        pacer = logs.LinePacer(per_second=1, burst=1)
+        pacer.admit(JOB, 0)
+        for result in ["Succeeded", "Failed", "Succeeded"]:
+            pacer.admit(JOB, 0)
+            pacer.hold(JOB, records.RunResult(result))
+
+        assert pacer.summaries(1) == [
+            (JOB, {records.RunResult.SUCCEEDED: 2, records.RunResult.FAILED: 1})
+        ]
+        assert pacer.summaries(2) == []
+
+
+def a_run(store: logs.LogStore, *, result: records.RunResult) -> None:
+    store.run_finished(
+        JOB, records.RunRecord(slot=SLOT, scheduled_time=SLOT, result=result, replica="r1")
+    )
+
+
+class TestAJobAboveTheRate:
+    @pytest.mark.looptime(start=time.monotonic, noop_cycles=1)
+    async def test_logs_its_burst_then_a_line_a_second_and_a_summary_a_minute(
+        self, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        store = logs.LogStore(lines_per_second=1, clock=loop.time)
+        summaries = asyncio.create_task(store.run())
+        start = loop.time()
+        with caplog.at_level("INFO", logger="punctual.runs"):
+            for index in range(12_000):  # every 10 ms for 120 s, one in 100 failed
+                failed = index % 100 == 50
+                result = records.RunResult.FAILED if failed else records.RunResult.SUCCEEDED
+                a_run(store, result=result)
+                await asyncio.sleep(0.01)
+            summaries.cancel()
+            await asyncio.gather(summaries, return_exceptions=True)
+
+        lines = [line for line in caplog.records if line.getMessage() == "run finished"]
+        summarized = [line for line in caplog.records if line.getMessage() == "runs summarized"]
+        assert len(lines) <= logs.BURST + 120 + 1
+        assert len(summarized) == 2  # a minute in, and at the stop (two minutes in)
+        assert sum(fields(line)["runs"] for line in summarized) + len(lines) == 12_000
+        first = fields(summarized[0])
+        assert set(first) == {"namespace", "name", "runs", "succeeded", "failed", "linesPerSecond"}
+        assert first["succeeded"] + first["failed"] == first["runs"]
+        failed_lines = sum(fields(line)["result"] == "Failed" for line in lines)
+        assert sum(fields(line)["failed"] for line in summarized) + failed_lines == 120
+        assert (first["linesPerSecond"], summarized[0].levelname) == (1, "WARNING")
+        assert loop.time() - start == pytest.approx(120, abs=1)
+
+    @pytest.mark.looptime(start=time.monotonic, noop_cycles=1)
+    async def test_a_job_within_the_rate_is_never_summarized(
+        self, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        store = logs.LogStore(lines_per_second=1, clock=loop.time)
+        summaries = asyncio.create_task(store.run())
+        with caplog.at_level("INFO", logger="punctual.runs"):
+            for _ in range(130):  # every second
+                a_run(store, result=records.RunResult.SUCCEEDED)
+                await asyncio.sleep(1)
+            summaries.cancel()
+            await asyncio.gather(summaries, return_exceptions=True)
+
+        assert {line.getMessage() for line in caplog.records} == {"run finished"}
+        assert len(caplog.records) == 130
+
+    def test_slots_missed_above_the_rate_are_summarized_as_missed(
+        self, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        store = logs.LogStore(lines_per_second=1, clock=lambda: 0.0)
+        with caplog.at_level("INFO", logger="punctual.runs"):
+            for _ in range(logs.BURST + 2):
+                store.slots_missed(JOB, count=5, newest=SLOT)
+            store.summarize()
+
+        *_, summary = caplog.records
+        assert (summary.getMessage(), fields(summary)["missed"], fields(summary)["runs"]) == (
+            "runs summarized",
+            10,
+            0,
+        )

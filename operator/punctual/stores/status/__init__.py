@@ -1,7 +1,8 @@
 """The run store behind ``status``: what happened, written to the ScheduledJob, coalesced.
 
 Each replica writes a job's status only when it has something new to say, at most once per
-interval per job and at most so many statuses per second in all, condition changes first; the
+interval per job and at most so many statuses per second in all, in turns across namespaces,
+condition changes first within each; the
 kubernetes lock's claims carry what is pending in their own status write. Writes are merge
 patches onto the newest known body under its resourceVersion, so replicas never overwrite each
 other's counts, and a write that may have landed is not counted twice.

@@ -20,6 +20,7 @@ from typing import TypeVar
 
 from punctual.contracts import records
 from punctual.scheduling import slots, timeline
+from punctual.stores import pacing
 
 _T = TypeVar("_T")
 
@@ -159,7 +160,10 @@ class Ledger:
         self._clock = clock
         self.pending: dict[slots.JobRef, Pending] = {}
         """In insertion order, which is the order of ``since``."""
-        self.urgent: set[slots.JobRef] = set()
+        self.waiting: pacing.Waiting[slots.JobRef] = pacing.Waiting(namespace=_namespace)
+        """The jobs of ``pending`` by namespace, each namespace's in the same order."""
+        self.urgent: pacing.Waiting[slots.JobRef] = pacing.Waiting(namespace=_namespace)
+        """The jobs of ``pending`` with a change to write at the next tick, by namespace."""
         self.active: collections.defaultdict[slots.JobRef, dict[datetime, records.ActiveRun]] = (
             collections.defaultdict(dict)
         )
@@ -171,6 +175,7 @@ class Ledger:
         pending = self.pending.get(job)
         if pending is None:
             pending = self.pending[job] = Pending(since=self._clock())
+            self.waiting.add(job)
         return pending
 
     def started(self, job: slots.JobRef, run: records.ActiveRun) -> None:
@@ -234,6 +239,7 @@ class Ledger:
     def take(self, job: slots.JobRef) -> Pending | None:
         """The job's pending, for a write: the ledger no longer has it."""
         self.urgent.discard(job)
+        self.waiting.discard(job)
         return self.pending.pop(job, None)
 
     def keep(self, job: slots.JobRef, undelivered: Pending) -> None:
@@ -243,6 +249,8 @@ class Ledger:
             newer.absorb(undelivered)
             undelivered = newer
         self.pending[job] = undelivered
+        self.waiting.discard(job)
+        self.waiting.add(job)
         if undelivered.urgent:
             self.urgent.add(job)
 
@@ -250,11 +258,16 @@ class Ledger:
         for table in (self.pending, self.active, self.upcoming, self.history):
             table.pop(job, None)
         self.urgent.discard(job)
+        self.waiting.discard(job)
 
 
 def missed_message(*, count: int, newest: datetime) -> str:
     """What a status's Missed record, and the Warning Event beside it, say about missed slots."""
     return f"{count} slot(s) missed, the newest {timeline.rfc3339(newest)}"
+
+
+def _namespace(job: slots.JobRef) -> str:
+    return job.namespace
 
 
 def _latest(first: datetime | None, second: datetime | None) -> datetime | None:

@@ -9,7 +9,10 @@ seconds per replica that ran it, not one per run. And one replica writes at most
 ``writes_per_second`` statuses (default 100), whatever the number of jobs: the API server's load
 (and every replica's, which sees each write as a watch event) is bounded. With more jobs than
 that rate allows, each job's status is written less often than ``interval`` (10,000 jobs: every
-100 s), condition changes first; what is pending meanwhile is coalesced by the ledger.
+100 s), condition changes first; what is pending meanwhile is coalesced by the ledger. The
+writes a tick starts are handed out in turns across namespaces (``pacing.FairTurns``), so a
+namespace with 10,000 jobs waits for its own writes, and another's job is written within a
+tick of its interval.
 
 The kubernetes slot lock's claim is a status write of its own, one per slot: it carries what
 this replica has pending for the job (``carry``), so with that backend status rides along at
@@ -84,6 +87,7 @@ class StatusStore(protocols.RunStore):
         self._concurrency = concurrency
         self._writers = asyncio.Semaphore(concurrency)
         self._allowance = pacing.Allowance(rate=writes_per_second, tick=self._tick)
+        self._turns = pacing.FairTurns()
         self._clock = clock or (lambda: asyncio.get_running_loop().time())
         self._ledger = ledger.Ledger(replica=replica, clock=self._clock)
         self._stated: dict[slots.JobRef, float] = {}
@@ -260,27 +264,35 @@ class StatusStore(protocols.RunStore):
                 self._ledger.note(job).heartbeat = True
 
     def _due(self, now: float, *, limit: int) -> list[slots.JobRef]:
-        """The urgent jobs, then the others whose interval is over, oldest first: at most a
-        tick's share of all that is pending (and at least ``MIN_BATCH``), and ``limit`` in all.
+        """What the tick writes, in turns across namespaces (``pacing.FairTurns``): in each
+        namespace its urgent jobs, then the others whose interval is over, oldest first; at
+        most a tick's share of all that is pending besides the urgent ones (and at least
+        ``MIN_BATCH``), and ``limit`` in all.
 
         Jobs that became pending together (armed together, runs on the same second) would
         otherwise be written together every interval, for ever: a bunch of writes, and as many
         watch events on every replica, all ready on the event loop at once while timers wait.
-        Spread evenly, the writes keep the same average rate. The ledger's pending keeps
-        insertion order, which is the order of ``since`` (a write that failed goes back at the
-        end and waits at most one more interval).
+        Spread evenly, the writes keep the same average rate. The ledger keeps each
+        namespace's jobs in the order of ``since`` (a write that failed goes back at the end
+        and waits at most one more interval).
         """
         pending = self._ledger.pending
-        urgent = [job for job in self._ledger.urgent if job in pending][:limit]
-        budget = max(MIN_BATCH, math.ceil(len(pending) * self._tick / self._interval))
-        budget = min(budget, limit - len(urgent))
-        regular: list[slots.JobRef] = []
-        for job, news in pending.items():
-            if len(regular) >= budget or now - news.since < self._interval:
-                break
+        share = max(MIN_BATCH, math.ceil(len(pending) * self._tick / self._interval))
+        namespaces = self._ledger.waiting.namespaces()
+        ready = {namespace: self._ready(namespace, now) for namespace in namespaces}
+        return self._turns.take(ready, limit=min(limit, len(self._ledger.urgent) + share))
+
+    def _ready(self, namespace: str, now: float) -> Iterator[slots.JobRef]:
+        """The jobs of ``namespace`` a tick may write, in the order they go (lazily: only as
+        far as its turns reach)."""
+        yield from self._ledger.urgent.in_namespace(namespace)
+        pending = self._ledger.pending
+        for job in self._ledger.waiting.in_namespace(namespace):
+            news = pending[job]
+            if now - news.since < self._interval:
+                return
             if not news.urgent:
-                regular.append(job)
-        return urgent + regular
+                yield job
 
     async def _write(self, job: slots.JobRef) -> None:
         pending = self._ledger.take(job)
