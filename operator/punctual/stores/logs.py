@@ -18,7 +18,11 @@ from punctual.scheduling import slots, timeline
 
 logger = logging.getLogger("punctual.runs")
 
-_QUIET = {records.RunResult.SUCCEEDED, records.RunResult.SKIPPED_OVERLAP}
+_QUIET = {
+    records.RunResult.SUCCEEDED,
+    records.RunResult.SKIPPED_OVERLAP,
+    records.RunResult.SKIPPED_IN_FLIGHT_LIMIT,
+}
 
 
 class LogStore(protocols.RunStore):
