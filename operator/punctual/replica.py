@@ -56,6 +56,7 @@ from typing import Any, Literal, Self, get_args
 import prometheus_client
 
 from punctual import metrics
+from punctual.api import planning
 from punctual.contracts import protocols
 from punctual.controller import admission, failures, reconciler, targets
 from punctual.kube import client, events, membership, objects, secrets, spec_api, status_api
@@ -119,6 +120,8 @@ class ReplicaSettings:
     """How long after a slot its backup claims it, if the owner left it free."""
     membership_namespace: str = "default"
     """Where the replicas' membership Leases are (the operator's namespace)."""
+    bounds: planning.Bounds = planning.DEFAULT_BOUNDS
+    """What the platform allows one job: checked at admission and before a job is armed."""
 
     def __post_init__(self) -> None:
         if self.webhook_port and self.webhook_cert_dir is None:
@@ -248,7 +251,9 @@ class Replica:
         self._stack.push_async_callback(batch_watcher.close)
         streams = self._open_streams()
         if settings.webhook_port:
-            self._admission = admission.Admission(batch_jobs=batch_jobs, wall=clocks.system_wall)
+            self._admission = admission.Admission(
+                batch_jobs=batch_jobs, wall=clocks.system_wall, bounds=settings.bounds
+            )
         self._reconciler = reconciler.Reconciler(
             scheduler=scheduler,
             store=statuses,
@@ -270,6 +275,7 @@ class Replica:
             # cannot be written either, and the memory lock always answers.
             lock_health=tracked if settings.lock_backend == "redis" else None,
             pause=failures.FailurePause(api=spec_api.SpecApi(api), warnings=warnings),
+            bounds=settings.bounds,
         )
         await self._arm_listed(kube_status)
         if members is not None:

@@ -4,8 +4,9 @@
   (``--webhook-port``, ``--webhook-cert-dir``) with a certificate of a CA made here; the API
   server calls it through the chart's own ValidatingWebhookConfiguration, rendered by helm with
   its ``clientConfig`` pointed at that URL and scoped to this module's namespace. ``kubectl
-  apply`` of a spec the operator would report ``InvalidSpec`` is refused with the field's path
-  and the very message the operator reports without the webhook; a valid one is admitted.
+  apply`` of a spec the operator would report ``InvalidSpec`` (among them specs past the
+  default bounds per job: ``every: 1ms``) is refused with the field's path and the very message
+  the operator reports without the webhook; a valid one is admitted.
 - Never blocking deletes: against a webhook that does not answer (failurePolicy Fail), a spec
   change is refused, while labels, annotations, finalizers and the delete itself go through.
 - The chart: both certificate modes render, pass the API server's dry run, and agree with the
@@ -75,6 +76,15 @@ INVALID_SPECS: dict[str, tuple[dict[str, Any], str]] = {
     "jitter longer than the period": (
         {"schedule": "*/5 * * * *", "jitter": "10m", "target": HTTP},
         "spec.jitter: 10m must be shorter",
+    ),
+    "slots closer than the minimum period": (
+        {"every": "1ms", "target": HTTP},
+        "spec.every: slots 1ms apart: this operator allows no less than 1s between two slots "
+        "(punctual run --min-period)",
+    ),
+    "a timeout past the maximum": (
+        {"schedule": "0 * * * *", "timeout": "25h", "target": HTTP},
+        "spec.timeout: 25h is longer than the 24h this operator allows one run",
     ),
     "a stream among the operator's keys": (
         {"schedule": "0 * * * *", "target": {"queue": {"stream": "punctual:runs"}}},

@@ -350,4 +350,4 @@ def _is_whole(value: object) -> bool:
 def check(spec: Mapping[str, Any]) -> None:
     """The operator's own check of a ScheduledJob's ``spec``: raises ``InvalidSpecError``, naming
     the ScheduledJob's field, for a spec the operator would refuse."""
-    planning.plan_for(planning.parse_spec(spec), uid=_CHECK_UID)
+    planning.plan_for(planning.parse_spec(spec), uid=_CHECK_UID, bounds=planning.UNBOUNDED)

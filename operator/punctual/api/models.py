@@ -282,7 +282,9 @@ class ScheduledJobSpec(fields.ApiModel):
         default=None,
         description="A fixed interval instead of a cron schedule, as a positive Go-style "
         "duration (250ms, 10s, 5m, 1h30m). Slots are the multiples of it since the Unix epoch "
-        "(UTC), so every replica computes the same slots. Exactly one of schedule or every.",
+        "(UTC), so every replica computes the same slots. Exactly one of schedule or every. The "
+        "operator refuses slots closer than its minimum period (punctual run --min-period, "
+        "1s by default), whether from every or from a cron seconds field.",
     )
     time_zone: str = pydantic.Field(
         default="UTC",
@@ -329,7 +331,8 @@ class ScheduledJobSpec(fields.ApiModel):
         default="10m",
         description="How long one run may take before it is cancelled and recorded as TimedOut "
         "(for the job target: the Job's activeDeadlineSeconds). A positive Go-style duration; "
-        "default 10m.",
+        "default 10m; at most the operator's maximum (punctual run --max-timeout, 24h by "
+        "default).",
     )
     suspend: pydantic.StrictBool = pydantic.Field(
         default=False,

@@ -11,14 +11,25 @@ object never crashes the operator and never affects the other objects.
 
 import json
 import re
+import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 
 import pydantic
 import pydantic_core
 
 from punctual.api import models
-from punctual.scheduling import dst, durations, missed, plans, schedules, slots, timeline
+from punctual.scheduling import (
+    dst,
+    durations,
+    missed,
+    overlap,
+    plans,
+    schedules,
+    slots,
+    timeline,
+)
 from punctual.scheduling.errors import InvalidSpecError
 
 SPEC = "spec"
@@ -45,6 +56,72 @@ job's next slot (which would then never be claimed), or the runs in flight (no r
 be held any more)."""
 OPERATOR_KEYS = ("punctual:runs",)
 """The one key of every job's runs in flight: no stream either."""
+KIB = 1024
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Bounds:
+    """What the platform team allows one job: ``punctual run``'s flags, each named in the
+    message of the spec it refuses. The operator is shared by every namespace it watches, so
+    one tenant's job must not cost the others what it takes: a schedule faster than the
+    platform allows, a run that holds its place for days, a spec the operator keeps in memory
+    and sends on every run, or runs that pile up behind a target that never answers.
+
+    Sizes are measured on what the operator keeps and sends (compact JSON, UTF-8 bytes), not on
+    the YAML users wrote.
+    """
+
+    min_period: timedelta = timedelta(seconds=1)
+    """The shortest time allowed between two slots of a schedule (``--min-period``)."""
+    max_timeout: timedelta = timedelta(hours=24)
+    """The longest ``spec.timeout`` (``--max-timeout``)."""
+    max_runs_in_flight: int = overlap.MAX_RUNS_IN_FLIGHT
+    """The most runs of one job in flight at once (``--max-runs-in-flight-per-job``): a slot
+    due at that many is skipped and counted ``SkippedInFlightLimit``."""
+    max_queued: int = 100
+    """The largest ``spec.maxQueued`` (``--max-queued-runs-per-job``)."""
+    max_job_template_bytes: int = 64 * KIB
+    """The largest ``spec.target.job.template``, as JSON (``--max-job-template-bytes``)."""
+    max_http_body_bytes: int = 64 * KIB
+    """The largest ``spec.target.http.body`` (``--max-http-body-bytes``)."""
+    max_http_headers_bytes: int = 16 * KIB
+    """The largest ``spec.target.http.headers``, as sent: ``Name: value`` and a line break
+    each (``--max-http-headers-bytes``)."""
+    max_queue_payload_bytes: int = 64 * KIB
+    """The largest ``spec.target.queue.payload``, as JSON (``--max-queue-payload-bytes``)."""
+
+    def __post_init__(self) -> None:
+        if self.min_period < timedelta(milliseconds=1):
+            raise InvalidSpecError("--min-period", "must be at least 1ms")
+        if self.max_timeout <= timedelta():
+            raise InvalidSpecError("--max-timeout", "must be more than 0")
+        for flag, value in (
+            ("--max-runs-in-flight-per-job", self.max_runs_in_flight),
+            ("--max-queued-runs-per-job", self.max_queued),
+            ("--max-job-template-bytes", self.max_job_template_bytes),
+            ("--max-http-body-bytes", self.max_http_body_bytes),
+            ("--max-http-headers-bytes", self.max_http_headers_bytes),
+            ("--max-queue-payload-bytes", self.max_queue_payload_bytes),
+        ):
+            if value < 1:
+                raise InvalidSpecError(flag, "must be at least 1")
+
+
+DEFAULT_BOUNDS = Bounds()
+"""The bounds of an operator run with the defaults of its flags."""
+UNBOUNDED = Bounds(
+    min_period=timedelta(milliseconds=1),
+    max_timeout=timedelta.max,
+    max_runs_in_flight=sys.maxsize,
+    max_queued=sys.maxsize,
+    max_job_template_bytes=sys.maxsize,
+    max_http_body_bytes=sys.maxsize,
+    max_http_headers_bytes=sys.maxsize,
+    max_queue_payload_bytes=sys.maxsize,
+)
+"""Only what the API itself allows: for the commands that check a spec without knowing the
+operator's flags (``punctual convert``, ``punctual backfill``). The operator checks its own
+bounds when the spec is applied."""
 
 
 def parse_spec(raw: Mapping[str, object]) -> models.ScheduledJobSpec:
@@ -59,13 +136,15 @@ def parse_spec(raw: Mapping[str, object]) -> models.ScheduledJobSpec:
         raise _first_problem(error) from None
 
 
-def plan_for(spec: models.ScheduledJobSpec, *, uid: str) -> plans.JobPlan:
+def plan_for(
+    spec: models.ScheduledJobSpec, *, uid: str, bounds: Bounds = DEFAULT_BOUNDS
+) -> plans.JobPlan:
     """The plan for the object with ``uid``; its jitter offset derives from the uid.
 
     Raises ``InvalidSpecError`` for a cron expression or time zone that does not parse, for
     a jitter that is not shorter than the schedule's shortest period (a jittered slot must
-    still fire before the next nominal one), and for a queue stream among the operator's own
-    Redis keys.
+    still fire before the next nominal one), for a queue stream among the operator's own
+    Redis keys, and for whatever goes past the platform's ``bounds``.
     """
     schedule = schedules.build(
         schedule=spec.schedule,
@@ -74,17 +153,37 @@ def plan_for(spec: models.ScheduledJobSpec, *, uid: str) -> plans.JobPlan:
         rules=dst.DstRules(nonexistent=spec.dst.nonexistent, ambiguous=spec.dst.ambiguous),
         field_prefix=f"{SPEC}.",
     )
+    schedule_field = f"{SPEC}.every" if spec.every is not None else f"{SPEC}.schedule"
+    if spec.target.job is not None and schedule.shortest_period < JOB_MINIMUM_PERIOD:
+        raise InvalidSpecError(
+            schedule_field,
+            "the job target needs slots at least 1s apart (its Jobs are named after the "
+            "second of their slot)",
+        )
+    if schedule.shortest_period < bounds.min_period:
+        raise InvalidSpecError(
+            schedule_field,
+            f"slots {durations.format(schedule.shortest_period)} apart: this operator allows "
+            f"no less than {durations.format(bounds.min_period)} between two slots "
+            "(punctual run --min-period)",
+        )
     timeout = durations.parse(spec.timeout, field=f"{SPEC}.timeout")
+    if timeout > bounds.max_timeout:
+        raise InvalidSpecError(
+            f"{SPEC}.timeout",
+            f"{spec.timeout} is longer than the {durations.format(bounds.max_timeout)} this "
+            "operator allows one run (punctual run --max-timeout)",
+        )
+    if spec.max_queued > bounds.max_queued:
+        raise InvalidSpecError(
+            f"{SPEC}.maxQueued",
+            f"{spec.max_queued} is more than the {bounds.max_queued} queued runs this operator "
+            "allows one job (punctual run --max-queued-runs-per-job)",
+        )
+    _check_sizes(spec.target, bounds=bounds)
     if spec.target.queue is not None:
         _check_stream(spec.target.queue.stream)
     if spec.target.job is not None:
-        if schedule.shortest_period < JOB_MINIMUM_PERIOD:
-            field = "every" if spec.every is not None else "schedule"
-            raise InvalidSpecError(
-                f"{SPEC}.{field}",
-                "the job target needs slots at least 1s apart (its Jobs are named after the "
-                "second of their slot)",
-            )
         timeout += JOB_TIMEOUT_MARGIN
     return plans.JobPlan(
         schedule=schedule,
@@ -92,9 +191,69 @@ def plan_for(spec: models.ScheduledJobSpec, *, uid: str) -> plans.JobPlan:
         missed_runs=_missed_runs(spec.missed_runs),
         concurrency=spec.concurrency_policy,
         max_queued=spec.max_queued,
+        max_runs_in_flight=bounds.max_runs_in_flight,
         timeout=timeout,
         retry_lost_runs=spec.retry_lost_runs,
     )
+
+
+def _check_sizes(target: models.Target, *, bounds: Bounds) -> None:
+    """Refuse a target field larger than the platform allows, measured as kept and sent."""
+    measured: list[tuple[str, int, int, str]] = []
+    if target.job is not None:
+        measured.append(
+            (
+                "job.template",
+                _json_bytes(target.job.template),
+                bounds.max_job_template_bytes,
+                "--max-job-template-bytes",
+            )
+        )
+    if target.http is not None:
+        headers = "".join(f"{name}: {value}\r\n" for name, value in target.http.headers.items())
+        measured.append(
+            (
+                "http.headers",
+                _utf8_bytes(headers),
+                bounds.max_http_headers_bytes,
+                "--max-http-headers-bytes",
+            )
+        )
+        if target.http.body is not None:
+            measured.append(
+                (
+                    "http.body",
+                    _utf8_bytes(target.http.body),
+                    bounds.max_http_body_bytes,
+                    "--max-http-body-bytes",
+                )
+            )
+    if target.queue is not None and target.queue.payload is not None:
+        measured.append(
+            (
+                "queue.payload",
+                _json_bytes(target.queue.payload),
+                bounds.max_queue_payload_bytes,
+                "--max-queue-payload-bytes",
+            )
+        )
+    for field, size, limit, flag in measured:
+        if size > limit:
+            raise InvalidSpecError(
+                f"{SPEC}.target.{field}",
+                f"{size} bytes, more than the {limit} this operator allows (punctual run {flag})",
+            )
+
+
+def _json_bytes(value: object) -> int:
+    """The size of ``value`` as compact JSON in UTF-8: how the operator sends it."""
+    return _utf8_bytes(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
+
+
+def _utf8_bytes(text: str) -> int:
+    """The size of ``text`` in UTF-8; a lone surrogate (JSON may escape one) counted as the
+    three bytes it would take, never an error."""
+    return len(text.encode(errors="surrogatepass"))
 
 
 def _check_stream(stream: str) -> None:

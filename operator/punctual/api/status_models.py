@@ -77,7 +77,7 @@ class RunRecord(fields.ApiModel):
     started_at: fields.Timestamp | None = pydantic.Field(
         default=None,
         description="When the run started; unset for slots that never ran (SkippedOverlap, "
-        "Missed).",
+        "SkippedInFlightLimit, Missed).",
     )
     finished_at: fields.Timestamp | None = pydantic.Field(
         default=None, description="When the run finished; unset for slots that never ran."
@@ -93,7 +93,8 @@ class RunRecord(fields.ApiModel):
     )
     result: records.RunResult = pydantic.Field(
         description="Succeeded, Failed, TimedOut (cancelled at spec.timeout), SkippedOverlap "
-        "(an earlier run was still going, see spec.concurrencyPolicy), Missed (see "
+        "(an earlier run was still going, see spec.concurrencyPolicy), SkippedInFlightLimit "
+        "(the job had as many runs in flight as the operator allows one job), Missed (see "
         "spec.missedRuns) or Lost (the operator replica running it died; see "
         "spec.retryLostRuns).",
     )
@@ -164,6 +165,12 @@ class RunCounts(fields.ApiModel):
         ge=0,
         description="Slots not run because an earlier run was still going (spec."
         "concurrencyPolicy).",
+    )
+    skipped_in_flight_limit: fields.WholeNumber = pydantic.Field(
+        default=0,
+        ge=0,
+        description="Slots not run because the job had as many runs in flight as the operator "
+        "allows one job (punctual run --max-runs-in-flight-per-job).",
     )
     missed: fields.WholeNumber = pydantic.Field(
         default=0,

@@ -73,7 +73,7 @@ def check_window(
     if end > now:
         return f"--to is in the future ({timeline.rfc3339(end)}): backfill runs past slots only"
     try:
-        plan = planning.plan_for(planning.parse_spec(spec), uid=uid)
+        plan = planning.plan_for(planning.parse_spec(spec), uid=uid, bounds=planning.UNBOUNDED)
     except InvalidSpecError as error:
         return f"the job's spec is invalid: {error}"
     found = backfill.window(plan.schedule, start=start, end=end)

@@ -20,6 +20,7 @@ import kopf
 import uvloop
 
 from punctual import replica
+from punctual.api import planning
 from punctual.cli import log_format
 from punctual.controller import admission, handlers
 from punctual.kube import events, membership
@@ -117,6 +118,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "but link-local addresses, cloud metadata endpoints and the API server, which are "
         "refused unless an address or network pattern here names them)",
     )
+    _add_bounds(parser)
     parser.add_argument(
         "--webhook-port",
         type=int,
@@ -178,6 +180,64 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         help="the least level logged (default: INFO)",
     )
     parser.set_defaults(handler=run)
+
+
+def _add_bounds(parser: argparse.ArgumentParser) -> None:
+    """What the platform allows one job (``planning.Bounds``): a spec past them is refused at
+    admission and ``InvalidSpec`` in status, the flag named in the message."""
+    bounds = planning.DEFAULT_BOUNDS
+    group = parser.add_argument_group(
+        "bounds per job",
+        "what one ScheduledJob may ask of this shared operator; a spec past them is refused by "
+        "the webhook and reported InvalidSpec, naming the field",
+    )
+    group.add_argument(
+        "--min-period",
+        default=durations.format(bounds.min_period),
+        metavar="DURATION",
+        help="the shortest time allowed between two slots of a schedule, every: or cron "
+        f"(default: {durations.format(bounds.min_period)}; lower it to allow sub-second "
+        "schedules)",
+    )
+    group.add_argument(
+        "--max-timeout",
+        default=durations.format(bounds.max_timeout),
+        metavar="DURATION",
+        help=f"the longest spec.timeout (default: {durations.format(bounds.max_timeout)})",
+    )
+    group.add_argument(
+        "--max-runs-in-flight-per-job",
+        type=int,
+        default=bounds.max_runs_in_flight,
+        metavar="N",
+        help="the most runs of one job in flight at once, whatever its concurrencyPolicy; a "
+        "slot due at that many is skipped and counted SkippedInFlightLimit (default: "
+        f"{bounds.max_runs_in_flight})",
+    )
+    group.add_argument(
+        "--max-queued-runs-per-job",
+        type=int,
+        default=bounds.max_queued,
+        metavar="N",
+        help=f"the largest spec.maxQueued (default: {bounds.max_queued})",
+    )
+    for flag, default, field in (
+        ("--max-job-template-bytes", bounds.max_job_template_bytes, "job.template, as JSON"),
+        ("--max-http-body-bytes", bounds.max_http_body_bytes, "http.body, in UTF-8"),
+        (
+            "--max-http-headers-bytes",
+            bounds.max_http_headers_bytes,
+            "http.headers, as sent ('Name: value' and a line break each)",
+        ),
+        ("--max-queue-payload-bytes", bounds.max_queue_payload_bytes, "queue.payload, as JSON"),
+    ):
+        group.add_argument(
+            flag,
+            type=int,
+            default=default,
+            metavar="BYTES",
+            help=f"the largest spec.target.{field} (default: {default})",
+        )
 
 
 def run(arguments: argparse.Namespace) -> int:
@@ -245,6 +305,16 @@ def _settings(arguments: argparse.Namespace) -> replica.ReplicaSettings:
         sharding=arguments.sharding == "on",
         backup_delay=durations.parse(arguments.backup_delay, field="--backup-delay"),
         membership_namespace=_membership_namespace(arguments),
+        bounds=planning.Bounds(
+            min_period=durations.parse(arguments.min_period, field="--min-period"),
+            max_timeout=durations.parse(arguments.max_timeout, field="--max-timeout"),
+            max_runs_in_flight=arguments.max_runs_in_flight_per_job,
+            max_queued=arguments.max_queued_runs_per_job,
+            max_job_template_bytes=arguments.max_job_template_bytes,
+            max_http_body_bytes=arguments.max_http_body_bytes,
+            max_http_headers_bytes=arguments.max_http_headers_bytes,
+            max_queue_payload_bytes=arguments.max_queue_payload_bytes,
+        ),
     )
     if not arguments.http_allowed_hosts:
         return settings

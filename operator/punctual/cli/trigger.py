@@ -23,7 +23,15 @@ from punctual.scheduling.errors import InvalidSpecError
 
 PROG = "punctual trigger"
 POLL_SECONDS = 1.0
-_FINAL_RESULTS = {"Succeeded", "Failed", "TimedOut", "Lost", "SkippedOverlap", "Missed"}
+_FINAL_RESULTS = {
+    "Succeeded",
+    "Failed",
+    "TimedOut",
+    "Lost",
+    "SkippedOverlap",
+    "SkippedInFlightLimit",
+    "Missed",
+}
 
 
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:

@@ -13,6 +13,8 @@ class RunResult(enum.StrEnum):
     FAILED = "Failed"
     TIMED_OUT = "TimedOut"
     SKIPPED_OVERLAP = "SkippedOverlap"
+    SKIPPED_IN_FLIGHT_LIMIT = "SkippedInFlightLimit"
+    """Not started: the job had as many runs in flight as the operator allows one job."""
     MISSED = "Missed"
     LOST = "Lost"
     """The replica running it died (its lease expired); recorded by the replica that noticed."""

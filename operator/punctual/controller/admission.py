@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
+from punctual.api import planning
 from punctual.contracts import protocols
 from punctual.controller import validation
 from punctual.scheduling import durations, slots
@@ -42,11 +43,14 @@ class Admission:
         *,
         batch_jobs: batch_job_requests.BatchJobsApi | None,
         wall: protocols.WallClock,
+        bounds: planning.Bounds = planning.DEFAULT_BOUNDS,
         dry_run_timeout: timedelta = dry_run.TIMEOUT,
     ) -> None:
-        """``batch_jobs``: where a job target's Job is dry-run; ``None``: it is not."""
+        """``batch_jobs``: where a job target's Job is dry-run; ``None``: it is not. ``bounds``:
+        the platform's, as the reconciler checks them."""
         self._batch_jobs = batch_jobs
         self._wall = wall
+        self._bounds = bounds
         self._dry_run_timeout = dry_run_timeout
 
     async def review(
@@ -60,7 +64,7 @@ class Admission:
             return []
         # On CREATE the API server has set the uid by the time it asks its webhooks.
         uid = str(metadata.get("uid") or "")
-        checked = validation.check(body.get("spec") or {}, uid=uid)
+        checked = validation.check(body.get("spec") or {}, uid=uid, bounds=self._bounds)
         target = checked.spec.target.job
         if target is None or self._batch_jobs is None:
             return []

@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from punctual.api import annotations
+from punctual.api import annotations, planning
 from punctual.contracts import protocols
 from punctual.controller import failures, targets, validation
 from punctual.kube import objects, resources
@@ -51,8 +51,11 @@ class Reconciler:
         warnings: protocols.Warnings,
         lock_health: health.HealthTrackingLock | None = None,
         pause: failures.FailurePause | None = None,
+        bounds: planning.Bounds = planning.DEFAULT_BOUNDS,
     ) -> None:
+        """``bounds``: the platform's, a spec past them ``InvalidSpec`` (as at admission)."""
         self._scheduler = scheduler
+        self._bounds = bounds
         self._store = store
         self._cache = cache
         self._targets = targets
@@ -91,7 +94,7 @@ class Reconciler:
             await self._pause_after_failures(body, seen, previous=previous_failures)
             return  # a status change: nothing for the scheduler
         try:
-            checked = validation.check(body.get("spec") or {}, uid=job.uid)
+            checked = validation.check(body.get("spec") or {}, uid=job.uid, bounds=self._bounds)
             spec, plan = checked.spec, checked.plan
             wiring = self._targets.wire(job, spec)
         except (InvalidSpecError, target_errors.TargetUnavailableError) as error:

@@ -22,16 +22,19 @@ class Checked:
     plan: plans.JobPlan
 
 
-def check(raw_spec: Mapping[str, object], *, uid: str) -> Checked:
+def check(raw_spec: Mapping[str, object], *, uid: str, bounds: planning.Bounds) -> Checked:
     """The spec read (``planning.parse_spec``), its plan (``planning.plan_for``: cron, time
-    zone, jitter, durations, the queue's stream) and its target's own checks (an HTTP request
-    that can be sent, a Job template with a JobSpec). Raises ``InvalidSpecError``.
+    zone, jitter, durations, the queue's stream, the platform's ``bounds``) and its target's own
+    checks (an HTTP request that can be sent, a Job template with a JobSpec). Raises
+    ``InvalidSpecError``.
 
-    Nothing here depends on the operator's configuration (its allowlist, its Redis, its right to
-    create Jobs): what this operator cannot run is the wiring's ``TargetUnavailableError``.
+    Of the operator's configuration only the ``bounds`` count here (a spec past them is
+    invalid on this operator, whatever else it has): what this operator cannot run for want of
+    its allowlist, its Redis or its right to create Jobs is the wiring's
+    ``TargetUnavailableError``.
     """
     spec = planning.parse_spec(raw_spec)
-    plan = planning.plan_for(spec, uid=uid)
+    plan = planning.plan_for(spec, uid=uid, bounds=bounds)
     target = spec.target
     if target.http is not None:
         http_wiring.request_for(target.http)

@@ -60,6 +60,9 @@ class JobLoop:
         self._handled_through: datetime | None = None
         self._backing_up = False
         self._noticed: set[datetime] = set()
+        self._backfilling: tuple[str, asyncio.Task[None]] | None = None
+        """The backfill this replica carries out (or races for) for the job, with its token:
+        one at a time."""
         """Slots ahead whose owner said it claimed them (this loop a backup's)."""
 
     @property
@@ -169,19 +172,27 @@ class JobLoop:
     def backfill(self, request: records.BackfillRequest) -> str | None:
         """Run the slots of ``request``'s window, oldest first, once each, in a task of its own
         (see ``JobRuns.backfill``); why not (None when it starts): a job never armed, a window
-        in the future, or one with more than ``backfill.MAX_SLOTS`` slots."""
+        in the future, one with more than ``backfill.MAX_SLOTS`` slots, or a backfill of the job
+        still going here (each runs its slots back to back: side by side, requests made
+        with new tokens would multiply the runs of one job without bound)."""
         armed = self._armed
         if armed is None:
             return "the job is not scheduled (see its Ready condition)"
+        if self._backfilling is not None and not self._backfilling[1].done():
+            return (
+                f"the backfill {self._backfilling[0]!r} is still going (status.backfill): one "
+                "backfill at a time per job; ask again with a new token once it has finished"
+            )
         if request.end > self._wall():
             return "to is in the future: backfill runs past slots only"
         found = backfill.window(armed.plan.schedule, start=request.start, end=request.end)
         if found.more:
             return f"the window holds more than {backfill.MAX_SLOTS} slots: narrow it"
-        self._tasks.spawn(
+        task = self._tasks.spawn(
             self._runs.backfill(request, found.slots, armed),
             name=f"backfill {self.job.namespace}/{self.job.name} {request.token}",
         )
+        self._backfilling = (request.token, task)
         return None
 
     def _report_crash(self, task: "asyncio.Task[None]") -> None:

@@ -312,10 +312,24 @@ class JobRuns:
             active=active,
             queued=len(self._queued),
             max_queued=plan.max_queued,
+            max_active=plan.max_runs_in_flight,
         )
         match action:
             case overlap.Action.SKIP:
-                self._skip_overlapping(slot, plan, active=active)
+                self._skip(
+                    slot,
+                    plan,
+                    result=records.RunResult.SKIPPED_OVERLAP,
+                    message=f"{active} run(s) active, concurrencyPolicy {plan.concurrency}",
+                )
+                return None
+            case overlap.Action.SKIP_AT_LIMIT:
+                self._skip(
+                    slot,
+                    plan,
+                    result=records.RunResult.SKIPPED_IN_FLIGHT_LIMIT,
+                    message=f"{active} run(s) active, the most the operator allows one job",
+                )
                 return None
             case overlap.Action.ENQUEUE:
                 self._queued.append((slot, armed))
@@ -358,12 +372,14 @@ class JobRuns:
                 return
             await asyncio.sleep(ELSEWHERE_POLL.total_seconds())
 
-    def _skip_overlapping(self, slot: datetime, plan: plans.JobPlan, *, active: int) -> None:
+    def _skip(
+        self, slot: datetime, plan: plans.JobPlan, *, result: records.RunResult, message: str
+    ) -> None:
         record = records.RunRecord(
             slot=slot,
             scheduled_time=slot if slot in self._tokens else slot + plan.offset,
-            result=records.RunResult.SKIPPED_OVERLAP,
-            message=f"{active} run(s) active, concurrencyPolicy {plan.concurrency}",
+            result=result,
+            message=message,
             replica=self._replica,
             token=self._tokens.pop(slot, None),
             backfill=self._backfilled.get(slot),
@@ -507,9 +523,10 @@ def _counted(
     done = progress.done + 1
     if result == records.RunResult.SUCCEEDED:
         return dataclasses.replace(progress, done=done, succeeded=progress.succeeded + 1)
-    if result is None or result == records.RunResult.SKIPPED_OVERLAP:
+    if result is None or result in _SKIPPED:
         return dataclasses.replace(progress, done=done, skipped=progress.skipped + 1)
     return dataclasses.replace(progress, done=done, failed=progress.failed + 1)
 
 
+_SKIPPED = {records.RunResult.SKIPPED_OVERLAP, records.RunResult.SKIPPED_IN_FLIGHT_LIMIT}
 _CANCELLED_EARLY = (records.RunResult.FAILED, "cancelled before it started")

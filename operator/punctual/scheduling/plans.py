@@ -14,6 +14,8 @@ class JobPlan:
     missed_runs: missed.MissedRuns = missed.MissedRuns()
     concurrency: overlap.ConcurrencyPolicy = overlap.ConcurrencyPolicy.FORBID
     max_queued: int = 1
+    max_runs_in_flight: int = overlap.MAX_RUNS_IN_FLIGHT
+    """The platform's cap on this job's runs in flight at once, whatever its policy."""
     timeout: timedelta = timedelta(minutes=10)
     retry_lost_runs: bool = False
     """Run a slot once more (same slot id) when its first run is recorded Lost."""

@@ -36,7 +36,11 @@ BURST: Final = 10
 SUMMARY_EVERY: Final = timedelta(minutes=1)
 """How often a job's runs whose lines were kept back are summarized."""
 
-_QUIET = {records.RunResult.SUCCEEDED, records.RunResult.SKIPPED_OVERLAP}
+_QUIET = {
+    records.RunResult.SUCCEEDED,
+    records.RunResult.SKIPPED_OVERLAP,
+    records.RunResult.SKIPPED_IN_FLIGHT_LIMIT,
+}
 _RUNS = set(records.RunResult) - {records.RunResult.MISSED}
 """The results of "run finished" lines (the others: "slots missed")."""
 _FIELDS = {result: result.value[0].lower() + result.value[1:] for result in records.RunResult}

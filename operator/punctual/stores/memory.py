@@ -18,6 +18,8 @@ class JobHistory:
     overlapped: list[datetime] = field(default_factory=list)
     skipped: list[datetime] = field(default_factory=list)
     """Slots left to the owner on its word (this replica the job's backup)."""
+    backfills: list[records.BackfillProgress] = field(default_factory=list)
+    """Each step of the backfills taken here, in order."""
 
     def results(self) -> collections.Counter[records.RunResult]:
         return collections.Counter(record.result for record in self.finished)
@@ -37,6 +39,9 @@ class MemoryStore:
 
     def run_finished(self, job: slots.JobRef, record: records.RunRecord) -> None:
         self.jobs[job].finished.append(record)
+
+    def backfill_progressed(self, job: slots.JobRef, progress: records.BackfillProgress) -> None:
+        self.jobs[job].backfills.append(progress)
 
     def slot_overlapped(
         self, job: slots.JobRef, *, slot: datetime, policy: overlap.ConcurrencyPolicy

@@ -498,6 +498,7 @@ class TestStatusRoundTripsThroughItsWireForm:
                 "failed": 2,
                 "timedOut": 0,
                 "skippedOverlap": 1,
+                "skippedInFlightLimit": 0,
                 "missed": 0,
                 "lost": 0,
             },

@@ -1,13 +1,17 @@
 """``punctual run``'s options as the replica gets them: sharding on unless ``--sharding off``,
-and the membership Leases' namespace, from the most explicit source there is."""
+the membership Leases' namespace, from the most explicit source there is, and the bounds per
+job."""
 
 import argparse
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from punctual import replica
+from punctual.api import planning
 from punctual.cli import run
+from punctual.scheduling.errors import InvalidSpecError
 
 
 def settings(*argv: str) -> replica.ReplicaSettings:
@@ -68,3 +72,48 @@ class TestTheMembershipNamespace:
             monkeypatch.setattr(run, "SERVICE_ACCOUNT_NAMESPACE", mounted)
 
         assert settings(*argv).membership_namespace == expected
+
+
+class TestTheBoundsPerJob:
+    def test_the_defaults_are_the_documented_ones(self) -> None:
+        assert settings().bounds == planning.DEFAULT_BOUNDS
+        assert replica.ReplicaSettings(replica_id="r1").bounds == planning.DEFAULT_BOUNDS
+
+    def test_each_flag_sets_its_bound(self) -> None:
+        bounds = settings(
+            "--min-period=100ms",
+            "--max-timeout=2h",
+            "--max-runs-in-flight-per-job=3",
+            "--max-queued-runs-per-job=4",
+            "--max-job-template-bytes=1000",
+            "--max-http-body-bytes=2000",
+            "--max-http-headers-bytes=3000",
+            "--max-queue-payload-bytes=4000",
+        ).bounds
+
+        assert bounds == planning.Bounds(
+            min_period=timedelta(milliseconds=100),
+            max_timeout=timedelta(hours=2),
+            max_runs_in_flight=3,
+            max_queued=4,
+            max_job_template_bytes=1000,
+            max_http_body_bytes=2000,
+            max_http_headers_bytes=3000,
+            max_queue_payload_bytes=4000,
+        )
+
+    @pytest.mark.parametrize(
+        ("argv", "flag"),
+        [
+            (("--min-period=0s",), "--min-period"),
+            (("--min-period=soon",), "--min-period"),
+            (("--max-runs-in-flight-per-job=0",), "--max-runs-in-flight-per-job"),
+        ],
+    )
+    def test_a_bound_no_job_could_meet_is_refused_naming_the_flag(
+        self, argv: tuple[str, ...], flag: str
+    ) -> None:
+        with pytest.raises(InvalidSpecError) as caught:
+            settings(*argv)
+
+        assert caught.value.field == flag

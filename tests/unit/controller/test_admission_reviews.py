@@ -2,12 +2,13 @@
 what is not the spec's business (metadata changes, objects being deleted) is never checked."""
 
 import logging
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from punctual import replica
+from punctual.api import planning
 from punctual.controller import admission, handlers
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.targets.job import manifests
@@ -49,6 +50,19 @@ class TestTheCheck:
         body = scheduled_job({"schedule": "0 3 * * *", "target": HTTP})
 
         assert await reviews().review(operation="CREATE", body=body, old=None) == []
+
+    async def test_a_schedule_faster_than_the_platform_allows_is_refused(self) -> None:
+        body = scheduled_job({"every": "1ms", "target": HTTP})
+
+        with pytest.raises(InvalidSpecError, match=r"^spec\.every: slots 1ms apart: .*1s"):
+            await reviews().review(operation="CREATE", body=body, old=None)
+
+    async def test_the_platform_s_bounds_are_the_ones_checked(self) -> None:
+        lowered = planning.Bounds(min_period=timedelta(milliseconds=1))
+        checking = admission.Admission(batch_jobs=None, wall=lambda: NOW, bounds=lowered)
+        body = scheduled_job({"every": "1ms", "target": HTTP})
+
+        assert await checking.review(operation="CREATE", body=body, old=None) == []
 
     async def test_a_changed_spec_is_checked_on_update(self) -> None:
         old = scheduled_job({"schedule": "0 3 * * *", "target": HTTP})

@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from punctual.api import planning
 from punctual.controller import targets, validation
 from punctual.scheduling import slots
 from punctual.scheduling.errors import InvalidSpecError
@@ -307,7 +308,7 @@ def wiring() -> targets.Targets:
 def validate(raw: object, wiring: targets.Targets) -> None:
     """What ``Reconciler.observe`` does with an object's spec before it arms anything."""
     # The reconciler reads `body.get("spec") or {}`: whatever the object holds under spec.
-    checked = validation.check(raw or {}, uid=JOB.uid)  # type: ignore[arg-type]
+    checked = validation.check(raw or {}, uid=JOB.uid, bounds=planning.DEFAULT_BOUNDS)  # type: ignore[arg-type]
     wiring.wire(JOB, checked.spec)
 
 
@@ -331,7 +332,7 @@ def test_what_the_check_admits_the_wiring_finds_valid(
     wiring: targets.Targets, raw: dict[str, Any]
 ) -> None:
     try:
-        checked = validation.check(raw, uid=JOB.uid)
+        checked = validation.check(raw, uid=JOB.uid, bounds=planning.DEFAULT_BOUNDS)
     except InvalidSpecError:
         return
     wiring.wire(JOB, checked.spec)  # an InvalidSpecError here fails the test

@@ -164,6 +164,7 @@ def every(
     starting_deadline: timedelta | None = None,
     concurrency: overlap.ConcurrencyPolicy = overlap.ConcurrencyPolicy.FORBID,
     max_queued: int = 1,
+    max_runs_in_flight: int = overlap.MAX_RUNS_IN_FLIGHT,
     timeout: timedelta = timedelta(minutes=10),
     offset: timedelta = timedelta(),
 ) -> plans.JobPlan:
@@ -176,6 +177,7 @@ def every(
         ),
         concurrency=concurrency,
         max_queued=max_queued,
+        max_runs_in_flight=max_runs_in_flight,
         timeout=timeout,
     )
 

@@ -28,6 +28,7 @@ from punctual.stores.memory import MemoryStore
 pytestmark = LOOPTIME
 
 PERIOD = 10 * SECOND
+MILLISECOND = SECOND / 1000
 SUCCEEDED, FAILED = RunResult.SUCCEEDED, RunResult.FAILED
 SKIPPED = RunResult.SKIPPED_OVERLAP
 
@@ -97,6 +98,42 @@ class TestAllow:
             assert abs(began - slot) <= TOLERANCE
         assert supervisor.active_slots(JOB) == ats(20, 30, 40)
         assert results(store.jobs[JOB].finished) == [(at(10), SUCCEEDED)]
+
+
+class TestTheCapOnRunsInFlight:
+    """``every: 20ms`` under Allow, a target that never answers: without a cap, every slot was
+    one more run held (2,228 after 45 s, memory growing by the second)."""
+
+    async def test_runs_in_flight_stay_at_the_cap_and_every_slot_past_it_is_counted(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        target = Target(wall, hang=True)
+        plan = every(20 * MILLISECOND, concurrency=ConcurrencyPolicy.ALLOW, max_runs_in_flight=10)
+        supervisor.arm(JOB, plan, target, resume_after=at(5))
+        await wall.sleep_until(at(15))
+
+        assert target.running == target.most_running == 10
+        assert len(supervisor.active_slots(JOB)) == 10
+        skipped = store.jobs[JOB].finished
+        assert {record.result for record in skipped} == {RunResult.SKIPPED_IN_FLIGHT_LIMIT}
+        assert len(target.contexts) == 10
+        assert len(skipped) >= 10 * 50 - 10 - 1  # every slot of 10 s but the ten running
+        assert skipped[0].message == "10 run(s) active, the most the operator allows one job"
+        assert skipped[0].started_at is None
+
+    async def test_a_run_that_ends_makes_room_for_the_next_slot(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore, target: Target
+    ) -> None:
+        # Runs of 25 s every 10 s: three at once under Allow, two with a cap of two.
+        arm(supervisor, target, ConcurrencyPolicy.ALLOW, max_runs_in_flight=2)
+        await wall.sleep_until(at(44))
+
+        assert target.slots == ats(10, 20, 40)
+        assert target.most_running == 2
+        assert results(store.jobs[JOB].finished) == [
+            (at(30), RunResult.SKIPPED_IN_FLIGHT_LIMIT),
+            (at(10), SUCCEEDED),
+        ]
 
 
 class TestReplace:

@@ -10,6 +10,7 @@ REPLACE = overlap.ConcurrencyPolicy.REPLACE
 QUEUE = overlap.ConcurrencyPolicy.QUEUE
 START = overlap.Action.START
 SKIP = overlap.Action.SKIP
+SKIP_AT_LIMIT = overlap.Action.SKIP_AT_LIMIT
 ENQUEUE = overlap.Action.ENQUEUE
 
 
@@ -19,7 +20,9 @@ class TestAnIdleJobAlwaysStarts:
     def test_nothing_running_nothing_queued(
         self, policy: overlap.ConcurrencyPolicy, max_queued: int
     ) -> None:
-        assert overlap.decide(policy, active=0, queued=0, max_queued=max_queued) is START
+        assert (
+            overlap.decide(policy, active=0, queued=0, max_queued=max_queued, max_active=1) is START
+        )
 
 
 class TestABusyJobFollowsItsConcurrencyPolicy:
@@ -29,7 +32,7 @@ class TestABusyJobFollowsItsConcurrencyPolicy:
             pytest.param(FORBID, 1, 0, 1, SKIP, id="forbid-skips-and-counts"),
             pytest.param(FORBID, 3, 0, 1, SKIP, id="forbid-with-several-running"),
             pytest.param(ALLOW, 1, 0, 1, START, id="allow-runs-alongside"),
-            pytest.param(ALLOW, 5, 0, 1, START, id="allow-has-no-limit"),
+            pytest.param(ALLOW, 5, 0, 1, START, id="allow-has-no-limit-of-its-own"),
             pytest.param(
                 REPLACE, 1, 0, 1, overlap.Action.REPLACE, id="replace-cancels-the-running"
             ),
@@ -50,7 +53,42 @@ class TestABusyJobFollowsItsConcurrencyPolicy:
         max_queued: int,
         action: overlap.Action,
     ) -> None:
-        assert overlap.decide(policy, active=active, queued=queued, max_queued=max_queued) is action
+        decided = overlap.decide(
+            policy, active=active, queued=queued, max_queued=max_queued, max_active=10
+        )
+        assert decided is action
+
+
+class TestThePlatformsCapOnRunsInFlightIsAbovePolicy:
+    @pytest.mark.parametrize(
+        ("policy", "active", "queued", "max_queued", "action"),
+        [
+            pytest.param(ALLOW, 9, 0, 1, START, id="allow-starts-below-the-cap"),
+            pytest.param(ALLOW, 10, 0, 1, SKIP_AT_LIMIT, id="allow-at-the-cap-skips"),
+            pytest.param(ALLOW, 2228, 0, 1, SKIP_AT_LIMIT, id="allow-past-the-cap-skips"),
+            pytest.param(FORBID, 10, 0, 1, SKIP, id="forbid-skips-as-ever"),
+            pytest.param(
+                REPLACE, 10, 0, 1, overlap.Action.REPLACE, id="replace-cancels-them-all-first"
+            ),
+            pytest.param(QUEUE, 10, 0, 1, ENQUEUE, id="queue-waits-behind-them"),
+        ],
+    )
+    def test_the_action(
+        self,
+        policy: overlap.ConcurrencyPolicy,
+        active: int,
+        queued: int,
+        max_queued: int,
+        action: overlap.Action,
+    ) -> None:
+        decided = overlap.decide(
+            policy, active=active, queued=queued, max_queued=max_queued, max_active=10
+        )
+        assert decided is action
+
+    @pytest.mark.parametrize("policy", list(overlap.ConcurrencyPolicy), ids=str)
+    def test_an_idle_job_starts_whatever_the_cap(self, policy: overlap.ConcurrencyPolicy) -> None:
+        assert overlap.decide(policy, active=0, queued=0, max_queued=1, max_active=1) is START
 
 
 class TestThePolicyNamesAreTheApiNames:

@@ -94,7 +94,16 @@ async def test_active_runs_counts_and_conditions_are_the_models_dumps() -> None:
         2,
     ]
     assert status["counts"] == dict.fromkeys(
-        ["succeeded", "failed", "timedOut", "skippedOverlap", "missed", "lost"], 0
+        [
+            "succeeded",
+            "failed",
+            "timedOut",
+            "skippedOverlap",
+            "skippedInFlightLimit",
+            "missed",
+            "lost",
+        ],
+        0,
     )
     assert status["conditions"] == [
         ready(lastTransitionTime="2026-11-30T01:30:02Z", message="ok"),

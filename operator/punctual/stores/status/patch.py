@@ -39,6 +39,7 @@ _COUNTED = {
     records.RunResult.FAILED: "failed",
     records.RunResult.TIMED_OUT: "timed_out",
     records.RunResult.SKIPPED_OVERLAP: "skipped_overlap",
+    records.RunResult.SKIPPED_IN_FLIGHT_LIMIT: "skipped_in_flight_limit",
     records.RunResult.MISSED: "missed",
     records.RunResult.LOST: "lost",
 }
