@@ -132,7 +132,8 @@ def _namespace_terminating(error: ApiException) -> bool:
     try:
         answer = json.loads(error.body)
         causes = answer.get("details", {}).get("causes", [])
-        return any(cause.get("type") == "NamespaceTerminating" for cause in causes)
+        # A StatusCause carries its type under "reason" on the wire.
+        return any(cause.get("reason") == "NamespaceTerminating" for cause in causes)
     except (ValueError, AttributeError, TypeError):
         return False
 

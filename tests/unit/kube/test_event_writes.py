@@ -29,7 +29,13 @@ TERMINATING = {
     "tenant-a because it is being terminated",
     "reason": "Forbidden",
     "details": {
-        "causes": [{"type": "NamespaceTerminating", "field": "metadata.namespace"}],
+        "causes": [
+            {
+                "reason": "NamespaceTerminating",
+                "message": "namespace ns is being terminated",
+                "field": "metadata.namespace",
+            }
+        ],
     },
     "code": 403,
 }
