@@ -132,8 +132,9 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         metavar="FILE",
         help="answer only clients presenting a certificate this CA (PEM) signed: the one the "
         "API server presents to webhooks (its AdmissionConfiguration's kubeconfig); others "
-        "are refused at TLS; read at start (default: none, any client, so a NetworkPolicy "
-        "must let only the API server reach --webhook-port)",
+        "are refused at TLS; read at start and with each renewed serving certificate "
+        "(default: none, any client, so a NetworkPolicy must let only the API server reach "
+        "--webhook-port)",
     )
     parser.add_argument(
         "--sharding",

@@ -28,6 +28,7 @@ INVALID = 422
 """An admission refusal's code, as for the CRD schema's own errors (Invalid)."""
 FORBIDDEN = 403
 """The code of a review refused before any check: not one the API server sends."""
+_REVIEW_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
 
 
 class Stoppable(Protocol):
@@ -143,9 +144,6 @@ def _refusal(request: Any, payload: object, message: str) -> dict[str, Any]:
             "status": {"code": FORBIDDEN, "message": message},
         },
     }
-
-
-_REVIEW_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
 
 
 class RefusalsAreNotErrors(logging.Filter):
