@@ -2,7 +2,9 @@
 
 A CA; a serving certificate for 127.0.0.1/localhost (and the in-cluster names of the
 ``kubernetes`` service, so in-cluster style clients verify too); an admin client certificate in
-``system:masters``; and the RSA key pair that signs and verifies service-account tokens.
+``system:masters``; the RSA key pair that signs and verifies service-account tokens; and the
+client certificate the API server presents to admission webhooks, from a CA of its own (the
+cluster's CA signs every user's: a webhook trusting it would trust them all).
 """
 
 import datetime
@@ -57,6 +59,19 @@ class ClusterCerts:
     @property
     def admin_key(self) -> Path:
         return self.directory / "admin.key"
+
+    @property
+    def webhook_client_ca_cert(self) -> Path:
+        """The CA of the API server's client certificate for webhooks, and of nothing else."""
+        return self.directory / "webhook-client-ca.crt"
+
+    @property
+    def webhook_client_cert(self) -> Path:
+        return self.directory / "webhook-client.crt"
+
+    @property
+    def webhook_client_key(self) -> Path:
+        return self.directory / "webhook-client.key"
 
     @property
     def service_account_key(self) -> Path:
@@ -200,6 +215,28 @@ def generate(directory: Path, *, serving_addresses: Sequence[str] = ()) -> Clust
     )
     _write_key(certs.admin_key, admin_key)
     _write_cert(certs.admin_cert, admin_cert)
+
+    webhook_ca_name = _name("punctual-local-webhook-client-ca")
+    webhook_ca_key, webhook_ca_cert = _new_ca(webhook_ca_name)
+    _write_cert(certs.webhook_client_ca_cert, webhook_ca_cert)
+    webhook_client_key = _new_key()
+    webhook_client_cert = (
+        _leaf_usage(
+            _builder(
+                _name("kube-apiserver-webhook-client"),
+                webhook_ca_name,
+                webhook_client_key.public_key(),
+            ),
+            ExtendedKeyUsageOID.CLIENT_AUTH,
+        )
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(webhook_ca_key.public_key()),
+            critical=False,
+        )
+        .sign(webhook_ca_key, hashes.SHA256())
+    )
+    _write_key(certs.webhook_client_key, webhook_client_key)
+    _write_cert(certs.webhook_client_cert, webhook_client_cert)
 
     service_account_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     _write_key(certs.service_account_key, service_account_key)

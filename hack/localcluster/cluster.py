@@ -29,7 +29,7 @@ from localcluster import processes
 from localcluster.api import ApiClient
 from localcluster.binaries import Binaries, NodeImages, locate_binaries, locate_node_images
 from localcluster.etcd import Etcd
-from localcluster.kubeconfig import write_kubeconfig
+from localcluster.kubeconfig import write_kubeconfig, write_webhook_client_config
 from localcluster.node import NODE_NAME, RealNode
 from localcluster.ports import LOOPBACK, free_port
 
@@ -313,6 +313,7 @@ class LocalCluster(processes.Service):
     ) -> processes.ManagedProcess:
         cert_dir = self.run_dir / "kube-apiserver"
         cert_dir.mkdir(exist_ok=True)
+        admission = write_webhook_client_config(cert_dir, certs)
         return processes.start(
             "kube-apiserver",
             [
@@ -341,6 +342,8 @@ class LocalCluster(processes.Service):
                 "--requestheader-group-headers=X-Remote-Group",
                 "--requestheader-extra-headers-prefix=X-Remote-Extra-",
                 "--profiling=false",
+                # A client certificate for admission webhooks that ask for one.
+                f"--admission-control-config-file={admission}",
             ],
             self.run_dir,
         )

@@ -1,4 +1,5 @@
-"""The admin kubeconfig of a local cluster: self-contained, the certificates embedded."""
+"""The kubeconfigs of a local cluster, self-contained, the certificates embedded: the admin's,
+and the API server's own for calling admission webhooks."""
 
 import base64
 from pathlib import Path
@@ -47,3 +48,42 @@ def write_kubeconfig(path: Path, server: str, certs: ClusterCerts) -> Path:
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     path.chmod(0o600)
     return path
+
+
+def write_webhook_client_config(directory: Path, certs: ClusterCerts) -> Path:
+    """The API server's admission configuration (``--admission-control-config-file``): it
+    presents ``certs.webhook_client_cert`` to every admission webhook that asks for a client
+    certificate (the kubeconfig's user ``*``: any webhook host). A webhook that does not ask
+    sees no difference."""
+    kubeconfig = directory / "webhook-client.kubeconfig"
+    client = {
+        "client-certificate-data": _embedded(certs.webhook_client_cert),
+        "client-key-data": _embedded(certs.webhook_client_key),
+    }
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {"apiVersion": "v1", "kind": "Config", "users": [{"name": "*", "user": client}]},
+            sort_keys=False,
+        )
+    )
+    kubeconfig.chmod(0o600)
+    webhooks = {
+        "apiVersion": "apiserver.config.k8s.io/v1",
+        "kind": "WebhookAdmissionConfiguration",
+        "kubeConfigFile": str(kubeconfig),
+    }
+    admission = directory / "admission.yaml"
+    admission.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "apiserver.config.k8s.io/v1",
+                "kind": "AdmissionConfiguration",
+                "plugins": [
+                    {"name": name, "configuration": webhooks}
+                    for name in ("ValidatingAdmissionWebhook", "MutatingAdmissionWebhook")
+                ],
+            },
+            sort_keys=False,
+        )
+    )
+    return admission

@@ -113,6 +113,10 @@ class ReplicaSettings:
     webhook_cert_dir: Path | None = None
     """The webhook's serving certificate and key, ``tls.crt`` and ``tls.key`` (a Secret of type
     kubernetes.io/tls mounted as a volume); loaded again when they change."""
+    webhook_client_ca: Path | None = None
+    """The CA that signs the API server's client certificate for webhooks: with it, the webhook
+    answers only a client presenting a certificate it signed (refused at TLS otherwise);
+    ``None``: any client (a NetworkPolicy must keep others out)."""
     sharding: bool = True
     """Each job scheduled by its owner and backup among the live replicas; False: by every
     replica (the slot lock alone picks the one that runs a slot)."""
@@ -126,6 +130,8 @@ class ReplicaSettings:
     def __post_init__(self) -> None:
         if self.webhook_port and self.webhook_cert_dir is None:
             raise InvalidSpecError("--webhook-cert-dir", "required with --webhook-port")
+        if self.webhook_client_ca is not None and not self.webhook_port:
+            raise InvalidSpecError("--webhook-client-ca", "only with --webhook-port")
         if self.lock_backend == "redis" and not self.redis_url:
             raise InvalidSpecError("--redis-url", "required with --lock-backend redis")
         if self.status_writes_per_second < 1:

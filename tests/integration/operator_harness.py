@@ -586,6 +586,16 @@ def scheduled_job_writes(cluster: LocalCluster) -> Counter[Write]:
     return writes
 
 
+def job_dry_runs(cluster: LocalCluster) -> int:
+    """Job creations with ``dryRun=All`` the API server has answered so far, in any namespace
+    (no namespace label: see ``scheduled_job_writes``)."""
+    return sum(
+        count
+        for labels, count in _write_requests(cluster, "jobs")
+        if labels["verb"] == "POST" and labels.get("dry_run") == "All"
+    )
+
+
 def event_writes(cluster: LocalCluster) -> int:
     """Event writes (creates and updates, core/v1 and events.k8s.io/v1) the API server has
     answered so far; no namespace label either (see ``scheduled_job_writes``)."""

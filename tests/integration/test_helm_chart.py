@@ -80,6 +80,8 @@ RECOMMENDED_LABELS = (
 SMOKE_TIMEOUT = 60.0
 """A 2-second job: Ready=True and a counted success come within seconds of the operator start."""
 
+WEBHOOK_CLIENT_CA = "-----BEGIN CERTIFICATE-----\nMIIB...\n-----END CERTIFICATE-----\n"
+"""The chart only carries it: no operator starts from these renders."""
 # Documented option combinations (see charts/punctual/README.md), each rendered, linted and
 # validated by the API server.
 MATRIX: dict[str, dict[str, Any]] = {
@@ -203,6 +205,10 @@ MATRIX: dict[str, dict[str, Any]] = {
     "webhook-behind-network-policy": {
         "webhook": {"enabled": True},
         "networkPolicy": {"enabled": True},
+    },
+    "webhook-for-the-control-plane-only": {
+        "webhook": {"enabled": True, "clientCA": WEBHOOK_CLIENT_CA},
+        "networkPolicy": {"enabled": True, "webhookFrom": [{"ipBlock": {"cidr": "172.16.0.0/28"}}]},
     },
 }
 
@@ -911,6 +917,14 @@ class TestNetworkPolicy:
             "webhook",
         ]
         assert "from" not in operator["ingress"][2]
+
+    def test_only_the_control_plane_reaches_the_webhook_when_named(self, helm: Helm) -> None:
+        values = MATRIX["webhook-for-the-control-plane-only"]
+        objects = helm.template(values)
+        operator = one(objects, "NetworkPolicy", "punctual")["spec"]
+
+        assert operator["ingress"][2]["ports"][0]["port"] == "webhook"
+        assert operator["ingress"][2]["from"] == values["networkPolicy"]["webhookFrom"]
 
 
 class TestHelmTestHook:

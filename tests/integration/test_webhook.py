@@ -7,6 +7,11 @@
   apply`` of a spec the operator would report ``InvalidSpec`` (among them specs past the
   default bounds per job: ``every: 1ms``) is refused with the field's path and the very message
   the operator reports without the webhook; a valid one is admitted.
+- Who may call it: the operator serves with ``--webhook-client-ca``, the CA of the client
+  certificate the local API server presents to webhooks (``hack/localcluster``): every review
+  above passes through it, while a client without that certificate is refused at TLS. A
+  hand-made review POSTed with it for an object of another namespace than its own is refused
+  without a dry run (the API server counts none) and without a word of that namespace.
 - Never blocking deletes: against a webhook that does not answer (failurePolicy Fail), a spec
   change is refused, while labels, annotations, finalizers and the delete itself go through.
 - The chart: both certificate modes render, pass the API server's dry run, and agree with the
@@ -29,6 +34,7 @@ from operator_harness import (
     Operators,
     condition,
     eventually,
+    job_dry_runs,
     new_namespace,
     read,
     scheduled_job,
@@ -36,7 +42,7 @@ from operator_harness import (
 
 from localcluster import LocalCluster, ports
 from localcluster.binaries import kubernetes_version
-from localcluster.certs import ServingPair, serving_pair
+from localcluster.certs import ClusterCerts, ServingPair, serving_pair
 from punctual.controller import admission
 
 pytest_plugins = ["operator_fixtures"]
@@ -155,6 +161,10 @@ def webhook_certs(tmp_path_factory: pytest.TempPathFactory) -> ServingPair:
     return serving_pair(tmp_path_factory.mktemp("webhook-tls"), common_name="punctual-webhook")
 
 
+def cluster_certs(cluster: LocalCluster) -> ClusterCerts:
+    return ClusterCerts(cluster.run_dir / "pki")  # where LocalCluster keeps its PKI
+
+
 @pytest.fixture(scope="module")
 def webhook_port() -> int:
     return ports.free_port()
@@ -178,6 +188,8 @@ def operators(  # noqa: PLR0917 - fixtures
             str(webhook_port),
             "--webhook-cert-dir",
             str(webhook_certs.cert.parent),
+            "--webhook-client-ca",
+            str(cluster_certs(cluster).webhook_client_ca_cert),
         ],
     ) as started:
         yield started
@@ -312,20 +324,171 @@ class TestAdmission:
         cluster.kubectl("delete", "scheduledjob", "left-invalid", "-n", webhook)
 
     def test_a_review_larger_than_its_bound_is_refused_unread(
-        self, webhook: str, webhook_certs: ServingPair, webhook_port: int
+        self, cluster: LocalCluster, webhook: str, webhook_certs: ServingPair, webhook_port: int
     ) -> None:
-        context = ssl.create_default_context(cafile=str(webhook_certs.ca_cert))
-        request = urllib.request.Request(
-            f"https://{ports.LOOPBACK}:{webhook_port}/{admission.WEBHOOK_ID}",
-            data=b"{" + b" " * (2 << 20) + b"}",
-            headers={"Content-Type": "application/json"},
-            method="POST",
-        )
+        body = b"{" + b" " * (2 << 20) + b"}"
 
         with pytest.raises(urllib.error.HTTPError) as refused:
-            urllib.request.urlopen(request, timeout=30, context=context)
+            post(webhook_port, body, as_api_server(cluster, webhook_certs))
 
         assert refused.value.code == 413
+
+
+# -- who may call it -----------------------------------------------------------------------------
+
+
+def as_api_server(cluster: LocalCluster, webhook_certs: ServingPair) -> ssl.SSLContext:
+    """A TLS client with the client certificate the API server presents to webhooks."""
+    certs = cluster_certs(cluster)
+    context = ssl.create_default_context(cafile=str(webhook_certs.ca_cert))
+    context.load_cert_chain(str(certs.webhook_client_cert), str(certs.webhook_client_key))
+    return context
+
+
+def post(port: int, body: bytes, context: ssl.SSLContext) -> Any:
+    """POST ``body`` to the webhook's path; its JSON answer."""
+    request = urllib.request.Request(
+        f"https://{ports.LOOPBACK}:{port}/{admission.WEBHOOK_ID}",
+        data=body,
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=30, context=context) as answer:
+        return json.loads(answer.read())
+
+
+def hand_made_review(*, namespace: str, object_namespace: str) -> bytes:
+    """An AdmissionReview of a ScheduledJob CREATE as the API server would send it, for
+    ``namespace``, of an object (a job target: dry-run) in ``object_namespace``."""
+    resource = {"group": "punctual.dev", "version": "v1alpha1", "resource": "scheduledjobs"}
+    kind = {"group": "punctual.dev", "version": "v1alpha1", "kind": "ScheduledJob"}
+    body = scheduled_job(
+        object_namespace, "forged", {"every": "1h", "target": {"job": {"template": JOB_TEMPLATE}}}
+    )
+    body["metadata"]["uid"] = "5f0c4c1e-0000-4000-8000-000000000001"
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "forged-review",
+            "kind": kind,
+            "resource": resource,
+            "requestKind": kind,
+            "requestResource": resource,
+            "name": "forged",
+            "namespace": namespace,
+            "operation": "CREATE",
+            "userInfo": {"username": "system:serviceaccount:tenant:default", "groups": []},
+            "object": body,
+            "oldObject": None,
+            "dryRun": False,
+        },
+    }
+    return json.dumps(review).encode()
+
+
+QUOTA = "tenant-b-private-quota"
+"""A ResourceQuota whose name only a dry run in its namespace can quote."""
+
+
+@pytest.fixture(scope="module")
+def other_tenant(cluster: LocalCluster) -> Iterator[str]:
+    """A namespace the webhook's reviews are not for, whose quota leaves no room for a Job: a
+    dry run there is refused, quoting it."""
+    with new_namespace(cluster, "other-tenant") as namespace:
+        quota = {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": QUOTA, "namespace": namespace},
+            "spec": {"hard": {"count/jobs.batch": "0"}},
+        }
+        cluster.kubectl("apply", "-f", "-", input=json.dumps(quota))
+        yield namespace
+
+
+class TestWhoMayCall:
+    def test_the_api_servers_own_reviews_pass_its_client_certificate(
+        self, cluster: LocalCluster, webhook: str
+    ) -> None:
+        # The operator serves with --webhook-client-ca; kube-apiserver presents its certificate.
+        spec = {"every": "1h", "target": {"job": {"template": JOB_TEMPLATE}}}
+        admitted = apply(cluster, scheduled_job(webhook, "through-tls", spec), "--dry-run=server")
+        invalid = {"schedule": "61 * * * *", "target": HTTP}
+        refused = apply(cluster, scheduled_job(webhook, "through-tls", invalid), "--dry-run=server")
+
+        assert admitted.returncode == 0, admitted.stderr
+        assert "denied the request" in refused.stderr, refused.stderr
+
+    @pytest.mark.parametrize(
+        "client", ["no certificate", "the cluster admin's certificate"], ids=str
+    )
+    def test_a_client_without_the_api_servers_certificate_is_refused_at_tls(
+        self,
+        cluster: LocalCluster,
+        webhook: str,
+        webhook_certs: ServingPair,
+        webhook_port: int,
+        client: str,
+    ) -> None:
+        review = hand_made_review(namespace=webhook, object_namespace=webhook)
+        context = ssl.create_default_context(cafile=str(webhook_certs.ca_cert))
+        if client != "no certificate":
+            certs = cluster_certs(cluster)
+            context.load_cert_chain(str(certs.admin_cert), str(certs.admin_key))
+        dry_runs = job_dry_runs(cluster)
+
+        with pytest.raises((urllib.error.URLError, ssl.SSLError, ConnectionResetError)) as refused:
+            post(webhook_port, review, context)
+
+        failure = refused.value
+        reason = failure.reason if isinstance(failure, urllib.error.URLError) else failure
+        assert isinstance(reason, (ssl.SSLError, ConnectionResetError)), repr(failure)
+        assert job_dry_runs(cluster) == dry_runs
+        # The same review with the API server's certificate is answered: only the client differs.
+        assert post(webhook_port, review, as_api_server(cluster, webhook_certs))["response"]
+
+    def test_a_review_within_another_namespace_is_dry_run_there(
+        self,
+        cluster: LocalCluster,
+        webhook_certs: ServingPair,
+        webhook_port: int,
+        other_tenant: str,
+    ) -> None:
+        # The control for the next test: what a dry run in the other namespace answers.
+        review = hand_made_review(namespace=other_tenant, object_namespace=other_tenant)
+        dry_runs = job_dry_runs(cluster)
+
+        answer = post(webhook_port, review, as_api_server(cluster, webhook_certs))
+
+        assert job_dry_runs(cluster) > dry_runs
+        assert QUOTA in json.dumps(answer), answer
+
+    @pytest.mark.parametrize("where", ["another tenant's namespace", "kube-system"])
+    def test_a_review_of_an_object_of_another_namespace_is_refused_without_a_dry_run(  # noqa: PLR0917 - fixtures
+        self,
+        cluster: LocalCluster,
+        webhook: str,
+        webhook_certs: ServingPair,
+        webhook_port: int,
+        other_tenant: str,
+        where: str,
+    ) -> None:
+        elsewhere = other_tenant if where != "kube-system" else "kube-system"
+        review = hand_made_review(namespace=webhook, object_namespace=elsewhere)
+        dry_runs = job_dry_runs(cluster)
+
+        answer = post(webhook_port, review, as_api_server(cluster, webhook_certs))
+
+        assert answer["response"] == {
+            "uid": "forged-review",
+            "allowed": False,
+            "status": {
+                "code": 403,
+                "message": "request.object.metadata.namespace: not the namespace of the review",
+            },
+        }
+        assert job_dry_runs(cluster) == dry_runs
+        assert QUOTA not in json.dumps(answer)
 
 
 # -- a webhook that does not answer ------------------------------------------------------------
@@ -410,6 +573,10 @@ def operator_pod(objects: list[dict[str, Any]]) -> dict[str, Any]:
     return dict(one(objects, "Deployment")["spec"]["template"]["spec"])
 
 
+def operator_pod_annotations(objects: list[dict[str, Any]]) -> dict[str, str]:
+    return dict(one(objects, "Deployment")["spec"]["template"]["metadata"]["annotations"])
+
+
 class TestChart:
     @pytest.mark.parametrize("case", CERT_MODES)
     def test_helm_lint_strict_passes(self, helm: Helm, case: str) -> None:
@@ -479,6 +646,35 @@ class TestChart:
                 "scope": "Namespaced",
             }
         ]
+
+    def test_a_client_ca_is_given_to_the_operator_and_a_new_one_rolls_the_pods(
+        self, helm: Helm
+    ) -> None:
+        pem = "-----BEGIN CERTIFICATE-----\nMIIB...\n-----END CERTIFICATE-----\n"
+        values = {"webhook": {"enabled": True, "clientCA": pem}}
+        objects = helm.template(values, release="r")
+        renewed = helm.template({"webhook": {"enabled": True, "clientCA": pem + pem}}, release="r")
+        pod = operator_pod(objects)
+        [container] = pod["containers"]
+        [volume] = [v for v in pod["volumes"] if v["name"] == "webhook-client-ca"]
+        [mount] = [m for m in container["volumeMounts"] if m["name"] == "webhook-client-ca"]
+        config_map = one(objects, "ConfigMap", "r-punctual-webhook-client-ca")
+
+        assert config_map["data"] == {"ca.crt": pem}
+        assert volume["configMap"]["name"] == "r-punctual-webhook-client-ca"
+        assert f"--webhook-client-ca={mount['mountPath']}/ca.crt" in container["args"]
+        checksum = "checksum/webhook-client-ca"
+        assert (
+            operator_pod_annotations(objects)[checksum]
+            != (operator_pod_annotations(renewed)[checksum])
+        )
+
+    def test_without_a_client_ca_any_client_is_answered(self, helm: Helm) -> None:
+        objects = helm.template({"webhook": {"enabled": True}})
+        [container] = operator_pod(objects)["containers"]
+
+        assert not [a for a in container["args"] if a.startswith("--webhook-client-ca")]
+        assert [o for o in objects if o["metadata"]["name"].endswith("webhook-client-ca")] == []
 
     def test_the_generated_certificate_is_for_the_service_and_signed_by_the_ca_bundle(
         self, helm: Helm

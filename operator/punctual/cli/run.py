@@ -13,6 +13,7 @@ import logging
 import os
 import pathlib
 import socket
+import ssl
 from datetime import timedelta
 from pathlib import Path
 
@@ -134,6 +135,17 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         metavar="DIR",
         help="the webhook's serving certificate and key: DIR/tls.crt and DIR/tls.key (a "
         "kubernetes.io/tls Secret as a volume); read again within a minute of a change",
+    )
+    parser.add_argument(
+        "--webhook-client-ca",
+        type=pathlib.Path,
+        default=None,
+        metavar="FILE",
+        help="answer only clients presenting a certificate this CA (PEM) signed: the one the "
+        "API server presents to webhooks (its AdmissionConfiguration's kubeconfig); others "
+        "are refused at TLS; read at start and with each renewed serving certificate "
+        "(default: none, any client, so a NetworkPolicy must let only the API server reach "
+        "--webhook-port)",
     )
     parser.add_argument(
         "--sharding",
@@ -302,6 +314,7 @@ def _settings(arguments: argparse.Namespace) -> replica.ReplicaSettings:
         health_port=arguments.health_port,
         webhook_port=arguments.webhook_port,
         webhook_cert_dir=arguments.webhook_cert_dir,
+        webhook_client_ca=arguments.webhook_client_ca,
         sharding=arguments.sharding == "on",
         backup_delay=durations.parse(arguments.backup_delay, field="--backup-delay"),
         membership_namespace=_membership_namespace(arguments),
@@ -352,6 +365,7 @@ async def _operate(settings: replica.ReplicaSettings) -> None:
                 addr=settings.bind_address,
                 port=settings.webhook_port,
                 cert_dir=settings.webhook_cert_dir,
+                client_ca=settings.webhook_client_ca,
             )
         kopf_settings.posting.level = logging.WARNING  # our Events are explicit, not log lines
         # What kopf posts (the reconciler's InvalidSpec and the like) is from us too.
@@ -378,13 +392,22 @@ async def _operate(settings: replica.ReplicaSettings) -> None:
         )
 
 
-def _webhook_server(*, addr: str, port: int, cert_dir: pathlib.Path) -> kopf.WebhookServer:
-    """kopf's HTTPS server for the admission webhook, on the certificate in ``cert_dir``.
+def _webhook_server(
+    *, addr: str, port: int, cert_dir: pathlib.Path, client_ca: pathlib.Path | None
+) -> handlers.ReviewServer:
+    """kopf's HTTPS server for the admission webhook, on the certificate in ``cert_dir``; with
+    ``client_ca``, a client without a certificate it signed is refused at the TLS handshake.
 
     kopf's own server does all the webhook needs: a certificate from files, re-read when they
-    change (a renewed Secret), and a bounded body (aiohttp's 1 MiB). kopf does not manage the
-    webhook configuration (``settings.admission.managed`` stays unset): that is the chart's.
+    change (a renewed Secret), client certificates verified, and a bounded body (aiohttp's
+    1 MiB). kopf does not manage the webhook configuration (``settings.admission.managed``
+    stays unset): that is the chart's.
     """
-    return kopf.WebhookServer(
-        addr=addr, port=port, certfile=cert_dir / "tls.crt", pkeyfile=cert_dir / "tls.key"
+    return handlers.ReviewServer(
+        addr=addr,
+        port=port,
+        certfile=cert_dir / "tls.crt",
+        pkeyfile=cert_dir / "tls.key",
+        verify_cafile=client_ca,
+        verify_mode=ssl.CERT_REQUIRED if client_ca is not None else None,
     )

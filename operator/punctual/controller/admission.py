@@ -26,6 +26,7 @@ from punctual.api import planning
 from punctual.contracts import protocols
 from punctual.controller import validation
 from punctual.scheduling import durations, slots
+from punctual.scheduling.errors import InvalidSpecError
 from punctual.targets.job import dry_run
 from punctual.targets.job import requests as batch_job_requests
 
@@ -33,6 +34,42 @@ WEBHOOK_ID = "validate-scheduledjobs"
 """The handler's id, and so the path it is served at (``/validate-scheduledjobs``). kopf
 admits a review sent to any other path (no handler matches it): the webhook configuration
 must name this one."""
+
+
+ANSWER_LIMIT = 1024
+"""The longest refusal or warning the webhook answers, in characters: its words quote the
+spec and the API server, and an answer is read by whoever applied the object, not stored."""
+
+
+def namespace_under_review(request: Mapping[str, Any]) -> str:
+    """The one namespace a review (the ``request`` of an AdmissionReview) may act in: the
+    request's own, which the object under review and the object before it must both name.
+
+    Raises ``InvalidSpecError`` for a review without a namespace (a ScheduledJob is namespaced)
+    or with an object of another namespace: the dry run would otherwise run, as the operator,
+    wherever the object says, and answer with what it found there.
+    """
+    namespace = request.get("namespace")
+    if not isinstance(namespace, str) or not namespace:
+        raise InvalidSpecError("request.namespace", "a ScheduledJob's review names its namespace")
+    for key in ("object", "oldObject"):
+        body = request.get(key)
+        if key == "oldObject" and body is None:
+            continue  # a CREATE has no object before it
+        metadata = body.get("metadata") if isinstance(body, Mapping) else None
+        named = metadata.get("namespace") if isinstance(metadata, Mapping) else None
+        if named != namespace:
+            raise InvalidSpecError(
+                f"request.{key}.metadata.namespace", "not the namespace of the review"
+            )
+    return namespace
+
+
+def bounded(answer: str) -> str:
+    """``answer`` cut to ``ANSWER_LIMIT`` characters."""
+    if len(answer) <= ANSWER_LIMIT:
+        return answer
+    return answer[: ANSWER_LIMIT - 3] + "..."
 
 
 class Admission:
@@ -56,7 +93,10 @@ class Admission:
     async def review(
         self, *, operation: str, body: Mapping[str, Any], old: Mapping[str, Any] | None
     ) -> list[str]:
-        """The warnings for an admitted write; raises ``InvalidSpecError`` to refuse it."""
+        """The warnings for an admitted write; raises ``InvalidSpecError`` to refuse it.
+
+        ``body``'s namespace is where the dry run goes: the server has made sure it is the
+        review's (``namespace_under_review``) before this is called."""
         metadata = body.get("metadata") or {}
         if metadata.get("deletionTimestamp"):
             return []

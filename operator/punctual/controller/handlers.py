@@ -1,5 +1,6 @@
 """kopf handlers: watch events in, reconciler calls out; admission reviews in, the admission's
-verdict out; kopf's cleanup, the replica's stop. Nothing else.
+verdict out (on kopf's server, which refuses a review of another namespace before any handler
+sees it); kopf's cleanup, the replica's stop. Nothing else.
 
 Only ``on.event`` handlers for objects, on purpose: they run on every replica for every event
 and persist nothing (no handler progress, no last-handled state, no finalizers), so replicas
@@ -14,7 +15,7 @@ ended and recorded by us, and their status written, while everything they need i
 import asyncio
 import contextvars
 import logging
-from collections.abc import Coroutine, Iterable
+from collections.abc import AsyncIterator, Coroutine, Iterable, Mapping
 from typing import Any, Protocol
 
 import kopf
@@ -25,6 +26,9 @@ from punctual.scheduling.errors import InvalidSpecError
 
 INVALID = 422
 """An admission refusal's code, as for the CRD schema's own errors (Invalid)."""
+FORBIDDEN = 403
+"""The code of a review refused before any check: not one the API server sends."""
+_REVIEW_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
 
 
 class Stoppable(Protocol):
@@ -86,8 +90,60 @@ def register_admission(registry: kopf.OperatorRegistry, reviews: admission.Admis
         try:
             found = await reviews.review(operation=operation, body=body, old=old)
         except InvalidSpecError as error:
-            raise kopf.AdmissionError(str(error), code=INVALID) from None
-        warnings.extend(found)
+            raise kopf.AdmissionError(admission.bounded(str(error)), code=INVALID) from None
+        warnings.extend(admission.bounded(warning) for warning in found)
+
+
+class ReviewServer(kopf.WebhookServer):
+    """kopf's webhook server, every review first asked ``admission.namespace_under_review``.
+
+    kopf hands its handlers the object, not the review's own namespace: the check is made
+    here, on the whole review, and a review it refuses never reaches kopf (no handler, no dry
+    run, no API call).
+    """
+
+    async def __call__(self, fn: kopf.WebhookFn) -> AsyncIterator[kopf.WebhookClientConfig]:
+        async for client_config in super().__call__(NamespaceBound(fn)):
+            yield client_config
+
+
+class NamespaceBound:
+    """A kopf webhook function that answers only reviews within one namespace (see
+    ``ReviewServer``), and refuses the others itself."""
+
+    def __init__(self, serve: kopf.WebhookFn) -> None:
+        self._serve = serve
+
+    async def __call__(
+        self,
+        request: Any,
+        *,
+        webhook: str | None = None,
+        headers: kopf.Headers | None = None,
+        sslpeer: kopf.SSLPeer | None = None,
+    ) -> Any:
+        payload = request.get("request") if isinstance(request, Mapping) else None
+        try:
+            admission.namespace_under_review(payload if isinstance(payload, Mapping) else {})
+        except InvalidSpecError as error:
+            return _refusal(request, payload, str(error))
+        return await self._serve(request, webhook=webhook, headers=headers, sslpeer=sslpeer)
+
+
+def _refusal(request: Any, payload: object, message: str) -> dict[str, Any]:
+    """The AdmissionReview answer refusing ``request``: it echoes the review's uid, as the
+    protocol asks, and nothing else of it."""
+    uid = payload.get("uid") if isinstance(payload, Mapping) else None
+    version = request.get("apiVersion") if isinstance(request, Mapping) else None
+    return {
+        "apiVersion": version if version in _REVIEW_VERSIONS else _REVIEW_VERSIONS[0],
+        "kind": "AdmissionReview",
+        "response": {
+            "uid": admission.bounded(uid) if isinstance(uid, str) else "",
+            "allowed": False,
+            "status": {"code": FORBIDDEN, "message": message},
+        },
+    }
 
 
 class RefusalsAreNotErrors(logging.Filter):

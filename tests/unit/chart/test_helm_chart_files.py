@@ -47,6 +47,7 @@ KUBERNETES_LISTS = {
     ("extraVolumeMounts",),
     ("networkPolicy", "metricsFrom"),
     ("networkPolicy", "redisFrom"),
+    ("networkPolicy", "webhookFrom"),
     ("networkPolicy", "egress"),
 }
 """Lists of Kubernetes objects (EnvVar, Volume, NetworkPolicyPeer, ...), passed through."""

@@ -1,10 +1,13 @@
-"""The webhook's reviews: the reconciler's check refuses, a job target's Job is dry-run, and
-what is not the spec's business (metadata changes, objects being deleted) is never checked."""
+"""The webhook's reviews: only within the review's own namespace; the reconciler's check
+refuses, a job target's Job is dry-run, and what is not the spec's business (metadata changes,
+objects being deleted) is never checked; answers are bounded."""
 
 import logging
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+import kopf
 import pytest
 
 from punctual import replica
@@ -37,6 +40,152 @@ class DryRuns:
 
 def reviews(dry_runs: DryRuns | None = None) -> admission.Admission:
     return admission.Admission(batch_jobs=dry_runs, wall=lambda: NOW)  # type: ignore[arg-type]
+
+
+def review_request(
+    namespace: str | None, *, of: str | None, before: str | None = None, update: bool = False
+) -> dict[str, Any]:
+    """An AdmissionReview's ``request`` for ``namespace`` whose object is of namespace ``of``
+    (and, with ``update``, whose object before is of ``before``); ``None``: the field left out."""
+    request: dict[str, Any] = {"uid": "r-1", "operation": "UPDATE" if update else "CREATE"}
+    if namespace is not None:
+        request["namespace"] = namespace
+    request["object"] = scheduled_job({"every": "1h", "target": JOB}, namespace=of)
+    if of is None:
+        del request["object"]["metadata"]["namespace"]
+    if update:
+        request["oldObject"] = scheduled_job({"every": "1h", "target": JOB}, namespace=before)
+        if before is None:
+            del request["oldObject"]["metadata"]["namespace"]
+    return request
+
+
+class TestTheNamespaceUnderReview:
+    @pytest.mark.parametrize(
+        ("request_namespace", "object_namespace", "before", "update"),
+        [
+            ("tenant-a", "tenant-a", None, False),
+            ("tenant-a", "tenant-a", "tenant-a", True),
+        ],
+        ids=["create", "update"],
+    )
+    def test_a_review_whose_objects_are_of_its_namespace_is_for_that_namespace(
+        self, request_namespace: str, object_namespace: str, before: str | None, update: bool
+    ) -> None:
+        request = review_request(
+            request_namespace, of=object_namespace, before=before, update=update
+        )
+
+        assert admission.namespace_under_review(request) == "tenant-a"
+
+    @pytest.mark.parametrize(
+        ("request_namespace", "object_namespace", "before", "update", "field"),
+        [
+            ("tenant-a", "tenant-b", None, False, "request.object.metadata.namespace"),
+            ("tenant-a", "kube-system", None, False, "request.object.metadata.namespace"),
+            ("tenant-a", None, None, False, "request.object.metadata.namespace"),
+            ("tenant-a", "", None, False, "request.object.metadata.namespace"),
+            ("tenant-a", "tenant-a", "tenant-b", True, "request.oldObject.metadata.namespace"),
+            ("tenant-a", "tenant-a", None, True, "request.oldObject.metadata.namespace"),
+            ("kube-system", "tenant-a", None, False, "request.object.metadata.namespace"),
+            (None, "tenant-a", None, False, "request.namespace"),
+            ("", "tenant-a", None, False, "request.namespace"),
+            (None, None, None, False, "request.namespace"),
+        ],
+        ids=[
+            "an object of another namespace",
+            "an object of kube-system",
+            "an object without a namespace",
+            "an object of the empty namespace",
+            "an object before of another namespace",
+            "an object before without a namespace",
+            "a review for kube-system of another namespace's object",
+            "a review without a namespace (cluster-scoped)",
+            "a review of the empty namespace",
+            "nothing namespaced at all",
+        ],
+    )
+    def test_any_other_review_is_refused_naming_the_field(
+        self,
+        request_namespace: str | None,
+        object_namespace: str | None,
+        before: str | None,
+        update: bool,
+        field: str,
+    ) -> None:
+        request = review_request(
+            request_namespace, of=object_namespace, before=before, update=update
+        )
+
+        with pytest.raises(InvalidSpecError) as refused:
+            admission.namespace_under_review(request)
+
+        assert refused.value.field == field
+
+    @pytest.mark.parametrize(
+        "payload",
+        [{}, {"namespace": "a", "object": "x"}, {"namespace": "a", "object": {"metadata": []}}],
+        ids=["empty", "an object that is not one", "metadata that is not a mapping"],
+    )
+    def test_a_malformed_review_is_refused(self, payload: dict[str, Any]) -> None:
+        with pytest.raises(InvalidSpecError):
+            admission.namespace_under_review(payload)
+
+
+class KopfReviews:
+    """kopf's webhook function: records the reviews it is given."""
+
+    def __init__(self) -> None:
+        self.served: list[Any] = []
+
+    async def __call__(self, request: Any, **_: Any) -> Any:
+        self.served.append(request)
+        return {"response": {"allowed": True}}
+
+
+class TestTheServer:
+    async def test_a_review_within_its_namespace_reaches_kopf(self) -> None:
+        kopf_reviews = KopfReviews()
+        review = {"apiVersion": "admission.k8s.io/v1", "request": review_request("a", of="a")}
+
+        answer = await handlers.NamespaceBound(kopf_reviews)(review, webhook="w")
+
+        assert kopf_reviews.served == [review]
+        assert answer == {"response": {"allowed": True}}
+
+    async def test_a_review_of_another_namespace_is_refused_before_kopf_sees_it(self) -> None:
+        kopf_reviews = KopfReviews()
+        review = {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": review_request("tenant-a", of="tenant-b"),
+        }
+
+        answer = await handlers.NamespaceBound(kopf_reviews)(review, webhook="w")
+
+        assert kopf_reviews.served == []
+        assert answer == {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "response": {
+                "uid": "r-1",
+                "allowed": False,
+                "status": {
+                    "code": 403,
+                    "message": "request.object.metadata.namespace: not the namespace of the review",
+                },
+            },
+        }
+
+    @pytest.mark.parametrize("review", [None, [], {"apiVersion": "x", "request": "y"}])
+    async def test_a_review_that_is_not_one_is_refused(self, review: Any) -> None:
+        kopf_reviews = KopfReviews()
+
+        answer = await handlers.NamespaceBound(kopf_reviews)(review)
+
+        assert kopf_reviews.served == []
+        assert answer["apiVersion"] == "admission.k8s.io/v1"
+        assert answer["response"]["allowed"] is False
 
 
 class TestTheCheck:
@@ -146,6 +295,30 @@ class TestTheOperatorsLog:
         assert (record.levelname, record.getMessage()) == ("ERROR", text)
 
 
+class TestTheAnswersBounds:
+    async def test_a_refusal_quoting_a_long_spec_is_cut(self) -> None:
+        body = scheduled_job({"schedule": "0 3 * * *", "timeZone": "Z" * 5000, "target": HTTP})
+        registry = kopf.OperatorRegistry()
+        handlers.register_admission(registry, reviews())
+        [handler] = registry._webhooks.get_all_handlers()
+
+        with pytest.raises(kopf.AdmissionError) as refused:
+            await handler.fn(body=body, warnings=[], operation="CREATE", old=None)
+
+        assert len(str(refused.value)) == admission.ANSWER_LIMIT
+        assert str(refused.value).startswith("spec.timeZone: ")
+        assert str(refused.value).endswith("...")
+
+    @pytest.mark.parametrize("length", [0, 1, admission.ANSWER_LIMIT])
+    def test_an_answer_within_the_bound_is_left_whole(self, length: int) -> None:
+        assert admission.bounded("a" * length) == "a" * length
+
+
 def test_a_webhook_port_needs_a_certificate() -> None:
     with pytest.raises(InvalidSpecError, match=r"^--webhook-cert-dir: required with --webhook"):
         replica.ReplicaSettings(replica_id="r1", webhook_port=9443)
+
+
+def test_a_client_ca_needs_a_webhook(tmp_path: Path) -> None:
+    with pytest.raises(InvalidSpecError, match=r"^--webhook-client-ca: only with --webhook-port"):
+        replica.ReplicaSettings(replica_id="r1", webhook_client_ca=tmp_path / "ca.crt")
