@@ -109,6 +109,15 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "refused unless an address or network pattern here names them)",
     )
     parser.add_argument(
+        "--http-refused-addresses",
+        action="append",
+        default=[],
+        metavar="NETWORKS",
+        help="HTTP targets never call these IP addresses or networks either, each optionally "
+        "with :PORT; comma-separated or repeated, added to those refused by default (e.g. the "
+        "control plane nodes' addresses at the API server's port)",
+    )
+    parser.add_argument(
         "--webhook-port",
         type=int,
         default=0,
@@ -235,6 +244,9 @@ def _settings(arguments: argparse.Namespace) -> replica.ReplicaSettings:
         sharding=arguments.sharding == "on",
         backup_delay=durations.parse(arguments.backup_delay, field="--backup-delay"),
         membership_namespace=_membership_namespace(arguments),
+    )
+    settings = dataclasses.replace(
+        settings, refused_addresses=allowlist.parse_refused(arguments.http_refused_addresses)
     )
     if not arguments.http_allowed_hosts:
         return settings

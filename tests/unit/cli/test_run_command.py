@@ -1,5 +1,6 @@
 """``punctual run``'s options as the replica gets them: sharding on unless ``--sharding off``,
-and the membership Leases' namespace, from the most explicit source there is."""
+the membership Leases' namespace, from the most explicit source there is, and the addresses
+HTTP targets never call beside the default ones."""
 
 import argparse
 from pathlib import Path
@@ -68,3 +69,26 @@ class TestTheMembershipNamespace:
             monkeypatch.setattr(run, "SERVICE_ACCOUNT_NAMESPACE", mounted)
 
         assert settings(*argv).membership_namespace == expected
+
+
+class TestTheRefusedAddresses:
+    def test_are_none_beside_the_defaults_unless_given(self) -> None:
+        assert settings().refused_addresses == ()
+
+    def test_are_taken_comma_separated_or_repeated(self) -> None:
+        refused = settings(
+            "--http-refused-addresses",
+            "10.0.0.10:6443,10.0.0.11:6443",
+            "--http-refused-addresses",
+            "192.168.0.0/16",
+        ).refused_addresses
+
+        assert [(str(r.network), r.port) for r in refused] == [
+            ("10.0.0.10/32", 6443),
+            ("10.0.0.11/32", 6443),
+            ("192.168.0.0/16", None),
+        ]
+
+    def test_a_host_name_is_refused_naming_the_option(self) -> None:
+        with pytest.raises(ValueError, match=r"--http-refused-addresses: 'api\.internal'"):
+            settings("--http-refused-addresses", "api.internal")
