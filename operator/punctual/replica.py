@@ -108,6 +108,8 @@ class ReplicaSettings:
     """The only hosts HTTP targets may call; ``None``: any but those refused by default."""
     refused_addresses: tuple[allowlist.RefusedAddresses, ...] = ()
     """Addresses HTTP targets never reach, beside those refused by default."""
+    http_connections_per_namespace: int = http_connections.LIMIT_PER_NAMESPACE
+    """Connections to one origin busy at once for one namespace's HTTP targets."""
     webhook_port: int = 0
     """Where the validating admission webhook listens (HTTPS); 0: no webhook."""
     webhook_cert_dir: Path | None = None
@@ -130,6 +132,8 @@ class ReplicaSettings:
             raise InvalidSpecError("--status-writes-per-second", "must be at least 1")
         if self.event_writes_per_second < 1:
             raise InvalidSpecError("--event-writes-per-second", "must be at least 1")
+        if self.http_connections_per_namespace < 1:
+            raise InvalidSpecError("--http-connections-per-namespace", "must be at least 1")
         if self.backup_delay <= timedelta():
             raise InvalidSpecError("--backup-delay", "must be more than 0")
 
@@ -399,7 +403,10 @@ class Replica:
                 refused=self.settings.refused_addresses,
             )
         return await self._stack.enter_async_context(
-            http_connections.HttpConnections(refuse=guard.refusal)
+            http_connections.HttpConnections(
+                refuse=guard.refusal,
+                limit_per_namespace=self.settings.http_connections_per_namespace,
+            )
         )
 
     async def stop(self) -> None:

@@ -26,6 +26,7 @@ from punctual.kube import events, membership
 from punctual.scheduling import durations
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.targets.http import allowlist
+from punctual.targets.http import connections as http_connections
 
 
 class EventLoop(enum.StrEnum):
@@ -107,6 +108,16 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "networks, each optionally with :PORT; comma-separated or repeated (default: any host "
         "but link-local addresses, cloud metadata endpoints and the API server, which are "
         "refused unless an address or network pattern here names them)",
+    )
+    parser.add_argument(
+        "--http-connections-per-namespace",
+        type=int,
+        default=http_connections.LIMIT_PER_NAMESPACE,
+        metavar="N",
+        help="the most connections to one host the HTTP targets of one namespace keep busy at "
+        f"once (default: {http_connections.LIMIT_PER_NAMESPACE}, of the "
+        f"{http_connections.LIMIT_PER_ORIGIN} per host for all namespaces); a freed one goes to "
+        "the waiting namespace holding the fewest, so one namespace never makes another wait",
     )
     parser.add_argument(
         "--http-refused-addresses",
@@ -236,6 +247,7 @@ def _settings(arguments: argparse.Namespace) -> replica.ReplicaSettings:
         status_interval=durations.parse(arguments.status_interval, field="--status-interval"),
         status_writes_per_second=arguments.status_writes_per_second,
         event_writes_per_second=arguments.event_writes_per_second,
+        http_connections_per_namespace=arguments.http_connections_per_namespace,
         bind_address=arguments.bind_address,
         metrics_port=arguments.metrics_port,
         health_port=arguments.health_port,

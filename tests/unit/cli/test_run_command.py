@@ -1,6 +1,6 @@
 """``punctual run``'s options as the replica gets them: sharding on unless ``--sharding off``,
-the membership Leases' namespace, from the most explicit source there is, and the addresses
-HTTP targets never call beside the default ones."""
+the membership Leases' namespace, from the most explicit source there is, the addresses HTTP
+targets never call beside the default ones, and the connections one namespace keeps busy."""
 
 import argparse
 from pathlib import Path
@@ -9,6 +9,7 @@ import pytest
 
 from punctual import replica
 from punctual.cli import run
+from punctual.scheduling.errors import InvalidSpecError
 
 
 def settings(*argv: str) -> replica.ReplicaSettings:
@@ -92,3 +93,17 @@ class TestTheRefusedAddresses:
     def test_a_host_name_is_refused_naming_the_option(self) -> None:
         with pytest.raises(ValueError, match=r"--http-refused-addresses: 'api\.internal'"):
             settings("--http-refused-addresses", "api.internal")
+
+
+class TestConnectionsPerNamespace:
+    def test_are_half_of_a_hosts_by_default(self) -> None:
+        assert settings().http_connections_per_namespace == 50
+
+    def test_are_taken_from_the_option(self) -> None:
+        assert (
+            settings("--http-connections-per-namespace", "10").http_connections_per_namespace == 10
+        )
+
+    def test_at_least_one(self) -> None:
+        with pytest.raises(InvalidSpecError, match="--http-connections-per-namespace"):
+            settings("--http-connections-per-namespace", "0")
