@@ -45,9 +45,10 @@ The parts that need no Kubernetes can be built on their own (``connect_redis``, 
 import asyncio
 import contextlib
 import logging
+import os
 import socket
 import urllib.parse
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -108,6 +109,10 @@ class ReplicaSettings:
     """Per job, after a burst; above it, the job's runs are summarized once a minute."""
     allowed_hosts: allowlist.HostAllowlist | None = None
     """The only hosts HTTP targets may call; ``None``: any but those refused by default."""
+    refused_addresses: tuple[allowlist.RefusedAddresses, ...] = ()
+    """Addresses HTTP targets never reach, beside those refused by default."""
+    http_connections_per_namespace: int = http_connections.LIMIT_PER_NAMESPACE
+    """Connections to one origin busy at once for one namespace's HTTP targets."""
     webhook_port: int = 0
     """Where the validating admission webhook listens (HTTPS); 0: no webhook."""
     webhook_cert_dir: Path | None = None
@@ -140,6 +145,8 @@ class ReplicaSettings:
             raise InvalidSpecError("--event-writes-per-second", "must be at least 1")
         if self.run_log_lines_per_second < 1:
             raise InvalidSpecError("--run-log-lines-per-second", "must be at least 1")
+        if self.http_connections_per_namespace < 1:
+            raise InvalidSpecError("--http-connections-per-namespace", "must be at least 1")
         if self.backup_delay <= timedelta():
             raise InvalidSpecError("--backup-delay", "must be more than 0")
 
@@ -246,7 +253,9 @@ class Replica:
                 name="claim notices",
             )
         guard = allowlist.AddressGuard.default(
-            api_server=await _api_server(api.configuration.host), allowed=settings.allowed_hosts
+            api_server=await _api_server(api_server_urls(api.configuration.host, os.environ)),
+            allowed=settings.allowed_hosts,
+            refused=settings.refused_addresses,
         )
         http = await self.open_http_connections(guard)
         batch_jobs = batch_job_requests.BatchJobsApi(api)
@@ -407,10 +416,15 @@ class Replica:
         addresses refused without an API server to add, and what ``allowed_hosts`` leaves)."""
         if guard is None:
             guard = allowlist.AddressGuard.default(
-                api_server=[], allowed=self.settings.allowed_hosts
+                api_server=[],
+                allowed=self.settings.allowed_hosts,
+                refused=self.settings.refused_addresses,
             )
         return await self._stack.enter_async_context(
-            http_connections.HttpConnections(refuse=guard.refusal)
+            http_connections.HttpConnections(
+                refuse=guard.refusal,
+                limit_per_namespace=self.settings.http_connections_per_namespace,
+            )
         )
 
     async def stop(self) -> None:
@@ -466,17 +480,32 @@ class Replica:
         return streams
 
 
-async def _api_server(url: str) -> list[tuple[str, int]]:
+def api_server_urls(configured: str, environ: Mapping[str, str]) -> list[str]:
+    """Each URL the API server is reached at: the client's (its kubeconfig, or in-cluster the
+    ``kubernetes`` Service) and, in a pod, that Service as its environment names it, which a
+    kubeconfig pointing elsewhere would leave out."""
+    urls = [configured]
+    host, port = environ.get("KUBERNETES_SERVICE_HOST"), environ.get("KUBERNETES_SERVICE_PORT")
+    if host:
+        bracketed = f"[{host}]" if ":" in host else host
+        urls.append(f"https://{bracketed}:{port or 443}")
+    return urls
+
+
+async def _api_server(urls: Iterable[str]) -> list[tuple[str, int]]:
     """Each (address, port) the API server is reached at: HTTP targets are refused there."""
-    parts = urllib.parse.urlsplit(url)
-    port = parts.port or allowlist.DEFAULT_PORTS.get(parts.scheme, 443)
-    try:
-        infos = await asyncio.get_running_loop().getaddrinfo(
-            parts.hostname, port, type=socket.SOCK_STREAM
-        )
-    except OSError:
-        return []  # the API client will say why it cannot reach it
-    return sorted({(str(info[4][0]), port) for info in infos})
+    reached: set[tuple[str, int]] = set()
+    for url in urls:
+        parts = urllib.parse.urlsplit(url)
+        try:
+            port = parts.port or allowlist.DEFAULT_PORTS.get(parts.scheme, 443)
+            infos = await asyncio.get_running_loop().getaddrinfo(
+                parts.hostname, port, type=socket.SOCK_STREAM
+            )
+        except (OSError, ValueError):
+            continue  # the API client will say why it cannot reach it
+        reached |= {(str(info[4][0]), port) for info in infos}
+    return sorted(reached)
 
 
 @dataclass

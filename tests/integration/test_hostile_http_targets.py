@@ -7,10 +7,15 @@ TCP server of its own (``hostile_http_servers``) that answers every request with
 a negative chunk size, a body that never ends, Content-Length with Transfer-Encoding, and a
 valid answer followed by a stray second one, each then holding the connection open.
 
+Beside them, two jobs on the recording receiver try to send a ``Host`` header (a gateway
+shared by tenants would route by it, past ``--http-allowed-hosts``): one in its spec, one from
+its ``headersFrom`` Secret.
+
 For ``RUN_FOR`` seconds after every job is Ready, /healthz is polled every half second. Then:
 the well-behaved job was called for every second, on time; /healthz always answered; the
 invalid answers failed their runs as such; the connections the hostile servers hold stayed few;
-the operator still runs.
+the operator still runs; the Host header went nowhere: the spec's is InvalidSpec naming its
+field, the Secret's fails every run naming the Secret and key, and neither job ever called.
 """
 
 import contextlib
@@ -76,6 +81,9 @@ ANSWERS = {
 }
 INVALID = ["negative-chunk", "length-and-chunked"]
 HELD_OPEN = ["endless-body", "stray-answer"]
+HOST_IN_SPEC = "host-in-spec"
+HOST_FROM_SECRET = "host-from-secret"
+ROUTING_SECRET = "routing"
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +147,9 @@ class Evidence:
     bodies: dict[str, dict[str, Any]]
     operator_running: bool
     log: Path
+    namespace: str
+    host_header_calls: int
+    """Calls the receiver got from the jobs that set a Host header."""
 
 
 def runs(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -186,9 +197,19 @@ def evidence(
             )
 
         well_behaved = {"every": "1s", "target": http_target(receiver, namespace, WELL_BEHAVED)}
+        cluster.kubectl(
+            "create", "secret", "generic", ROUTING_SECRET, "-n", namespace,
+            "--from-literal=Host=admin.internal",
+        )  # fmt: skip
+        host_in_spec = http_target(receiver, namespace, HOST_IN_SPEC)
+        host_in_spec["http"]["headers"] = {"Host": "admin.internal"}
+        host_from_secret = http_target(receiver, namespace, HOST_FROM_SECRET)
+        host_from_secret["http"]["headersFrom"] = [{"secretRef": {"name": ROUTING_SECRET}}]
         apply(
             cluster,
             scheduled_job(namespace, WELL_BEHAVED, well_behaved),
+            scheduled_job(namespace, HOST_IN_SPEC, {"every": "1s", "target": host_in_spec}),
+            scheduled_job(namespace, HOST_FROM_SECRET, {"every": "1s", "target": host_from_secret}),
             *(
                 scheduled_job(
                     namespace,
@@ -200,7 +221,9 @@ def evidence(
         )
         try:
             eventually(
-                lambda: every_job_ready(cluster, namespace, [WELL_BEHAVED, *servers]),
+                lambda: every_job_ready(
+                    cluster, namespace, [WELL_BEHAVED, HOST_FROM_SECRET, *servers]
+                ),
                 timeout=30,
                 what="Ready=True on every job",
                 interval=0.5,
@@ -237,6 +260,11 @@ def evidence(
             bodies=bodies,
             operator_running=running,
             log=replica.log_path,
+            namespace=namespace,
+            host_header_calls=sum(
+                len(receiver.calls(f"{namespace}/{name}"))
+                for name in (HOST_IN_SPEC, HOST_FROM_SECRET)
+            ),
         )
 
 
@@ -302,3 +330,27 @@ class TestAnAnswerThatLeavesItsConnectionOpen:
 
     def test_has_at_most_3_connections_open_at_the_end(self, evidence: Evidence, name: str) -> None:
         assert evidence.connections[name].open_now <= MAX_OPEN_AT_THE_END
+
+
+class TestAHostHeader:
+    def test_in_a_spec_is_an_invalid_spec_naming_its_field(self, evidence: Evidence) -> None:
+        ready = condition(evidence.bodies[HOST_IN_SPEC], "Ready") or {}
+
+        assert (ready.get("status"), ready.get("reason")) == ("False", "InvalidSpec")
+        assert "spec.target.http.headers[Host]" in ready.get("message", "")
+
+    def test_from_a_secret_fails_every_run_naming_the_secret_and_key(
+        self, evidence: Evidence
+    ) -> None:
+        results = runs(evidence.bodies[HOST_FROM_SECRET])
+        named = f"Secret {evidence.namespace}/{ROUTING_SECRET}, key 'Host'"
+
+        assert results != []
+        assert [
+            (run["result"], run.get("message"))
+            for run in results
+            if run["result"] != "Failed" or named not in run.get("message", "")
+        ] == []
+
+    def test_is_never_sent(self, evidence: Evidence) -> None:
+        assert evidence.host_header_calls == 0

@@ -147,7 +147,10 @@ class HttpTarget(fields.ApiModel):
         default_factory=dict,
         max_length=64,
         description="Extra request headers, name to value (at most 64). Every request also "
-        "carries Idempotency-Key (the slot id) and X-Punctual-Scheduled-Time.",
+        "carries Idempotency-Key (the slot id) and X-Punctual-Scheduled-Time. Refused: Host, "
+        "Forwarded, X-Forwarded-Host, and the framing and connection headers (Content-Length, "
+        "Transfer-Encoding, TE, Trailer, Expect, Connection, Keep-Alive, Proxy-Connection, "
+        "Upgrade), any case, here and in headersFrom.",
     )
     headers_from: tuple[HeadersSource, ...] = pydantic.Field(
         default_factory=tuple,

@@ -29,6 +29,7 @@ from punctual.scheduling import durations
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.stores import logs as log_store
 from punctual.targets.http import allowlist
+from punctual.targets.http import connections as http_connections
 
 
 class EventLoop(enum.StrEnum):
@@ -120,6 +121,25 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "refused unless an address or network pattern here names them)",
     )
     _add_bounds(parser)
+    parser.add_argument(
+        "--http-connections-per-namespace",
+        type=int,
+        default=http_connections.LIMIT_PER_NAMESPACE,
+        metavar="N",
+        help="the most connections to one host the HTTP targets of one namespace keep busy at "
+        f"once (default: {http_connections.LIMIT_PER_NAMESPACE}, of the "
+        f"{http_connections.LIMIT_PER_ORIGIN} per host for all namespaces); a freed one goes to "
+        "the waiting namespace holding the fewest, so one namespace never makes another wait",
+    )
+    parser.add_argument(
+        "--http-refused-addresses",
+        action="append",
+        default=[],
+        metavar="NETWORKS",
+        help="HTTP targets never call these IP addresses or networks either, each optionally "
+        "with :PORT; comma-separated or repeated, added to those refused by default (e.g. the "
+        "control plane nodes' addresses at the API server's port)",
+    )
     parser.add_argument(
         "--webhook-port",
         type=int,
@@ -309,6 +329,7 @@ def _settings(arguments: argparse.Namespace) -> replica.ReplicaSettings:
         status_writes_per_second=arguments.status_writes_per_second,
         event_writes_per_second=arguments.event_writes_per_second,
         run_log_lines_per_second=arguments.run_log_lines_per_second,
+        http_connections_per_namespace=arguments.http_connections_per_namespace,
         bind_address=arguments.bind_address,
         metrics_port=arguments.metrics_port,
         health_port=arguments.health_port,
@@ -328,6 +349,9 @@ def _settings(arguments: argparse.Namespace) -> replica.ReplicaSettings:
             max_http_headers_bytes=arguments.max_http_headers_bytes,
             max_queue_payload_bytes=arguments.max_queue_payload_bytes,
         ),
+    )
+    settings = dataclasses.replace(
+        settings, refused_addresses=allowlist.parse_refused(arguments.http_refused_addresses)
     )
     if not arguments.http_allowed_hosts:
         return settings

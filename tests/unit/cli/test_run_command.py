@@ -1,6 +1,7 @@
 """``punctual run``'s options as the replica gets them: sharding on unless ``--sharding off``,
-the membership Leases' namespace, from the most explicit source there is, and the bounds per
-job."""
+the membership Leases' namespace, from the most explicit source there is, the bounds per job, the
+addresses HTTP targets never call beside the default ones, and the connections one namespace
+keeps busy."""
 
 import argparse
 from datetime import timedelta
@@ -117,3 +118,40 @@ class TestTheBoundsPerJob:
             settings(*argv)
 
         assert caught.value.field == flag
+
+
+class TestTheRefusedAddresses:
+    def test_are_none_beside_the_defaults_unless_given(self) -> None:
+        assert settings().refused_addresses == ()
+
+    def test_are_taken_comma_separated_or_repeated(self) -> None:
+        refused = settings(
+            "--http-refused-addresses",
+            "10.0.0.10:6443,10.0.0.11:6443",
+            "--http-refused-addresses",
+            "192.168.0.0/16",
+        ).refused_addresses
+
+        assert [(str(r.network), r.port) for r in refused] == [
+            ("10.0.0.10/32", 6443),
+            ("10.0.0.11/32", 6443),
+            ("192.168.0.0/16", None),
+        ]
+
+    def test_a_host_name_is_refused_naming_the_option(self) -> None:
+        with pytest.raises(ValueError, match=r"--http-refused-addresses: 'api\.internal'"):
+            settings("--http-refused-addresses", "api.internal")
+
+
+class TestConnectionsPerNamespace:
+    def test_are_half_of_a_hosts_by_default(self) -> None:
+        assert settings().http_connections_per_namespace == 50
+
+    def test_are_taken_from_the_option(self) -> None:
+        assert (
+            settings("--http-connections-per-namespace", "10").http_connections_per_namespace == 10
+        )
+
+    def test_at_least_one(self) -> None:
+        with pytest.raises(InvalidSpecError, match="--http-connections-per-namespace"):
+            settings("--http-connections-per-namespace", "0")

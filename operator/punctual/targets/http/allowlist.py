@@ -18,12 +18,19 @@ The check is on the URL as written in the spec (redirects are never followed, so
 the only host a run talks to). It does not stop a name that the allowlist admits from
 resolving to an address it would not: DNS belongs to the cluster's owner.
 
-Without any allowlist, and beside one, some addresses are refused by default (``AddressGuard``):
-link-local networks (``169.254.0.0/16``, where clouds serve instance metadata and credentials,
-and ``fe80::/10``), ``fd00:ec2::254`` (a cloud metadata endpoint on IPv6) and the API server's
-own address and port as the operator reaches it. They are checked on the URL's IP literal when
-the job is armed, and on every address a host name resolves to before each connection, so a
-name pointing there is refused too. A network or address pattern of ``--http-allowed-hosts``
+Without any allowlist, and beside one, some addresses are refused by default (``AddressGuard``,
+``DEFAULT_REFUSED``): link-local networks (``169.254.0.0/16``, where clouds serve instance
+metadata and credentials, ``169.254.169.254`` and ECS's ``169.254.170.2``, and ``fe80::/10``),
+the metadata endpoints outside them (``fd00:ec2::254`` of AWS, ``fd20:ce::254`` of GCP,
+``100.100.100.200`` of Alibaba Cloud, ``192.0.0.192`` of Oracle, Azure's WireServer
+``168.63.129.16``), and the API server at each address and port the operator knows it by (its
+configured host, resolved, and the in-cluster ``kubernetes`` Service). The platform team adds
+its own with ``--http-refused-addresses`` (addresses or networks, optionally with ``:PORT``):
+the API server's other endpoints (the control plane nodes' addresses), which the operator does
+not read, are the first to add. An IPv6 address carrying an IPv4 one (mapped, NAT64,
+IPv4-compatible) is refused as that IPv4 address is. They are checked on the URL's IP literal
+when the job is armed, and on every address a host name resolves to before each connection, so
+a name pointing there is refused too. A network or address pattern of ``--http-allowed-hosts``
 that covers one of them allows it (``*`` does not: it must be named).
 """
 
@@ -173,11 +180,63 @@ class RefusedAddresses:
 
 DEFAULT_REFUSED = (
     RefusedAddresses(
-        ipaddress.ip_network("169.254.0.0/16"), "link-local (where clouds serve instance metadata)"
+        ipaddress.ip_network("169.254.0.0/16"),
+        "link-local (where clouds serve instance metadata: 169.254.169.254, 169.254.170.2)",
     ),
     RefusedAddresses(ipaddress.ip_network("fe80::/10"), "link-local"),
-    RefusedAddresses(ipaddress.ip_network("fd00:ec2::254/128"), "a cloud metadata endpoint"),
+    RefusedAddresses(ipaddress.ip_network("fd00:ec2::254/128"), "a cloud metadata endpoint (AWS)"),
+    RefusedAddresses(ipaddress.ip_network("fd20:ce::254/128"), "a cloud metadata endpoint (GCP)"),
+    RefusedAddresses(
+        ipaddress.ip_network("100.100.100.200/32"), "a cloud metadata endpoint (Alibaba Cloud)"
+    ),
+    RefusedAddresses(ipaddress.ip_network("192.0.0.192/32"), "a cloud metadata endpoint (Oracle)"),
+    RefusedAddresses(
+        ipaddress.ip_network("168.63.129.16/32"), "a cloud host endpoint (Azure WireServer)"
+    ),
 )
+
+REFUSED_BY_FLAG = "refused by --http-refused-addresses"
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+
+
+def parse_refused(entries: Iterable[str]) -> tuple[RefusedAddresses, ...]:
+    """The platform team's own refusals (``--http-refused-addresses``): IP addresses or
+    networks, each optionally with ``:PORT``, comma-separated or repeated.
+
+    Raises ``ValueError`` naming an entry that is not one (a host name cannot be refused: it is
+    checked on the addresses it resolves to, so its addresses are what to name).
+    """
+    refused: list[RefusedAddresses] = []
+    for entry in entries:
+        for part in entry.split(","):
+            if not part.strip():
+                continue
+            try:
+                pattern = HostPattern.parse(part)
+            except ValueError:
+                pattern = None
+            if pattern is None or pattern.network is None:
+                raise ValueError(
+                    f"--http-refused-addresses: {part.strip()!r} is not an IP address or network "
+                    "(optionally with :PORT)"
+                )
+            refused.append(RefusedAddresses(pattern.network, REFUSED_BY_FLAG, pattern.port))
+    return tuple(refused)
+
+
+def forms_of(address: IpAddress) -> tuple[IpAddress, ...]:
+    """``address``, and the IPv4 address an IPv6 one carries: an IPv4-mapped address
+    (``::ffff:169.254.169.254``) is that IPv4 address on a dual-stack socket, and a NAT64 one
+    (``64:ff9b::a9fe:a9fe``) or an IPv4-compatible one (``::a9fe:a9fe``) may be translated to
+    it on the way; each must be refused as the IPv4 address is."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return (address,)
+    if address.ipv4_mapped is not None:
+        return (address, address.ipv4_mapped)
+    if address in _NAT64 or (address in _IPV4_COMPATIBLE and int(address) > 1):
+        return (address, ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+    return (address,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,14 +248,19 @@ class AddressGuard:
 
     @classmethod
     def default(
-        cls, *, api_server: Iterable[tuple[str, int]], allowed: HostAllowlist | None
+        cls,
+        *,
+        api_server: Iterable[tuple[str, int]],
+        allowed: HostAllowlist | None,
+        refused: Iterable[RefusedAddresses] = (),
     ) -> "AddressGuard":
-        """The default refusals, and the API server at each (address, port) it is reached at."""
+        """The default refusals, the API server at each (address, port) it is reached at, and
+        the platform team's own (``refused``)."""
         servers = tuple(
             RefusedAddresses(ipaddress.ip_network(address), "the Kubernetes API server", port)
             for address, port in api_server
         )
-        return cls(refused=DEFAULT_REFUSED + servers, allowed=allowed)
+        return cls(refused=DEFAULT_REFUSED + servers + tuple(refused), allowed=allowed)
 
     def refusal(self, address: str, port: int) -> str | None:
         """Why ``address`` (an IP address; anything else is not this guard's) at ``port`` must
@@ -205,11 +269,16 @@ class AddressGuard:
             ip = ipaddress.ip_address(address.split("%", 1)[0])  # an IPv6 zone is not the address
         except ValueError:
             return None
-        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-            ip = ip.ipv4_mapped  # ::ffff:169.254.169.254 is 169.254.169.254
+        for form in forms_of(ip):
+            refusal = self._refusal(form, port)
+            if refusal is not None:
+                return refusal
+        return None
+
+    def _refusal(self, address: IpAddress, port: int) -> str | None:
         for refused in self.refused:
-            if refused.covers(ip, port):
-                if self.allowed is not None and self.allowed.names_address(ip, port):
+            if refused.covers(address, port):
+                if self.allowed is not None and self.allowed.names_address(address, port):
                     return None
                 return refused.why
         return None

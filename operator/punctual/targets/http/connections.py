@@ -14,7 +14,10 @@ their bodies within bounds; this module keeps the connections:
   another tenant's target controls the timing of.
 - At most ``limit_per_origin`` connections to an origin are busy at once (calling or
   draining), whatever the number of namespaces calling it; a burst of thousands of slots at the
-  top of the minute waits its turn instead of opening thousands of sockets. Idle connections
+  top of the minute waits its turn instead of opening thousands of sockets. These places are
+  shared fairly by namespace (``punctual.targets.http.places``): one namespace holds at most
+  ``limit_per_namespace`` of them, and a place given back goes to the waiting namespace holding
+  the fewest, so a tenant's burst or hung target never makes another tenant wait. Idle connections
   are reused, the most recently used first, and closed from the oldest end after
   ``IDLE_TIMEOUT``; a pool with nothing left in it is dropped.
 - A call on a reused connection that the server closed before answering a single byte (its
@@ -40,11 +43,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from punctual.targets.http import connection as http_connection
+from punctual.targets.http import places as http_places
 
 IDLE_TIMEOUT = 15.0
 """Seconds a connection is kept idle for reuse (aiohttp's default too)."""
 LIMIT_PER_ORIGIN = 100
-"""Connections of one pool busy at once (aiohttp's default total)."""
+"""Connections to one origin busy at once, all namespaces together (aiohttp's default total)."""
+LIMIT_PER_NAMESPACE = 50
+"""Connections to one origin busy at once for one namespace (``--http-connections-per-namespace``):
+half the origin's, so a namespace that holds all it may still leaves another its places at
+once."""
 
 Refuse = Callable[[str, int], str | None]
 """Why the client must not connect to this address and port, or ``None`` when it may."""
@@ -65,45 +73,6 @@ class Origin:
         return self.scheme == "https"
 
 
-class _Limit:
-    """At most ``limit`` holders at once, the others waiting in order.
-
-    Not ``asyncio.Semaphore``: with many waiters (a burst of thousands of calls to one origin),
-    its ``acquire`` scans them all on every call (Python 3.11's ``locked()``), a tenth of the
-    event loop at 10,000 jobs. Here taking and giving back a place is O(1).
-    """
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._free = limit
-        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
-
-    @property
-    def unused(self) -> bool:
-        return self._free == self._limit and not self._waiters
-
-    async def acquire(self) -> None:
-        if self._free > 0 and not self._waiters:
-            self._free -= 1
-            return
-        waiter = asyncio.get_running_loop().create_future()
-        self._waiters.append(waiter)
-        try:
-            await waiter
-        except asyncio.CancelledError:
-            if waiter.done() and not waiter.cancelled():
-                self.release()  # handed a place just as it was cancelled: pass it on
-            raise
-
-    def release(self) -> None:
-        while self._waiters:
-            waiter = self._waiters.popleft()
-            if not waiter.done():  # a cancelled waiter is done: skipped
-                waiter.set_result(None)
-                return
-        self._free += 1
-
-
 _PoolKey = tuple[str, Origin]
 """(namespace, origin): a tuple, built and hashed on every call at a fraction of a dataclass's
 cost."""
@@ -111,10 +80,11 @@ cost."""
 
 @dataclass
 class _Pool:
-    places: _Limit
+    namespace: str
+    places: http_places.OriginPlaces
     """Connections to the origin busy at once, calling or draining (``limit_per_origin``),
-    shared by the pools of every namespace: the target sees no more sockets for having more
-    tenants."""
+    shared fairly by the pools of every namespace (``limit_per_namespace`` each at most): the
+    target sees no more sockets for having more tenants, and no tenant waits behind another."""
     idle: collections.deque[http_connection.Connection] = field(default_factory=collections.deque)
     """Oldest first: reused from the right, expired from the left."""
     connections: set[http_connection.Connection] = field(default_factory=set)
@@ -127,6 +97,12 @@ class _Pool:
     def unused(self) -> bool:
         return not self.connections and not self.requests
 
+    async def take_place(self) -> None:
+        await self.places.acquire(self.namespace)
+
+    def free_place(self) -> None:
+        self.places.release(self.namespace)
+
 
 class HttpConnections:
     """The operator's connections to HTTP targets, shared by every job (one per operator)."""
@@ -135,16 +111,18 @@ class HttpConnections:
         self,
         *,
         limit_per_origin: int = LIMIT_PER_ORIGIN,
+        limit_per_namespace: int = LIMIT_PER_NAMESPACE,
         idle_timeout: float = IDLE_TIMEOUT,
         tls: ssl.SSLContext | None = None,
         refuse: Refuse | None = None,
     ) -> None:
         self._limit = limit_per_origin
+        self._limit_per_namespace = limit_per_namespace
         self._idle_timeout = idle_timeout
         self._tls = tls
         self._refuse = refuse or _refuse_nothing
         self._pools: dict[_PoolKey, _Pool] = {}
-        self._places: dict[Origin, tuple[_Limit, int]] = {}
+        self._places: dict[Origin, tuple[http_places.OriginPlaces, int]] = {}
         """Each origin's places, and how many pools share them."""
         self._closed = False
 
@@ -186,12 +164,17 @@ class HttpConnections:
         key = (namespace, origin)
         pool = self._pools.get(key)
         if pool is None:
-            places, sharing = self._places.get(origin) or (_Limit(self._limit), 0)
+            places, sharing = self._places.get(origin) or (
+                http_places.OriginPlaces(
+                    limit=self._limit, per_namespace=self._limit_per_namespace
+                ),
+                0,
+            )
             self._places[origin] = (places, sharing + 1)
-            pool = self._pools[key] = _Pool(places=places)
+            pool = self._pools[key] = _Pool(namespace=namespace, places=places)
         pool.requests += 1
         try:
-            await pool.places.acquire()
+            await pool.take_place()
             # The place is this call's until a connection takes it with the request: the
             # connection gives it back when it is done with the call (after draining, or closed).
             held = True
@@ -205,14 +188,14 @@ class HttpConnections:
                         if connection.received:
                             raise
                     # Closed by the server while idle, before a byte of the answer: again, once.
-                    await pool.places.acquire()
+                    await pool.take_place()
                     held = True
                 connection = await self._connect(key, pool)
                 held = False
                 return await self._send(pool, connection, payload, head_request, deadline)
             finally:
                 if held:
-                    pool.places.release()
+                    pool.free_place()
         finally:
             pool.requests -= 1
             self._drop_if_unused(key, pool)
@@ -226,7 +209,7 @@ class HttpConnections:
         deadline: float,
     ) -> http_connection.Answer:
         answer = connection.send(
-            payload, head_request=head_request, deadline=deadline, on_free=pool.places.release
+            payload, head_request=head_request, deadline=deadline, on_free=pool.free_place
         )
         try:
             return await answer

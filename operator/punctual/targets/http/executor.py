@@ -32,6 +32,28 @@ logger = logging.getLogger(__name__)
 IDEMPOTENCY_KEY = "Idempotency-Key"
 SCHEDULED_TIME = "X-Punctual-Scheduled-Time"
 RESERVED_HEADERS = frozenset(name.lower() for name in (IDEMPOTENCY_KEY, SCHEDULED_TIME))
+CLIENT_HEADERS = frozenset(
+    name.lower()
+    for name in (
+        # Where the request goes: the URL's host, the one --http-allowed-hosts checked. A gateway
+        # shared by tenants routes by these, so another value would reach another backend.
+        "Host",
+        "Forwarded",
+        "X-Forwarded-Host",
+        # The message's framing and the connection: this client's, or the request is not the
+        # one it parses answers for (a smuggled second request, an upgrade it never speaks).
+        "Content-Length",
+        "Transfer-Encoding",
+        "TE",
+        "Trailer",
+        "Expect",
+        "Connection",
+        "Keep-Alive",
+        "Proxy-Connection",
+        "Upgrade",
+    )
+)
+"""Headers only this client sets (or never sends), refused in a spec's or a Secret's headers."""
 SCHEMES = frozenset({"http", "https"})
 
 USER_AGENT = f"punctual/{importlib.metadata.version('punctual-operator')}"
@@ -42,12 +64,29 @@ MESSAGE_CACHE = 32
 """Distinct (status, reason) answers whose message one executor remembers."""
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_BAD_HEADER_VALUE = re.compile(r"[\r\n\x00]")
+_LINE_BREAK = re.compile(r"[\r\n\x00]")
+_CONTROL = re.compile(r"[\x01-\x08\x0a-\x1f\x7f]")
+"""Control characters but horizontal tab: not in a header value (RFC 9110, field-value)."""
 _URL_UNSAFE = re.compile(r"[\x00-\x20\x7f]")
 # Any scheme (a rejected ftp:// URL is shown too); greedy up to the authority's last "@", so a
 # stray unencoded "@" in a password cannot leave half of it behind.
 _USERINFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/?#\s]*@")
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f]+")
+
+
+class InvalidHeaderError(ValueError):
+    """A header this client never sends. ``name`` is the header's, its value is never shown:
+    it may be a secret."""
+
+    def __init__(self, name: str, problem: str, *, what: str) -> None:
+        super().__init__(f"{what} {name!r}: {problem}")
+        self.name = name
+        self.problem = problem
+
+    @property
+    def key(self) -> str:
+        """The name as a field path's key: as written when it is a valid name, quoted if not."""
+        return self.name if _TOKEN.fullmatch(self.name) else repr(self.name)
 
 
 class HttpTargetError(Exception):
@@ -88,7 +127,7 @@ class HttpRequest:
             raise ValueError(f"target URL has an invalid port: {redact_url(self.url)!r}") from None
         if not _TOKEN.fullmatch(self.method):
             raise ValueError(f"HTTP method {self.method!r} is not a valid method name")
-        _check_headers(self.headers, what="header")
+        check_headers(self.headers, what="header")
         if self.success_codes is not None:
             if not self.success_codes:
                 raise ValueError("success codes must name at least one status (or be omitted)")
@@ -127,7 +166,7 @@ class HttpExecutor:
         secret_headers: Mapping[str, str] | None = None,
     ) -> None:
         secret_headers = dict(secret_headers or {})
-        _check_headers(secret_headers, what="secret header")
+        check_headers(secret_headers, what="secret header")
         self._request = request
         self._connections = connections
         url = yarl.URL(request.url)
@@ -212,15 +251,29 @@ def redact_url(url: str) -> str:
     return _USERINFO.sub(rf"\g<1>{REDACTED}@", url)
 
 
-def _check_headers(headers: Mapping[str, str], *, what: str) -> None:
-    # Errors name the header, never its value: it may be a secret.
+def header_problem(name: str, value: str) -> str | None:
+    """Why a header named ``name`` with ``value`` must not be sent, or ``None``; never quotes
+    the value."""
+    if not _TOKEN.fullmatch(name):
+        return "not a valid HTTP header name"
+    lowered = name.lower()
+    if lowered in RESERVED_HEADERS:
+        return "set by Punctual for every run and cannot be set"
+    if lowered in CLIENT_HEADERS:
+        return "set by the operator's HTTP client (from the URL, or for the connection) only"
+    if _LINE_BREAK.search(value):
+        return "has a line break or NUL in its value"
+    if _CONTROL.search(value):
+        return "has a control character in its value"
+    return None
+
+
+def check_headers(headers: Mapping[str, str], *, what: str) -> None:
+    """Raises ``InvalidHeaderError`` for the first header ``header_problem`` refuses."""
     for name, value in headers.items():
-        if not _TOKEN.fullmatch(name):
-            raise ValueError(f"{what} name {name!r} is not a valid HTTP header name")
-        if name.lower() in RESERVED_HEADERS:
-            raise ValueError(f"{what} {name} is set by Punctual for every run and cannot be set")
-        if _BAD_HEADER_VALUE.search(value):
-            raise ValueError(f"{what} {name} has a line break or NUL in its value")
+        problem = header_problem(name, value)
+        if problem is not None:
+            raise InvalidHeaderError(name, problem, what=what)
 
 
 def _request_head(
@@ -238,7 +291,6 @@ def _request_head(
     if body and "content-type" not in {name.lower() for name in request.headers}:
         defaults["Content-Type"] = "application/octet-stream"
     headers = _merge(defaults, request.headers, secret_headers)
-    headers = {name: value for name, value in headers.items() if name.lower() not in _FRAMING}
     if body or request.method in _BODY_METHODS:
         headers["Content-Length"] = str(len(body))
     lines = [f"{request.method} {url.raw_path_qs or '/'} HTTP/1.1"]
@@ -246,8 +298,6 @@ def _request_head(
     return ("\r\n".join(lines) + "\r\n").encode()
 
 
-_FRAMING = frozenset({"content-length", "transfer-encoding", "connection"})
-"""Headers about the message's framing and the connection: this client's, never the spec's."""
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 """Methods that announce an empty body (Content-Length: 0) rather than none."""
 

@@ -79,8 +79,15 @@ def request_for(target: models.HttpTarget) -> http_executor.HttpRequest:
             body=target.body,
             success_codes=frozenset(target.success_codes) if target.success_codes else None,
         )
+    except http_executor.InvalidHeaderError as error:
+        raise InvalidSpecError(f"spec.target.http.headers[{error.key}]", error.problem) from None
     except ValueError as error:
         raise InvalidSpecError("spec.target.http", str(error)) from None
+
+
+class SecretHeaderRefusedError(Exception):
+    """A Secret of ``headersFrom`` holds a header this operator never sends: the run fails
+    before anything is sent, its message naming the Secret and the key, never the value."""
 
 
 class _WithSecretHeaders:
@@ -104,13 +111,20 @@ class _WithSecretHeaders:
         self._executor: tuple[dict[str, str], http_executor.HttpExecutor] | None = None
 
     async def __call__(self, context: records.RunContext) -> records.Outcome:
-        headers: dict[str, str] = {}
+        read: list[tuple[str, Mapping[str, str]]] = []
         for name in self._secret_names:
-            values: Mapping[str, str] = await self._reader.read(
-                namespace=self._namespace, name=name
-            )
-            headers.update(values)
+            read.append((name, await self._reader.read(namespace=self._namespace, name=name)))
+        headers = {key: value for _, values in read for key, value in values.items()}
         if self._executor is None or self._executor[0] != headers:
+            # Checked Secret by Secret to name the one to fix; only when the values changed.
+            for name, values in read:
+                try:
+                    http_executor.check_headers(values, what="key")
+                except http_executor.InvalidHeaderError as error:
+                    raise SecretHeaderRefusedError(
+                        f"Secret {self._namespace}/{name}, key {error.name!r}: {error.problem}; "
+                        "nothing was sent"
+                    ) from None
             executor = http_executor.HttpExecutor(
                 self._request, connections=self._connections, secret_headers=headers
             )

@@ -6,11 +6,13 @@ import argparse
 
 import pytest
 
+from punctual import replica
 from punctual.api import planning
 from punctual.cli import run as run_command
 from punctual.controller import targets
 from punctual.scheduling import slots
 from punctual.targets import errors as target_errors
+from punctual.targets.http import allowlist
 from punctual.targets.http.allowlist import AddressGuard, HostAllowlist
 
 JOB = slots.JobRef(namespace="ns", name="job", uid="uid-1")
@@ -121,8 +123,21 @@ API_SERVER = [("10.96.0.1", 443), ("127.0.0.1", 6443)]
         ("fe80::1", 80, "link-local"),
         ("fe80::1%eth0", 80, "link-local"),
         ("::ffff:169.254.169.254", 80, "link-local"),
+        ("169.254.170.2", 80, "link-local"),
         ("fd00:ec2::254", 80, "cloud metadata"),
+        ("FD00:EC2:0::254", 80, "cloud metadata"),
+        ("fd20:ce::254", 80, "cloud metadata"),
+        ("100.100.100.200", 80, "Alibaba"),
+        ("::ffff:100.100.100.200", 80, "Alibaba"),
+        ("::ffff:6464:64c8", 80, "Alibaba"),
+        ("64:ff9b::100.100.100.200", 80, "Alibaba"),
+        ("64:ff9b::a9fe:a9fe", 80, "link-local"),
+        ("::169.254.169.254", 80, "link-local"),
+        ("192.0.0.192", 80, "Oracle"),
+        ("168.63.129.16", 80, "Azure"),
+        ("168.63.129.16", 32526, "Azure"),
         ("10.96.0.1", 443, "API server"),
+        ("::ffff:10.96.0.1", 443, "API server"),
         ("127.0.0.1", 6443, "API server"),
     ],
 )
@@ -134,7 +149,18 @@ def test_by_default_some_addresses_are_refused(address: str, port: int, why: str
 
 @pytest.mark.parametrize(
     ("address", "port"),
-    [("127.0.0.1", 18080), ("10.96.0.1", 80), ("10.0.0.7", 443), ("::1", 80), ("example.com", 80)],
+    [
+        ("127.0.0.1", 18080),
+        ("10.96.0.1", 80),
+        ("10.0.0.7", 443),
+        ("::1", 80),
+        ("::", 80),
+        ("::ffff:10.0.0.7", 443),
+        ("64:ff9b::a00:7", 443),
+        ("100.100.100.201", 80),
+        ("fd00:ec2::253", 53),
+        ("example.com", 80),
+    ],
 )
 def test_everything_else_is_not_the_guards_to_refuse(address: str, port: int) -> None:
     guard = AddressGuard.default(api_server=API_SERVER, allowed=None)
@@ -169,3 +195,72 @@ def test_a_job_calling_the_metadata_endpoint_is_refused_without_any_allowlist() 
     assert refused.value.reason == "HostNotAllowed"
     assert "169.254.169.254 is link-local" in str(refused.value)
     assert "--http-allowed-hosts" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("allowed", "address", "refused"),
+    [
+        ("169.254.169.254", "::ffff:169.254.169.254", False),
+        ("169.254.169.254", "64:ff9b::a9fe:a9fe", False),
+        ("::ffff:0:0/96", "::ffff:169.254.169.254", True),
+        ("100.100.100.200:80", "100.100.100.200", False),
+    ],
+)
+def test_an_ipv6_form_of_a_refused_address_is_allowed_as_the_address_is(
+    allowed: str, address: str, refused: bool
+) -> None:
+    guard = AddressGuard.default(api_server=[], allowed=HostAllowlist.parse([allowed]))
+
+    assert (guard.refusal(address, 80) is not None) is refused
+
+
+@pytest.mark.parametrize(
+    ("entries", "address", "port", "refused"),
+    [
+        (["10.0.0.10:6443"], "10.0.0.10", 6443, True),
+        (["10.0.0.10:6443"], "10.0.0.10", 80, False),
+        (["10.0.0.10:6443"], "::ffff:10.0.0.10", 6443, True),
+        (["10.0.0.0/24,192.168.0.0/16"], "192.168.4.2", 80, True),
+        (["10.0.0.0/24", "[fd12::1]:8080"], "fd12::1", 8080, True),
+        (["10.0.0.0/24", "[fd12::1]:8080"], "fd12::1", 80, False),
+    ],
+)
+def test_the_platform_team_adds_its_own_refused_addresses(
+    entries: list[str], address: str, port: int, refused: bool
+) -> None:
+    guard = AddressGuard.default(
+        api_server=[], allowed=None, refused=allowlist.parse_refused(entries)
+    )
+
+    why = guard.refusal(address, port)
+
+    assert (why is not None) is refused
+    assert why in (None, "refused by --http-refused-addresses")
+
+
+@pytest.mark.parametrize("entry", ["api.internal", "*.svc", "*", "10.0.0.0/33", "10.0.0.1:99999"])
+def test_a_refused_entry_must_be_an_address_or_network(entry: str) -> None:
+    with pytest.raises(ValueError, match="--http-refused-addresses"):
+        allowlist.parse_refused([entry])
+
+
+@pytest.mark.parametrize(
+    ("configured", "environ", "urls"),
+    [
+        ("https://10.96.0.1:443", {}, ["https://10.96.0.1:443"]),
+        (
+            "https://api.example.com:6443",
+            {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"},
+            ["https://api.example.com:6443", "https://10.96.0.1:443"],
+        ),
+        (
+            "https://127.0.0.1:6443",
+            {"KUBERNETES_SERVICE_HOST": "fd00:10:96::1"},
+            ["https://127.0.0.1:6443", "https://[fd00:10:96::1]:443"],
+        ),
+    ],
+)
+def test_the_api_server_is_refused_where_the_client_and_the_pod_reach_it(
+    configured: str, environ: dict[str, str], urls: list[str]
+) -> None:
+    assert replica.api_server_urls(configured, environ) == urls
