@@ -76,10 +76,6 @@ INVALID_SPECS: dict[str, tuple[dict[str, Any], str]] = {
         {"schedule": "*/5 * * * *", "jitter": "10m", "target": HTTP},
         "spec.jitter: 10m must be shorter",
     ),
-    "a stream among the operator's keys": (
-        {"schedule": "0 * * * *", "target": {"queue": {"stream": "punctual:runs"}}},
-        "spec.target.queue.stream: 'punctual:runs' is where the operator keeps",
-    ),
     "a Job template without a JobSpec": (
         {"schedule": "0 * * * *", "target": {"job": {"template": {"metadata": {}}}}},
         "spec.target.job.template.spec: required",

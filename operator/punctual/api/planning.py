@@ -37,14 +37,6 @@ Job.
 """
 JOB_MINIMUM_PERIOD = timedelta(seconds=1)
 """Jobs are named after the second of their slot: the job target needs slots this far apart."""
-OPERATOR_KEY_PREFIXES = ("punctual:slot:", "punctual:run:")
-"""Where the operator keeps every tenant's slot locks and run leases in Redis (``locks.redis``,
-``locks.redis_leases``): no queue target's stream. The claim script refuses a key that holds
-anything but a stream, but a stream appended to a key not written yet would take it: another
-job's next slot (which would then never be claimed), or the runs in flight (no run lease could
-be held any more)."""
-OPERATOR_KEYS = ("punctual:runs",)
-"""The one key of every job's runs in flight: no stream either."""
 
 
 def parse_spec(raw: Mapping[str, object]) -> models.ScheduledJobSpec:
@@ -64,8 +56,7 @@ def plan_for(spec: models.ScheduledJobSpec, *, uid: str) -> plans.JobPlan:
 
     Raises ``InvalidSpecError`` for a cron expression or time zone that does not parse, for
     a jitter that is not shorter than the schedule's shortest period (a jittered slot must
-    still fire before the next nominal one), and for a queue stream among the operator's own
-    Redis keys.
+    still fire before the next nominal one).
     """
     schedule = schedules.build(
         schedule=spec.schedule,
@@ -75,8 +66,6 @@ def plan_for(spec: models.ScheduledJobSpec, *, uid: str) -> plans.JobPlan:
         field_prefix=f"{SPEC}.",
     )
     timeout = durations.parse(spec.timeout, field=f"{SPEC}.timeout")
-    if spec.target.queue is not None:
-        _check_stream(spec.target.queue.stream)
     if spec.target.job is not None:
         if schedule.shortest_period < JOB_MINIMUM_PERIOD:
             field = "every" if spec.every is not None else "schedule"
@@ -95,18 +84,6 @@ def plan_for(spec: models.ScheduledJobSpec, *, uid: str) -> plans.JobPlan:
         timeout=timeout,
         retry_lost_runs=spec.retry_lost_runs,
     )
-
-
-def _check_stream(stream: str) -> None:
-    if stream in OPERATOR_KEYS or stream.startswith(OPERATOR_KEY_PREFIXES):
-        reserved = ", ".join(
-            [*(f"{prefix}..." for prefix in OPERATOR_KEY_PREFIXES), *OPERATOR_KEYS]
-        )
-        raise InvalidSpecError(
-            f"{SPEC}.target.queue.stream",
-            f"{stream!r} is where the operator keeps its own locks and run leases ({reserved}): "
-            "choose another stream",
-        )
 
 
 def _jitter_offset(text: str | None, *, schedule: timeline.Schedule, uid: str) -> timedelta:

@@ -20,12 +20,14 @@ import kopf
 import uvloop
 
 from punctual import replica
+from punctual.api import models
 from punctual.cli import log_format
 from punctual.controller import admission, handlers
 from punctual.kube import events, membership
 from punctual.scheduling import durations
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.targets.http import allowlist
+from punctual.targets.queue import wiring as queue_wiring
 
 
 class EventLoop(enum.StrEnum):
@@ -97,6 +99,15 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         help="the most Event writes one replica starts per second, whatever the number of jobs "
         "(default: 10); each job's Events are aggregated per reason, written at most once a "
         "minute after the first",
+    )
+    parser.add_argument(
+        "--queue-max-len",
+        type=int,
+        default=queue_wiring.DEFAULT_MAX_LEN_LIMIT,
+        metavar="N",
+        help="the most entries a queue target's stream keeps (default: "
+        f"{queue_wiring.DEFAULT_MAX_LEN_LIMIT}): a spec.target.queue.maxLen above it is not "
+        f"scheduled; unset, maxLen is {models.DEFAULT_STREAM_MAX_LEN} or this, if lower",
     )
     parser.add_argument(
         "--http-allowed-hosts",
@@ -227,6 +238,7 @@ def _settings(arguments: argparse.Namespace) -> replica.ReplicaSettings:
         status_interval=durations.parse(arguments.status_interval, field="--status-interval"),
         status_writes_per_second=arguments.status_writes_per_second,
         event_writes_per_second=arguments.event_writes_per_second,
+        queue_max_len=arguments.queue_max_len,
         bind_address=arguments.bind_address,
         metrics_port=arguments.metrics_port,
         health_port=arguments.health_port,

@@ -24,7 +24,7 @@ class Checked:
 
 def check(raw_spec: Mapping[str, object], *, uid: str) -> Checked:
     """The spec read (``planning.parse_spec``), its plan (``planning.plan_for``: cron, time
-    zone, jitter, durations, the queue's stream) and its target's own checks (an HTTP request
+    zone, jitter, durations) and its target's own checks (an HTTP request
     that can be sent, a Job template with a JobSpec). Raises ``InvalidSpecError``.
 
     Nothing here depends on the operator's configuration (its allowlist, its Redis, its right to
