@@ -136,9 +136,9 @@ class TestARedisOutOfMemory:
             assert await raw.config_get("maxmemory-policy") == {"maxmemory-policy": "noeviction"}
             await raw.config_set("maxmemory", "1")
 
-            with pytest.raises(protocols.LockUnavailableError, match="OutOfMemoryError|OOM"):
+            with pytest.raises(protocols.LockUnavailableError, match=r"OutOfMemoryError|OOM"):
                 await tracked.claim(claim_of(job))
-            with pytest.raises(protocols.LockUnavailableError, match="OutOfMemoryError|OOM"):
+            with pytest.raises(protocols.LockUnavailableError, match=r"OutOfMemoryError|OOM"):
                 await streams.lock_for(stream=key, payload=None, max_len=10).claim(
                     claim_of(job, slot=SLOT + timedelta(minutes=1))
                 )
@@ -146,7 +146,7 @@ class TestARedisOutOfMemory:
             assert "OutOfMemoryError" in tracked.message
             # PING still answers; the health probe writes, and is refused too.
             assert await raw.ping()
-            with pytest.raises(protocols.LockUnavailableError, match="OutOfMemoryError|OOM"):
+            with pytest.raises(protocols.LockUnavailableError, match=r"OutOfMemoryError|OOM"):
                 await lock.ping()
             assert await raw.exists(slot_keys.slot_key(claim_of(job).slot_id)) == 0
             assert await raw.exists(key) == 0
