@@ -81,9 +81,11 @@ from localcluster import certs as pki
 from localcluster.api import ApiClient, ApiError
 from localcluster.binaries import REPO_ROOT, NodeImages
 from punctual.cli import main as punctual_cli
+from punctual.redis_io import namespace_keys
 
 NAMESPACE = "compare"
-STREAM = "compare:queue"
+STREAM = "queue"
+STREAM_KEY = namespace_keys.stream_key(namespace=NAMESPACE, stream=STREAM)
 CRON_ANNOTATION = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 PUNCTUAL_ANNOTATION = "punctual.dev/scheduled-time"
 SCHEDULED_HEADER = "X-Punctual-Scheduled-Time"
@@ -252,7 +254,7 @@ async def _consume(url: str, seen: Observations) -> None:
     last = "$"
     try:
         while True:
-            replies = await consumer.xread({STREAM: last}, block=1000, count=100)
+            replies = await consumer.xread({STREAM_KEY: last}, block=1000, count=100)
             observed = wall()
             for _stream, items in replies or []:
                 for entry_id, fields in items:

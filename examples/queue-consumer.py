@@ -7,10 +7,16 @@ pending list with XAUTOCLAIM). So the work is made idempotent by the entry's
 ``idempotencyKey`` (the slot id): a key is recorded in a Redis SET of done keys (with an
 expiry) once its work is done, and an entry whose key is in it is only acknowledged.
 
+The stream of a ScheduledJob in namespace ``reports`` with ``spec.target.queue.stream:
+jobs`` is the key ``punctual:ns:{reports}:stream:jobs`` (its Ready condition names it); this
+consumer keeps its done set beside it, under the same namespace's prefix, so a Redis user
+limited to ``~punctual:ns:{reports}:*`` (docs/queue-messages.md, "A Redis user per namespace")
+can run it.
+
 Usage (several consumers may run side by side, each with its own --consumer name):
 
-    python examples/queue-consumer.py --redis-url redis://127.0.0.1:6379/0 \\
-        --stream reports:jobs --group reports --consumer worker-1
+    python examples/queue-consumer.py --redis-url redis://reports:PASSWORD@redis:6379/0 \\
+        --namespace reports --stream jobs --group reports --consumer worker-1
 
 Needs only redis-py (``pip install redis``).
 """
@@ -51,15 +57,29 @@ def handle(client: "redis.Redis", done_key: str, entry_id: str, fields: dict[str
         pipe.execute()
 
 
+def namespace_prefix(namespace: str) -> str:
+    """Where Punctual keeps a namespace's streams, and this consumer its own keys."""
+    return f"punctual:ns:{{{namespace}}}:"
+
+
 def consume(
-    client: "redis.Redis", *, stream: str, group: str, consumer: str, stop: list[bool]
+    client: "redis.Redis",
+    *,
+    namespace: str,
+    stream: str,
+    group: str,
+    consumer: str,
+    stop: list[bool],
 ) -> None:
+    prefix = namespace_prefix(namespace)
+    done_key = f"{prefix}done:{group}:{stream}"
+    stream = f"{prefix}stream:{stream}"
+    log.info("reading %s as %s of group %s", stream, consumer, group)
     try:
         client.xgroup_create(stream, group, id="0", mkstream=True)
     except redis.ResponseError as error:
         if "BUSYGROUP" not in str(error):  # the group exists already: fine
             raise
-    done_key = f"{stream}:{group}:done"
     while not stop:
         # Entries another consumer took and never acknowledged (it died) come back first.
         _, claimed, _ = client.xautoclaim(stream, group, consumer, CLAIM_IDLE_MS, count=10)
@@ -79,7 +99,8 @@ def consume(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
-    parser.add_argument("--stream", required=True)
+    parser.add_argument("--namespace", required=True, help="the ScheduledJob's namespace")
+    parser.add_argument("--stream", required=True, help="its spec.target.queue.stream")
     parser.add_argument("--group", default="punctual-consumers")
     parser.add_argument("--consumer", default=socket.gethostname())
     arguments = parser.parse_args()
@@ -90,6 +111,7 @@ def main() -> None:
     try:
         consume(
             client,
+            namespace=arguments.namespace,
             stream=arguments.stream,
             group=arguments.group,
             consumer=arguments.consumer,

@@ -1,9 +1,10 @@
 """``LocalRedis``: a disposable redis-server on a free loopback port.
 
-Nothing is persisted (``--save ''``, no AOF, its working directory is the run directory) and it
-answers only on 127.0.0.1; an optional password exercises the ``requirepass`` path of clients,
-and ``tls=True`` serves TLS only (``rediss://``), with a throwaway CA whose certificate the
-URL names (``?ssl_ca_certs=``, which redis-py passes to its TLS connection).
+Nothing is persisted (``--save ''``, no AOF, its working directory is the run directory), nothing
+is evicted (``noeviction``, as the chart's bundled Redis) and it answers only on 127.0.0.1; an
+optional password exercises the ``requirepass`` path of clients, and ``tls=True`` serves TLS
+only (``rediss://``), with a throwaway CA whose certificate the URL names (``?ssl_ca_certs=``,
+which redis-py passes to its TLS connection).
 
 ``stop_server()`` and ``start_server()`` (or ``with redis.down():``) take the server away and
 bring it back on the same port, URL and certificates, for outage tests; the data is gone, as
@@ -144,6 +145,9 @@ class LocalRedis(processes.Service):
             "no",
             "--protected-mode",
             "yes",
+            # The chart's policy: a full Redis refuses writes rather than evict a claim.
+            "--maxmemory-policy",
+            "noeviction",
         ]
         if self.password:
             argv += ["--requirepass", self.password]

@@ -76,6 +76,7 @@ from punctual.targets.http import connections as http_connections
 from punctual.targets.job import requests as batch_job_requests
 from punctual.targets.job import watcher as batch_job_watcher
 from punctual.targets.queue import stream as queue_stream
+from punctual.targets.queue import wiring as queue_wiring
 
 logger = logging.getLogger(__name__)
 
@@ -107,6 +108,8 @@ class ReplicaSettings:
     event_writes_per_second: int = 10
     run_log_lines_per_second: int = 1
     """Per job, after a burst; above it, the job's runs are summarized once a minute."""
+    queue_max_len: int = queue_wiring.DEFAULT_MAX_LEN_LIMIT
+    """The most entries a queue target's stream keeps: its ``maxLen`` at most."""
     allowed_hosts: allowlist.HostAllowlist | None = None
     """The only hosts HTTP targets may call; ``None``: any but those refused by default."""
     refused_addresses: tuple[allowlist.RefusedAddresses, ...] = ()
@@ -147,6 +150,8 @@ class ReplicaSettings:
             raise InvalidSpecError("--run-log-lines-per-second", "must be at least 1")
         if self.http_connections_per_namespace < 1:
             raise InvalidSpecError("--http-connections-per-namespace", "must be at least 1")
+        if self.queue_max_len < 1:
+            raise InvalidSpecError("--queue-max-len", "must be at least 1")
         if self.backup_delay <= timedelta():
             raise InvalidSpecError("--backup-delay", "must be more than 0")
 
@@ -280,6 +285,7 @@ class Replica:
                 batch_jobs=batch_jobs,
                 batch_job_watcher=batch_watcher,
                 streams=streams,
+                queue_max_len=settings.queue_max_len,
                 meter_lock=lambda lock: metered.MeteredLock(
                     lock, meters=self.meters, backend="redis-stream"
                 ),

@@ -247,6 +247,12 @@ class TestInvalidObjectsAreRefusedWithAUsefulMessage:
                 id="two-targets",
             ),
             pytest.param(
+                {"every": "10s", "target": {"queue": {"stream": "}:stream:jobs"}}},
+                "spec.target.queue.stream",
+                ["spec.target.queue.stream: Invalid value", "should match"],
+                id="a-stream-name-outside-the-safe-charset",
+            ),
+            pytest.param(
                 {"every": "10s", "timeout": "-5s", "target": HTTP},
                 "spec.timeout",
                 ['spec.timeout: Invalid value: "-5s"', "must be a positive duration"],

@@ -585,6 +585,18 @@ class TestRendering:
         assert pod["automountServiceAccountToken"] is False
         assert one(objects, "Service", "punctual-redis")["spec"]["ports"][0]["port"] == 6379
 
+    def test_the_bundled_redis_never_evicts_a_claim(self, helm: Helm) -> None:
+        # An evicted slot key or run lease is a slot run twice: a full Redis refuses instead.
+        [redis] = containers(helm.template(MATRIX["bundled-redis"]), "punctual-redis")["containers"]
+        args = redis["args"]
+
+        assert args[args.index("--maxmemory-policy") + 1] == "noeviction"
+
+    def test_the_queue_streams_are_bounded_by_the_operators_flag(self, helm: Helm) -> None:
+        operator = operator_container(helm.template({"operator": {"queueMaxLen": 500}}))
+
+        assert "--queue-max-len=500" in operator["args"]
+
     def test_a_pod_disruption_budget_only_with_more_than_one_replica(self, helm: Helm) -> None:
         assert one(helm.template({}), "PodDisruptionBudget")["spec"]["minAvailable"] == 1
         assert [

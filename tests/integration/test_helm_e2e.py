@@ -163,7 +163,7 @@ class TestEachTarget:
     def test_the_queue_target_appends_to_the_bundled_redis(
         self, real_node_cluster: LocalCluster, namespace: str
     ) -> None:
-        stream = f"e2e:{namespace}"
+        stream = "e2e"
         apply(
             real_node_cluster, namespace,
             scheduled_job("enqueue", {"every": "2s", "target": {"queue": {"stream": stream}}}),
@@ -172,7 +172,8 @@ class TestEachTarget:
         def entries() -> str | None:
             read = real_node_cluster.kubectl(
                 "exec", f"--namespace={NAMESPACE}", "deployment/punctual-redis", "--",
-                "redis-cli", "XRANGE", stream, "-", "+", check=False,
+                "redis-cli", "XRANGE", f"punctual:ns:{{{namespace}}}:stream:e2e", "-", "+",
+                check=False,
             )  # fmt: skip
             return read.stdout if "idempotencyKey" in read.stdout else None
 

@@ -2,7 +2,9 @@
 
 Three operator replicas (the redis slot lock) race for every slot of two 1-second jobs; each
 slot's claim and its XADD are one Lua script, so the stream must hold one entry per slot, none
-twice, none missing, with the fields of design §1. Without a Redis the operator says so on the
+twice, none missing, with the fields of design §1, in the stream of the job's own namespace: a
+job of another namespace naming the same stream (or the operator's own keys) with ``maxLen: 1``
+reaches nothing of it. Without a Redis the operator says so on the
 Ready condition (QueueUnavailable); with the kubernetes lock backend and a Redis, queue jobs
 still claim through Redis.
 """
@@ -26,6 +28,7 @@ from operator_harness import (
     eventually,
     every_slots,
     from_millis,
+    new_namespace,
     parse_time,
     read,
     recent_runs,
@@ -42,17 +45,23 @@ WINDOW_SECONDS = 15.0
 
 
 def queue_job(stream: str, **spec: Any) -> dict[str, Any]:
-    payload = spec.pop("payload", None)
+    """A queue job's spec; ``payload`` and ``maxLen`` go to its target."""
     target: dict[str, Any] = {"stream": stream}
-    if payload is not None:
-        target["payload"] = payload
+    for field in ("payload", "maxLen"):
+        if field in spec:
+            target[field] = spec.pop(field)
     return {**spec, "target": {"queue": target}}
 
 
-def entries(url: str, stream: str) -> list[tuple[str, dict[str, str]]]:
+def stream_key(namespace: str, stream: str) -> str:
+    """Where a job of ``namespace`` with ``spec.target.queue.stream: <stream>`` appends."""
+    return f"punctual:ns:{{{namespace}}}:stream:{stream}"
+
+
+def entries(url: str, key: str) -> list[tuple[str, dict[str, str]]]:
     client = redis.Redis.from_url(url, decode_responses=True)
     try:
-        return [(entry_id, dict(fields)) for entry_id, fields in client.xrange(stream)]
+        return [(entry_id, dict(fields)) for entry_id, fields in client.xrange(key)]
     finally:
         client.close()
 
@@ -90,7 +99,7 @@ class TestThreeReplicasRacing:
         module_namespace: str,
         three_replicas: Operators,
     ) -> None:
-        stream = f"{module_namespace}:jobs"
+        stream = "jobs"
         names = ("ticks", "tocks")
         apply(
             cluster,
@@ -109,7 +118,7 @@ class TestThreeReplicasRacing:
             ),
         )
         time.sleep(WINDOW_SECONDS)
-        written = entries(redis_server.url, stream)
+        written = entries(redis_server.url, stream_key(module_namespace, stream))
 
         lines = []
         for name in names:
@@ -146,6 +155,12 @@ class TestThreeReplicasRacing:
                 assert json.loads(fields["payload"]) == {"kind": name, "n": [1, 2]}
                 assert int(entry_id.split("-")[0]) >= int(fields["slot"].rsplit("/", 1)[1])
             # The runs report the entries they appended; every replica took part.
+            ready = condition(body, "Ready")
+            assert ready is not None
+            assert ready["message"] == (
+                "scheduling slots; entries go to the Redis stream "
+                f"{stream_key(module_namespace, stream)}"
+            )
             ids = {entry_id for entry_id, _ in mine}
             runs = [run for run in recent_runs(body) if run["result"] == "Succeeded"]
             assert runs
@@ -200,7 +215,7 @@ class TestWithTheKubernetesLockBackend:
         namespace: str,
         tmp_path: Path,
     ) -> None:
-        stream = f"{namespace}:jobs"
+        stream = stream_key(namespace, "jobs")
         with Operators(
             cluster,
             tmp_path,
@@ -209,7 +224,7 @@ class TestWithTheKubernetesLockBackend:
             lock_backend="kubernetes",
             redis_url=redis_server.url,
         ) as operators:
-            apply(cluster, scheduled_job(namespace, "queued", queue_job(stream, every="1s")))
+            apply(cluster, scheduled_job(namespace, "queued", queue_job("jobs", every="1s")))
             eventually(
                 lambda: len(entries(redis_server.url, stream)) >= 5,
                 timeout=30,
@@ -224,3 +239,60 @@ class TestWithTheKubernetesLockBackend:
         # high-water mark is one of the enqueued slots, not necessarily the newest.
         assert parse_time(status(body)["lastScheduleTime"]) in slots
         assert 0 < counts(body)["succeeded"] <= len(slots)
+
+
+class TestTwoNamespaces:
+    def test_a_job_reaches_no_stream_of_another_namespace_nor_the_operators_keys(
+        self,
+        cluster: LocalCluster,
+        redis_server: LocalRedis,
+        scheduled_job_crd: list[Path],
+        namespace: str,
+        tmp_path: Path,
+    ) -> None:
+        with (
+            new_namespace(cluster, "tenant-b") as tenant_b,
+            Operators(
+                cluster,
+                tmp_path,
+                namespace=namespace,
+                lock_backend="redis",
+                redis_url=redis_server.url,
+                extra_args=["--namespace", tenant_b],
+            ) as operators,
+        ):
+            apply(cluster, scheduled_job(tenant_b, "fed", queue_job("jobs", every="1s")))
+            eventually(
+                lambda: len(entries(redis_server.url, stream_key(tenant_b, "jobs"))) >= 3,
+                timeout=30,
+                what="three of B's entries",
+            )
+            # A names B's stream, and the operator's own keys, trimming to one entry each.
+            apply(
+                cluster,
+                scheduled_job(namespace, "intruder", queue_job("jobs", every="1s", maxLen=1)),
+                scheduled_job(
+                    namespace, "forger", queue_job("punctual:runs", every="1s", maxLen=1)
+                ),
+            )
+            eventually(
+                lambda: (
+                    entries(redis_server.url, stream_key(namespace, "punctual:runs"))
+                    and entries(redis_server.url, stream_key(namespace, "jobs"))
+                ),
+                timeout=30,
+                what="A's entries in A's own streams",
+            )
+            before = len(entries(redis_server.url, stream_key(tenant_b, "jobs")))
+            time.sleep(3)
+            b_entries = entries(redis_server.url, stream_key(tenant_b, "jobs"))
+            assert operators.problems() == {}, f"see {operators.logs()}"
+
+        assert len(b_entries) >= before + 2  # B's stream grows, untrimmed
+        assert {fields["namespace"] for _, fields in b_entries} == {tenant_b}
+        client = redis.Redis.from_url(redis_server.url, decode_responses=True)
+        try:
+            assert client.type("punctual:runs") != "stream"
+            assert client.type("jobs") == "none"
+        finally:
+            client.close()

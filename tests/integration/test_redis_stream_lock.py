@@ -64,7 +64,7 @@ class TestClaimAndEnqueue:
         self, streams: queue_stream.StreamClaims, raw: "redis.asyncio.Redis"
     ) -> None:
         job, stream = a_job(), a_stream()
-        lock = streams.lock_for(stream=stream, payload={"kind": "nightly"}, max_len=None)
+        lock = streams.lock_for(stream=stream, payload={"kind": "nightly"}, max_len=1000)
 
         assert await lock.claim(claim(job, "r1:1"))
 
@@ -87,7 +87,7 @@ class TestClaimAndEnqueue:
         self, streams: queue_stream.StreamClaims, raw: "redis.asyncio.Redis"
     ) -> None:
         job, stream = a_job(), a_stream()
-        lock = streams.lock_for(stream=stream, payload=None, max_len=None)
+        lock = streams.lock_for(stream=stream, payload=None, max_len=1000)
 
         first = await lock.claim(claim(job, "r1:1"))
         second = await lock.claim(claim(job, "r2:1"))
@@ -101,7 +101,7 @@ class TestClaimAndEnqueue:
         job, stream = a_job(), a_stream()
         replicas = [queue_stream.StreamClaims.from_url(redis_server.url) for _ in range(20)]
         try:
-            locks = [r.lock_for(stream=stream, payload=None, max_len=None) for r in replicas]
+            locks = [r.lock_for(stream=stream, payload=None, max_len=1000) for r in replicas]
             won = await asyncio.gather(
                 *(lock.claim(claim(job, f"r{i}:1")) for i, lock in enumerate(locks))
             )
@@ -115,7 +115,7 @@ class TestClaimAndEnqueue:
         self, streams: queue_stream.StreamClaims, raw: "redis.asyncio.Redis"
     ) -> None:
         job, stream = a_job(), a_stream()
-        lock = streams.lock_for(stream=stream, payload=None, max_len=None)
+        lock = streams.lock_for(stream=stream, payload=None, max_len=1000)
 
         for minute in range(3):
             assert await lock.claim(claim(job, "r1:1", slot=SLOT + timedelta(minutes=minute)))
@@ -143,7 +143,7 @@ class TestClaimAndEnqueue:
         self, streams: queue_stream.StreamClaims, raw: "redis.asyncio.Redis"
     ) -> None:
         job, stream = a_job(), a_stream()
-        lock = streams.lock_for(stream=stream, payload=None, max_len=None)
+        lock = streams.lock_for(stream=stream, payload=None, max_len=1000)
 
         assert await lock.claim(claim(job, "r1:1", run=False))
         assert not await lock.claim(claim(job, "r2:1"))
@@ -154,7 +154,7 @@ class TestClaimAndEnqueue:
         self, streams: queue_stream.StreamClaims, raw: "redis.asyncio.Redis"
     ) -> None:
         job, stream = a_job(), a_stream()
-        lock = streams.lock_for(stream=stream, payload=None, max_len=None)
+        lock = streams.lock_for(stream=stream, payload=None, max_len=1000)
         await lock.claim(claim(job, "r1:1"))
 
         await raw.script_flush()  # as after a Redis restart: EVALSHA answers NOSCRIPT
@@ -169,7 +169,7 @@ class TestNeverClaimedWithoutItsEntry:
     ) -> None:
         job, stream = a_job(), a_stream()
         await raw.set(stream, "not a stream")
-        lock = streams.lock_for(stream=stream, payload=None, max_len=None)
+        lock = streams.lock_for(stream=stream, payload=None, max_len=1000)
 
         with pytest.raises(protocols.LockUnavailableError, match="holds a string, not a stream"):
             await lock.claim(claim(job, "r1:1"))
@@ -180,7 +180,7 @@ class TestNeverClaimedWithoutItsEntry:
         self, streams: queue_stream.StreamClaims, raw: "redis.asyncio.Redis"
     ) -> None:
         job, stream = a_job(), a_stream()
-        lock = streams.lock_for(stream=stream, payload=None, max_len=None)
+        lock = streams.lock_for(stream=stream, payload=None, max_len=1000)
         # An entry id far in the future: XADD's auto id must be greater, so Redis refuses it
         # ("The ID specified in XADD is equal or smaller than the target stream top item").
         await raw.xadd(stream, {"x": "1"}, id="18446744073709551615-18446744073709551615")
@@ -195,7 +195,7 @@ class TestNeverClaimedWithoutItsEntry:
         from localcluster import ports  # noqa: PLC0415 (only here)
 
         dead = queue_stream.StreamClaims.from_url(f"redis://127.0.0.1:{ports.free_port()}/0")
-        lock = dead.lock_for(stream=a_stream(), payload=None, max_len=None)
+        lock = dead.lock_for(stream=a_stream(), payload=None, max_len=1000)
         try:
             with pytest.raises(protocols.LockUnavailableError, match="not claimed"):
                 await lock.claim(claim(a_job(), "r1:1"))

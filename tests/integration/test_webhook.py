@@ -92,10 +92,6 @@ INVALID_SPECS: dict[str, tuple[dict[str, Any], str]] = {
         {"schedule": "0 * * * *", "timeout": "25h", "target": HTTP},
         "spec.timeout: 25h is longer than the 24h this operator allows one run",
     ),
-    "a stream among the operator's keys": (
-        {"schedule": "0 * * * *", "target": {"queue": {"stream": "punctual:runs"}}},
-        "spec.target.queue.stream: 'punctual:runs' is where the operator keeps",
-    ),
     "a Job template without a JobSpec": (
         {"schedule": "0 * * * *", "target": {"job": {"template": {"metadata": {}}}}},
         "spec.target.job.template.spec: required",

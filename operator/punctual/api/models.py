@@ -16,6 +16,7 @@ schedule's period) is left to ``punctual.api.planning``.
 """
 
 import enum
+import re
 from typing import Annotated
 
 import pydantic
@@ -175,15 +176,49 @@ class HttpTarget(fields.ApiModel):
     )
 
 
+STREAM_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
+"""A stream's name: letters, digits and ``.``, ``_``, ``:``, ``-``, starting with a letter or
+digit. It is never a Redis key by itself: the operator appends it to its namespace's prefix
+(``redis_io.namespace_keys.stream_key``), so no character of it can reach another namespace's
+keys; the charset keeps whitespace, control bytes and glob characters out of keys, logs and
+ACL patterns."""
+MAX_STREAM_NAME_LENGTH = 128
+DEFAULT_STREAM_MAX_LEN = 10_000
+"""The entries a stream keeps when ``maxLen`` is unset: every stream is bounded."""
+_STREAM_NAME = re.compile(STREAM_NAME_PATTERN)
+
+
+def _stream_name(text: str) -> str:
+    """Accept exactly what the CRD's pattern accepts, saying what is wrong with the rest."""
+    if not _STREAM_NAME.fullmatch(text):
+        raise InvalidSpecError(
+            "",
+            f"{text!r} is not a stream name: letters, digits, '.', '_', ':' and '-' only, "
+            "starting with a letter or digit",
+        )
+    return text
+
+
+StreamName = Annotated[
+    str,
+    pydantic.Field(
+        min_length=1,
+        max_length=MAX_STREAM_NAME_LENGTH,
+        json_schema_extra={"pattern": STREAM_NAME_PATTERN},
+    ),
+    pydantic.AfterValidator(_stream_name),
+]
+
+
 class QueueTarget(fields.ApiModel):
     """A message appended to a Redis stream, atomically with claiming the slot."""
 
-    stream: str = pydantic.Field(
-        min_length=1,
-        max_length=256,
-        description="The Redis stream (key) to XADD to, on the Redis the operator uses "
-        "(--redis-url). Entries carry the fields job, namespace, slot, scheduledTime, "
-        "idempotencyKey and payload.",
+    stream: StreamName = pydantic.Field(
+        description="The stream's name within this namespace. Entries are appended (XADD) on "
+        "the operator's Redis (--redis-url) to the key punctual:ns:{<namespace>}:stream:<name>, "
+        "which the Ready condition's message names; a ScheduledJob can reach no other key. "
+        "Entries carry the fields job, namespace, slot, scheduledTime, idempotencyKey and "
+        "payload.",
     )
     payload: fields.FreeFormObject | None = pydantic.Field(
         default=None,
@@ -194,7 +229,9 @@ class QueueTarget(fields.ApiModel):
         default=None,
         ge=1,
         description="Trim the stream to about this many entries on every append (XADD MAXLEN "
-        "~). Unset: never trim.",
+        f"~). Unset: {DEFAULT_STREAM_MAX_LEN}, or the operator's --queue-max-len if lower; above "
+        "--queue-max-len (default 100000) the job is not scheduled (Ready False, "
+        "MaxLenAboveLimit).",
     )
 
 

@@ -48,14 +48,6 @@ Job.
 """
 JOB_MINIMUM_PERIOD = timedelta(seconds=1)
 """Jobs are named after the second of their slot: the job target needs slots this far apart."""
-OPERATOR_KEY_PREFIXES = ("punctual:slot:", "punctual:run:")
-"""Where the operator keeps every tenant's slot locks and run leases in Redis (``locks.redis``,
-``locks.redis_leases``): no queue target's stream. The claim script refuses a key that holds
-anything but a stream, but a stream appended to a key not written yet would take it: another
-job's next slot (which would then never be claimed), or the runs in flight (no run lease could
-be held any more)."""
-OPERATOR_KEYS = ("punctual:runs",)
-"""The one key of every job's runs in flight: no stream either."""
 KIB = 1024
 
 
@@ -143,8 +135,8 @@ def plan_for(
 
     Raises ``InvalidSpecError`` for a cron expression or time zone that does not parse, for
     a jitter that is not shorter than the schedule's shortest period (a jittered slot must
-    still fire before the next nominal one), for a queue stream among the operator's own
-    Redis keys, and for whatever goes past the platform's ``bounds``.
+    still fire before the next nominal one), and for whatever goes past the platform's
+    ``bounds``.
     """
     schedule = schedules.build(
         schedule=spec.schedule,
@@ -181,8 +173,6 @@ def plan_for(
             "allows one job (punctual run --max-queued-runs-per-job)",
         )
     _check_sizes(spec.target, bounds=bounds)
-    if spec.target.queue is not None:
-        _check_stream(spec.target.queue.stream)
     if spec.target.job is not None:
         timeout += JOB_TIMEOUT_MARGIN
     return plans.JobPlan(
@@ -254,18 +244,6 @@ def _utf8_bytes(text: str) -> int:
     """The size of ``text`` in UTF-8; a lone surrogate (JSON may escape one) counted as the
     three bytes it would take, never an error."""
     return len(text.encode(errors="surrogatepass"))
-
-
-def _check_stream(stream: str) -> None:
-    if stream in OPERATOR_KEYS or stream.startswith(OPERATOR_KEY_PREFIXES):
-        reserved = ", ".join(
-            [*(f"{prefix}..." for prefix in OPERATOR_KEY_PREFIXES), *OPERATOR_KEYS]
-        )
-        raise InvalidSpecError(
-            f"{SPEC}.target.queue.stream",
-            f"{stream!r} is where the operator keeps its own locks and run leases ({reserved}): "
-            "choose another stream",
-        )
 
 
 def _jitter_offset(text: str | None, *, schedule: timeline.Schedule, uid: str) -> timedelta:

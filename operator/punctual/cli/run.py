@@ -21,7 +21,7 @@ import kopf
 import uvloop
 
 from punctual import replica
-from punctual.api import planning
+from punctual.api import models, planning
 from punctual.cli import log_format
 from punctual.controller import admission, handlers
 from punctual.kube import events, membership
@@ -30,6 +30,7 @@ from punctual.scheduling.errors import InvalidSpecError
 from punctual.stores import logs as log_store
 from punctual.targets.http import allowlist
 from punctual.targets.http import connections as http_connections
+from punctual.targets.queue import wiring as queue_wiring
 
 
 class EventLoop(enum.StrEnum):
@@ -109,6 +110,15 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         metavar="N",
         help="the most run log lines one job writes per second, after a burst of "
         f"{log_store.BURST} (default: 1); above it, the job's runs are one summary line a minute",
+    )
+    parser.add_argument(
+        "--queue-max-len",
+        type=int,
+        default=queue_wiring.DEFAULT_MAX_LEN_LIMIT,
+        metavar="N",
+        help="the most entries a queue target's stream keeps (default: "
+        f"{queue_wiring.DEFAULT_MAX_LEN_LIMIT}): a spec.target.queue.maxLen above it is not "
+        f"scheduled; unset, maxLen is {models.DEFAULT_STREAM_MAX_LEN} or this, if lower",
     )
     parser.add_argument(
         "--http-allowed-hosts",
@@ -330,6 +340,7 @@ def _settings(arguments: argparse.Namespace) -> replica.ReplicaSettings:
         event_writes_per_second=arguments.event_writes_per_second,
         run_log_lines_per_second=arguments.run_log_lines_per_second,
         http_connections_per_namespace=arguments.http_connections_per_namespace,
+        queue_max_len=arguments.queue_max_len,
         bind_address=arguments.bind_address,
         metrics_port=arguments.metrics_port,
         health_port=arguments.health_port,

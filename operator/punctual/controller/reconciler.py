@@ -39,6 +39,13 @@ class _Seen:
     the job): the missed slots on resume are the ones after it."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Scheduling:
+    generation: int
+    destination: str = ""
+    """Where its runs' work goes, for the Ready message (``targets.Wiring.destination``)."""
+
+
 class Reconciler:
     def __init__(
         self,
@@ -71,7 +78,7 @@ class Reconciler:
         """``status.consecutiveFailures`` in the last version of each job this replica's watch
         showed (not its cache, which its own writes feed too): a rise is what pauses a job."""
         self._lock_health = lock_health
-        self._scheduling: dict[slots.JobRef, int] = {}
+        self._scheduling: dict[slots.JobRef, _Scheduling] = {}
         """Jobs armed and not suspended, with their generation: Ready follows the lock."""
         if lock_health is not None:
             lock_health.subscribe(self._lock_backend_changed)
@@ -178,8 +185,8 @@ class Reconciler:
             start = max(now, high_water) if high_water else now
             self._scheduler.arm(job, plan, executor, resume_after=start, lock=lock)
         self._active(job, generation)
-        self._scheduling[job] = generation
-        self._ready(job, generation)
+        self._scheduling[job] = scheduling = _Scheduling(generation, wiring.destination)
+        self._ready(job, scheduling)
 
     async def forget(self, body: resources.Body) -> None:
         """The object is gone: no more slots, runs cancelled, nothing left behind."""
@@ -257,19 +264,21 @@ class Reconciler:
         """The live replicas changed: the scheduler re-arms what moved; the jobs this replica
         now owns get its conditions (written only where the object does not say them yet)."""
         for job in self._scheduler.members_changed(members):
-            generation = self._scheduling.get(job)
-            if generation is not None:
-                self._active(job, generation)
-                self._ready(job, generation)
+            scheduling = self._scheduling.get(job)
+            if scheduling is not None:
+                self._active(job, scheduling.generation)
+                self._ready(job, scheduling)
 
     def _active(self, job: slots.JobRef, generation: int) -> None:
         self._condition(
             job, SUSPENDED, ok=False, reason="Active", message="scheduling", generation=generation
         )
 
-    def _ready(self, job: slots.JobRef, generation: int) -> None:
+    def _ready(self, job: slots.JobRef, scheduling: _Scheduling) -> None:
         """Ready for a job being scheduled: True, unless the lock backend does not answer (then
-        no slot can be claimed, and users must see why nothing runs)."""
+        no slot can be claimed, and users must see why nothing runs). Its message says where
+        the runs' work goes when the spec alone does not (a queue target's stream key)."""
+        generation = scheduling.generation
         lock = self._lock_health
         if lock is not None and not lock.available:
             self._condition(
@@ -286,13 +295,13 @@ class Reconciler:
             READY,
             ok=True,
             reason="Scheduled",
-            message="scheduling slots",
+            message="; ".join(filter(None, ["scheduling slots", scheduling.destination])),
             generation=generation,
         )
 
     def _lock_backend_changed(self, available: bool, message: str) -> None:
-        for job, generation in self._scheduling.items():
-            self._ready(job, generation)
+        for job, scheduling in self._scheduling.items():
+            self._ready(job, scheduling)
 
     def _condition(
         self,

@@ -23,6 +23,9 @@ class Wiring:
     executor: protocols.Executor
     lock: protocols.SlotLock | None = None
     """The job's own slot lock; ``None``: the operator's."""
+    destination: str = ""
+    """Where the runs' work goes that users could not tell from the spec (the queue target's
+    stream key), said in the Ready condition's message; empty: nothing to say."""
 
 
 class Targets:
@@ -36,15 +39,17 @@ class Targets:
         batch_jobs: batch_job_requests.BatchJobsApi | None = None,
         batch_job_watcher: batch_job_watcher.BatchJobWatcher | None = None,
         streams: queue_stream.StreamClaims | None = None,
+        queue_max_len: int = queue_wiring.DEFAULT_MAX_LEN_LIMIT,
     ) -> None:
         """``meter_lock`` wraps the slot locks of the kinds that bring their own (the queue's);
         the rest, kind by kind, is what each kind's wiring needs. Without ``batch_jobs`` (or
-        its watcher) or ``streams``, job or queue targets are unavailable on this operator."""
+        its watcher) or ``streams``, job or queue targets are unavailable on this operator;
+        ``queue_max_len`` bounds a queue target's ``maxLen``."""
         self._http = http_wiring.HttpTargets(connections=connections, secrets=secrets, guard=guard)
         self._batch_jobs = batch_job_wiring.BatchJobTargets(
             api=batch_jobs, watcher=batch_job_watcher
         )
-        self._queues = queue_wiring.QueueTargets(streams)
+        self._queues = queue_wiring.QueueTargets(streams, max_len_limit=queue_max_len)
         self._meter_lock = meter_lock
 
     def wire(self, job: slots.JobRef, spec: models.ScheduledJobSpec) -> Wiring:
@@ -57,7 +62,11 @@ class Targets:
         if target.http is not None:
             return Wiring(self._http.wire(job, target.http))
         if target.queue is not None:
-            executor, lock = self._queues.wire(target.queue)
-            return Wiring(executor, self._meter_lock(lock))
+            queue = self._queues.wire(job, target.queue)
+            return Wiring(
+                queue.executor,
+                self._meter_lock(queue.lock),
+                destination=f"entries go to the Redis stream {queue.stream_key}",
+            )
         assert target.job is not None  # the model allows exactly one target
         return Wiring(self._batch_jobs.wire(job, target.job, spec))

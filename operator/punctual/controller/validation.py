@@ -24,9 +24,8 @@ class Checked:
 
 def check(raw_spec: Mapping[str, object], *, uid: str, bounds: planning.Bounds) -> Checked:
     """The spec read (``planning.parse_spec``), its plan (``planning.plan_for``: cron, time
-    zone, jitter, durations, the queue's stream, the platform's ``bounds``) and its target's own
-    checks (an HTTP request that can be sent, a Job template with a JobSpec). Raises
-    ``InvalidSpecError``.
+    zone, jitter, durations, the platform's ``bounds``) and its target's own checks (an HTTP
+    request that can be sent, a Job template with a JobSpec). Raises ``InvalidSpecError``.
 
     Of the operator's configuration only the ``bounds`` count here (a spec past them is
     invalid on this operator, whatever else it has): what this operator cannot run for want of

@@ -35,6 +35,11 @@ logger = logging.getLogger(__name__)
 
 MAX_BATCH = 512
 """Claims per round trip at most: a burst of thousands goes out in a few pipelines."""
+PROBE_KEY = "punctual:probe"
+"""What ``ping`` writes, expiring a second later: a Redis that answers PING but refuses writes
+(out of memory under ``noeviction``, a read-only replica after a failover) takes no claim
+either, and must not be reported as answering."""
+_PROBE_TTL_MS = 1000
 
 _Answer = TypeVar("_Answer")
 
@@ -93,9 +98,10 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
         self._sender: asyncio.Task[None] | None = None
 
     async def ping(self) -> None:
-        """Raise ``LockUnavailableError`` unless Redis answers (for readiness and startup)."""
+        """Raise ``LockUnavailableError`` unless Redis takes a write now, as a claim needs (the
+        lock's health probe): a ``SET`` of ``PROBE_KEY``, not a ``PING``."""
         try:
-            await self._client.ping()
+            await self._client.set(PROBE_KEY, b"", px=_PROBE_TTL_MS)
         except redis.exceptions.RedisError as error:
             raise self._unavailable(None, error) from None
 

@@ -8,6 +8,8 @@ QUEUE_UNAVAILABLE = "QueueUnavailable"
 """A queue target, and this operator has no Redis."""
 HOST_NOT_ALLOWED = "HostNotAllowed"
 """An HTTP target whose host this operator may not call (its allowlist or address guard)."""
+MAX_LEN_ABOVE_LIMIT = "MaxLenAboveLimit"
+"""A queue target whose ``maxLen`` is above what this operator allows (``--queue-max-len``)."""
 JOBS_UNAVAILABLE = "JobsUnavailable"
 """A job target, and this operator does not create batch Jobs."""
 

@@ -1,5 +1,6 @@
 """What the target kind changes in a plan: the job target's loop timeout and shortest period,
-and the queue target's stream, which may not be one of the operator's own Redis keys."""
+and the queue target's stream name, in a charset safe in any Redis key, log line and ACL
+pattern (the key it becomes is ``redis_io.namespace_keys``': tests/unit/locks)."""
 
 from datetime import timedelta
 from typing import Any
@@ -7,8 +8,6 @@ from typing import Any
 import pytest
 
 from punctual.api import planning
-from punctual.locks import redis_leases
-from punctual.redis_io import slot_keys
 from punctual.scheduling.errors import InvalidSpecError
 
 UID = "0b6f2c1e-8d2a-4c7e-9a51-3f1d2e4b5a69"
@@ -53,24 +52,39 @@ class TestTheJobTargetsShortestPeriod:
         assert planned.schedule.shortest_period == timedelta(milliseconds=250)
 
 
-class TestTheQueueTargetsStream:
+class TestTheQueueTargetsStreamName:
     @pytest.mark.parametrize(
         "stream",
         [
-            pytest.param("punctual:runs", id="the-runs-in-flight"),
-            pytest.param("punctual:run:other/job/uid/1796002200000", id="a-run-lease"),
-            pytest.param("punctual:slot:other/job/uid/1796002200000", id="another-jobs-slot"),
+            pytest.param("reports", id="a-word"),
+            pytest.param("reports:jobs", id="colons"),
+            pytest.param("reports.jobs_v2-eu", id="dots-underscores-dashes"),
+            pytest.param("0", id="one-digit"),
+            pytest.param("punctual:runs", id="the-name-of-an-operator-key-is-only-a-name"),
+            pytest.param("s" * 128, id="128-characters"),
         ],
     )
-    def test_that_is_one_of_the_operators_own_keys_is_refused(self, stream: str) -> None:
-        with pytest.raises(InvalidSpecError, match=r"^spec\.target\.queue\.stream: "):
-            plan({"queue": {"stream": stream}})
-
-    @pytest.mark.parametrize("stream", ["reports:jobs", "punctual:examples", "punctual:runsheet"])
-    def test_any_other_is_taken(self, stream: str) -> None:
+    def test_is_taken_in_the_safe_charset(self, stream: str) -> None:
         plan({"queue": {"stream": stream}})  # no InvalidSpecError
 
-    def test_the_keys_refused_are_the_ones_the_locks_write(self) -> None:
-        assert slot_keys.KEY_PREFIX in planning.OPERATOR_KEY_PREFIXES
-        assert redis_leases.RUN_PREFIX in planning.OPERATOR_KEY_PREFIXES
-        assert redis_leases.RUNS_KEY in planning.OPERATOR_KEYS
+    @pytest.mark.parametrize(
+        ("stream", "problem"),
+        [
+            pytest.param("", "at least 1 character", id="empty"),
+            pytest.param("s" * 129, "at most 128 characters", id="129-characters"),
+            pytest.param(":jobs", "is not a stream name", id="a-leading-colon"),
+            pytest.param("-jobs", "is not a stream name", id="a-leading-dash"),
+            pytest.param("reports jobs", "is not a stream name", id="a-space"),
+            pytest.param("reports\njobs", "is not a stream name", id="a-newline"),
+            pytest.param("reports/jobs", "is not a stream name", id="a-slash"),
+            pytest.param("}:stream:x", "is not a stream name", id="a-closing-brace"),
+            pytest.param("jobs*", "is not a stream name", id="a-glob-star"),
+            pytest.param("jobs?[a]", "is not a stream name", id="glob-classes"),
+            pytest.param("r\u00e9ports", "is not a stream name", id="non-ascii"),
+        ],
+    )
+    def test_outside_it_is_refused_naming_the_field(self, stream: str, problem: str) -> None:
+        with pytest.raises(InvalidSpecError, match=r"^spec\.target\.queue\.stream: ") as raised:
+            plan({"queue": {"stream": stream}})
+
+        assert problem in str(raised.value)

@@ -1,6 +1,7 @@
 """From ``spec.target`` to executor and lock, for the queue and job targets (no server needed).
 
-- the queue target claims through a stream lock of its own, which needs the operator's Redis;
+- the queue target claims through a stream lock of its own, which needs the operator's Redis,
+  appends to its namespace's stream and keeps it bounded;
 - the queue executor reports the entry its claim appended;
 - the job target needs a JobSpec in its template; its executor names its Jobs by slot.
 """
@@ -25,6 +26,7 @@ from punctual.targets.job import requests as batch_job_requests
 from punctual.targets.job import watcher as batch_job_watcher
 from punctual.targets.queue import executor as queue_executor
 from punctual.targets.queue import stream as queue_stream
+from punctual.targets.queue import wiring as queue_wiring
 
 JOB_REF = slots.JobRef(namespace="reports", name="nightly", uid="5f0c1d2e-uid")
 SLOT = datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
@@ -90,7 +92,10 @@ def wiring(
     connections: http_connections.HttpConnections, watcher: batch_job_watcher.BatchJobWatcher
 ) -> Callable[..., targets.Targets]:
     def wired(
-        *, streams: queue_stream.StreamClaims | None = None, with_jobs: bool = True
+        *,
+        streams: queue_stream.StreamClaims | None = None,
+        with_jobs: bool = True,
+        queue_max_len: int = queue_wiring.DEFAULT_MAX_LEN_LIMIT,
     ) -> targets.Targets:
         return targets.Targets(
             connections=connections,
@@ -100,9 +105,20 @@ def wiring(
             else None,
             batch_job_watcher=watcher if with_jobs else None,
             streams=streams,
+            queue_max_len=queue_max_len,
         )
 
     return wired
+
+
+async def wire_queue(
+    wiring: Callable[..., targets.Targets], queue: dict[str, Any], **options: Any
+) -> targets.Wiring:
+    streams = queue_stream.StreamClaims.from_url("redis://127.0.0.1:1/0")  # lazy: no server
+    try:
+        return wiring(streams=streams, **options).wire(JOB_REF, spec({"queue": queue}))
+    finally:
+        await streams.close()
 
 
 class TestTheQueueTarget:
@@ -119,17 +135,54 @@ class TestTheQueueTarget:
     async def test_claims_through_a_stream_lock_of_its_own(
         self, wiring: Callable[..., targets.Targets]
     ) -> None:
-        streams = queue_stream.StreamClaims.from_url("redis://127.0.0.1:1/0")  # lazy: no server
-        try:
-            wired = wiring(streams=streams).wire(
-                JOB_REF, spec({"queue": {"stream": "reports:jobs", "maxLen": 10}})
-            )
-        finally:
-            await streams.close()
+        wired = await wire_queue(wiring, {"stream": "reports:jobs", "maxLen": 10})
 
         assert isinstance(wired.lock, queue_stream.StreamLock)
-        assert wired.lock.stream == "reports:jobs"
         assert isinstance(wired.executor, queue_executor.QueueExecutor)
+
+    async def test_appends_to_its_namespaces_stream_and_says_which(
+        self, wiring: Callable[..., targets.Targets]
+    ) -> None:
+        wired = await wire_queue(wiring, {"stream": "reports:jobs"})
+
+        assert isinstance(wired.lock, queue_stream.StreamLock)
+        assert wired.lock.stream == "punctual:ns:{reports}:stream:reports:jobs"
+        assert wired.destination == (
+            "entries go to the Redis stream punctual:ns:{reports}:stream:reports:jobs"
+        )
+
+    @pytest.mark.parametrize(
+        ("queue", "limit", "max_len"),
+        [
+            pytest.param({}, 100_000, 10_000, id="unset-is-the-default"),
+            pytest.param({}, 500, 500, id="unset-is-the-limit-when-lower"),
+            pytest.param({"maxLen": 10}, 100_000, 10, id="as-asked"),
+            pytest.param({"maxLen": 500}, 500, 500, id="as-asked-at-the-limit"),
+        ],
+    )
+    async def test_its_stream_is_always_bounded(
+        self,
+        wiring: Callable[..., targets.Targets],
+        queue: dict[str, Any],
+        limit: int,
+        max_len: int,
+    ) -> None:
+        wired = await wire_queue(wiring, {"stream": "s", **queue}, queue_max_len=limit)
+
+        assert isinstance(wired.lock, queue_stream.StreamLock)
+        assert wired.lock.max_len == max_len
+
+    async def test_a_max_len_above_the_operators_limit_is_not_scheduled(
+        self, wiring: Callable[..., targets.Targets]
+    ) -> None:
+        with pytest.raises(target_errors.TargetUnavailableError) as raised:
+            await wire_queue(wiring, {"stream": "s", "maxLen": 501}, queue_max_len=500)
+
+        assert raised.value.reason == "MaxLenAboveLimit"
+        assert str(raised.value) == (
+            "spec.target.queue.maxLen: 501 is above this operator's limit of 500 entries per "
+            "stream (--queue-max-len)"
+        )
 
     async def test_the_executor_reports_the_entry_its_claim_appended(self) -> None:
         class Entries:

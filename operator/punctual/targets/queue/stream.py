@@ -1,7 +1,7 @@
 """The queue target's slot lock: claiming a slot and appending its stream entry are ONE step.
 
 One Lua script, run atomically by Redis, does ``SET punctual:slot:<slot-id> <holder> NX PX
-<ttl>`` and, only if that succeeded, ``XADD <stream> [MAXLEN ~ n] * job ... payload ...``. So a
+<ttl>`` and, only if that succeeded, ``XADD <stream> MAXLEN ~ <n> * job ... payload ...``. So a
 slot is never enqueued twice (the second claimer's SET fails, and it adds nothing), and never
 claimed without its entry: should the XADD fail, the script deletes the key it just set and
 the claim fails (closed). A stream key that holds another type is refused before anything is
@@ -44,7 +44,7 @@ logger = logging.getLogger(__name__)
 
 CLAIM_AND_ENQUEUE = """
 -- KEYS[1] the slot key, KEYS[2] the stream
--- ARGV[1] holder, ARGV[2] TTL in ms, ARGV[3] MAXLEN or '', ARGV[4..] field, value, ...
+-- ARGV[1] holder, ARGV[2] TTL in ms, ARGV[3] MAXLEN, ARGV[4..] field, value, ...
 local kind = redis.call('TYPE', KEYS[2])['ok']
 if kind ~= 'stream' and kind ~= 'none' then
   return redis.error_reply('WRONGTYPE ' .. KEYS[2] .. ' holds a ' .. kind .. ', not a stream')
@@ -52,12 +52,8 @@ end
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return false
 end
-local added, id
-if ARGV[3] == '' then
-  added, id = pcall(redis.call, 'XADD', KEYS[2], '*', unpack(ARGV, 4))
-else
-  added, id = pcall(redis.call, 'XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', unpack(ARGV, 4))
-end
+local added, id =
+  pcall(redis.call, 'XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', unpack(ARGV, 4))
 if not added then
   redis.call('DEL', KEYS[1])
   local reason = type(id) == 'table' and id['err'] or tostring(id)
@@ -93,7 +89,7 @@ def payload_json(payload: Mapping[str, Any] | None) -> str:
 class _Request(pipelines.Request["str | None"]):
     stream: str
     arguments: list[str | int]
-    """The script's ARGV: holder, TTL in ms, MAXLEN or '', then the entry's fields."""
+    """The script's ARGV: holder, TTL in ms, MAXLEN, then the entry's fields."""
     run: bool
 
     @property
@@ -127,8 +123,10 @@ class StreamClaims(pipelines.PipelinedClaims[_Request]):
         return f"StreamClaims({self._description})"
 
     def lock_for(
-        self, *, stream: str, payload: Mapping[str, Any] | None, max_len: int | None
+        self, *, stream: str, payload: Mapping[str, Any] | None, max_len: int
     ) -> "StreamLock":
+        """The lock of one job appending to ``stream`` (a key of ``redis_io.namespace_keys``),
+        trimmed to about ``max_len`` entries."""
         self._warm_up()
         return StreamLock(self, stream=stream, payload=payload_json(payload), max_len=max_len)
 
@@ -137,12 +135,12 @@ class StreamClaims(pipelines.PipelinedClaims[_Request]):
         await super().close()
 
     async def claim(
-        self, claim: records.Claim, *, stream: str, fields: Mapping[str, str], max_len: int | None
+        self, claim: records.Claim, *, stream: str, fields: Mapping[str, str], max_len: int
     ) -> str | None:
         """The new entry's id when ``claim`` won (``UNKNOWN_ENTRY`` if its reply was lost);
         ``None`` when another holder has the slot. Raises ``LockUnavailableError``."""
         ttl_ms = pipelines.ttl_millis(claim.ttl)
-        arguments: list[str | int] = [claim.holder, ttl_ms, "" if max_len is None else max_len]
+        arguments: list[str | int] = [claim.holder, ttl_ms, max_len]
         for name, value in fields.items():
             arguments += [name, value]
         request = _Request(
@@ -194,13 +192,11 @@ class StreamLock:
     The entry id waits here for the run that reports it (``take_entry``).
     """
 
-    def __init__(
-        self, claims: StreamClaims, *, stream: str, payload: str, max_len: int | None
-    ) -> None:
+    def __init__(self, claims: StreamClaims, *, stream: str, payload: str, max_len: int) -> None:
         self._claims = claims
         self.stream = stream
         self._payload = payload
-        self._max_len = max_len
+        self.max_len = max_len
         self._entries: collections.OrderedDict[str, str] = collections.OrderedDict()
 
     def __repr__(self) -> str:
@@ -211,7 +207,7 @@ class StreamLock:
             claim,
             stream=self.stream,
             fields=entry_fields(claim, payload=self._payload),
-            max_len=self._max_len,
+            max_len=self.max_len,
         )
         if entry is None:
             return False

@@ -124,7 +124,7 @@ async def claims(client: ScriptedRedis) -> AsyncIterator[queue_stream.StreamClai
 
 
 def lock_on(claims: queue_stream.StreamClaims) -> queue_stream.StreamLock:
-    return claims.lock_for(stream=STREAM, payload={"kind": "nightly"}, max_len=None)
+    return claims.lock_for(stream=STREAM, payload={"kind": "nightly"}, max_len=1000)
 
 
 class TestClaimsDueTogetherGoInOneRoundTrip:
