@@ -96,13 +96,15 @@ class TestASpecHeader:
     )
     def test_is_refused_naming_its_field(self, headers: dict[str, str], field: str) -> None:
         with pytest.raises(InvalidSpecError) as refused:
-            validation.check(spec(headers), uid="uid-1")
+            validation.check(spec(headers), uid="uid-1", bounds=planning.DEFAULT_BOUNDS)
 
         assert refused.value.field == field
 
     def test_is_refused_without_showing_its_value(self) -> None:
         with pytest.raises(InvalidSpecError) as refused:
-            validation.check(spec({"X-Env": f"{SECRET}\x01"}), uid="uid-1")
+            validation.check(
+                spec({"X-Env": f"{SECRET}\x01"}), uid="uid-1", bounds=planning.DEFAULT_BOUNDS
+            )
 
         assert SECRET not in str(refused.value)
 
