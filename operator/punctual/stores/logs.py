@@ -41,12 +41,20 @@ class LogStore(protocols.RunStore):
         level = logging.INFO if record.result in _QUIET else logging.WARNING
         logger.log(level, "run finished", extra={"fields": fields})
 
-    def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
+    def slots_missed(
+        self,
+        job: slots.JobRef,
+        *,
+        count: int,
+        newest: datetime,
+        reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
+    ) -> None:
         fields = {
             "namespace": job.namespace,
             "name": job.name,
             "count": count,
             "newest": timeline.rfc3339(newest),
+            "reason": str(reason),
         }
         logger.warning("slots missed", extra={"fields": fields})
 
