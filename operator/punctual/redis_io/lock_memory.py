@@ -3,9 +3,13 @@
 A Redis that restarts without its data (no persistence, the bundled one) forgets every claim
 made before; one that persists (RDB, AOF ``everysec``) or fails over to a replica (replication
 is asynchronous) may come back without the last ones, and nothing it reports says which. So a
-won claim of a slot whose nominal time is before the server's process started, plus the
-``CLOCK_ALLOWANCE`` between the replicas' clocks and Redis's, proves nothing: that slot may have
-been claimed, and run, in the instance that was lost. Such a claim is kept to count the slot
+won claim of a slot whose nominal time is before the server's process started proves nothing:
+that slot may have been claimed, and run, in the instance that was lost. The server tells its
+age in whole seconds only (``uptime_in_seconds``: the whole-second clock now, less the one at
+its start), so its start is taken as the latest it may be, the whole second after the one it
+started in: the slots of up to a second after the start are counted too, and that second is
+also what covers the replicas' clocks running a little ahead of Redis's (NTP keeps them within
+milliseconds). Such a claim is kept to count the slot
 missed (``LockForgot``), once across replicas, and the slot never runs. A slot after the start
 is provable: this instance has held every claim made since, as long as it evicts none
 (``noeviction``) and each key outlives its slot.
@@ -19,10 +23,6 @@ from datetime import UTC, datetime, timedelta
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-CLOCK_ALLOWANCE = timedelta(seconds=1)
-"""How far the replicas' clocks and Redis's may disagree: a slot this close after the server's
-start may have been claimed before it by a replica whose clock runs ahead."""
-
 FORGOTTEN = 2
 """The reply of a claim script that won the key of a slot it cannot prove unclaimed: nothing
 ran, the slot is this replica's to count missed."""
@@ -32,14 +32,12 @@ FORGOTTEN_MARK = b" forgot"
 must not read it as a slot won to run."""
 
 PROVABLE = f"""
--- Whether a slot (ARGV slot_ms, its nominal time in Unix ms) is after this server's start plus
--- the clock allowance. uptime_in_seconds is rounded down: now - uptime is the latest possible
--- start, so a slot near the start is never taken for provable.
+-- Whether a slot (slot_ms, its nominal time in Unix ms) is at or after the latest instant this
+-- server may have started: the whole second after (whole seconds now) - uptime_in_seconds.
 local function provable(slot_ms)
   local uptime = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)'))
   local now = redis.call('TIME')
-  local started_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) - uptime * 1000
-  return tonumber(slot_ms) >= started_ms + {CLOCK_ALLOWANCE // timedelta(milliseconds=1)}
+  return tonumber(slot_ms) >= (tonumber(now[1]) - uptime + 1) * 1000
 end
 
 -- SET key holder NX PX ttl_ms: 0 when another holder has it; 1 when won and the slot is
