@@ -61,7 +61,14 @@ class Lateness:
             if self.failed <= 3:
                 print(f"run failed: {record.result} {record.message}", flush=True)
 
-    def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
+    def slots_missed(
+        self,
+        job: slots.JobRef,
+        *,
+        count: int,
+        newest: datetime,
+        reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
+    ) -> None:
         if self.since is not None:
             self.missed += count
 

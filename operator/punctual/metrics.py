@@ -50,7 +50,7 @@ DURATION_RESULTS: Final = (
 )
 """The results of runs that ran here, from start to end: the only ones with a duration."""
 
-CLAIM_OUTCOMES: Final = ("won", "lost", "error")
+CLAIM_OUTCOMES: Final = ("won", "lost", "forgot", "error")
 NOTICE_OUTCOMES: Final = ("taken", "ignored", "malformed")
 RECORDED_RESULTS: Final = tuple(
     result for result in records.RunResult if result is not records.RunResult.MISSED

@@ -19,7 +19,8 @@ from punctual.locks import redis as redis_lock
 from punctual.redis_io import claim_notices
 from punctual.scheduling import slots
 
-SLOT = datetime(2026, 12, 1, 16, 0, tzinfo=UTC)
+SLOT = datetime(2036, 12, 1, 16, 0, tzinfo=UTC)
+"""After the session's Redis started: a slot due before, it could not prove unclaimed."""
 TTL = timedelta(minutes=2)
 HEARD_WITHIN = 2.0
 """Seconds to wait for something to be heard (it takes milliseconds)."""

@@ -17,7 +17,8 @@ from punctual.locks import redis as redis_lock
 from punctual.redis_io import slot_keys
 from punctual.scheduling import slots
 
-SLOT = datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
+SLOT = datetime(2036, 11, 30, 1, 30, tzinfo=UTC)
+"""After the session's Redis started: a slot due before, it could not prove unclaimed."""
 TTL = timedelta(minutes=2)
 PASSWORD = "c0rrect-h0rse:b@ttery/staple"
 """Characters that need percent-encoding in a URL, to exercise the decoding as well."""
@@ -93,7 +94,7 @@ class TestASlotIsClaimedOnce:
         job = a_job()
         await lock.claim(claim(job, "replica-a:1"))
 
-        key = f"punctual:slot:reports/nightly/{job.uid}/{1_796_002_200_000}"
+        key = f"punctual:slot:reports/nightly/{job.uid}/{2_111_621_400_000}"
         assert await raw.get(key) == b"replica-a:1"
         assert 0 < await raw.pttl(key) <= TTL // timedelta(milliseconds=1)
 
@@ -258,3 +259,48 @@ class TestABurstOfClaimsWaitsForConnections:
             await lock.close()
 
         assert won.count(True) == 1
+
+
+class TestASlotDueBeforeTheServerStartedIsNotProvable:
+    """A Redis that restarted without its data may have held a claim of any slot due before it
+    started: such a claim is won only to be counted missed, once (``redis_io.lock_memory``).
+    The server tells its age in whole seconds: its start is taken as the whole second after the
+    one it started in."""
+
+    @pytest.mark.parametrize(
+        ("after_the_second_it_started_in", "provable"),
+        [
+            (timedelta(hours=-1), False),
+            (timedelta(), False),
+            (timedelta(milliseconds=999), False),
+            (timedelta(seconds=1), True),
+            (timedelta(days=1), True),
+        ],
+    )
+    async def test_only_slots_from_the_latest_instant_it_may_have_started_are(
+        self,
+        lock: redis_lock.RedisLock,
+        raw: "redis.asyncio.Redis",
+        after_the_second_it_started_in: timedelta,
+        provable: bool,
+    ) -> None:
+        job = a_job()
+        started_in = datetime.fromtimestamp(await _the_second_the_server_started_in(raw), UTC)
+        slot = started_in + after_the_second_it_started_in
+
+        if provable:
+            assert await lock.claim(claim(job, "replica-a:1", slot=slot))
+        else:
+            with pytest.raises(protocols.LockForgotError, match="before the server started"):
+                await lock.claim(claim(job, "replica-a:1", slot=slot))
+        # Either way the key is held: another replica neither runs nor counts the slot again.
+        assert not await lock.claim(claim(job, "replica-b:1", slot=slot))
+
+
+async def _the_second_the_server_started_in(raw: "redis.asyncio.Redis") -> int:
+    """Read in one script, as the claim's does: its clock and its age on the same tick."""
+    script = """
+    local uptime = string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')
+    return tonumber(redis.call('TIME')[1]) - tonumber(uptime)
+    """
+    return int(await raw.eval(script, 0))

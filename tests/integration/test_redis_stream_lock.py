@@ -19,7 +19,8 @@ from punctual.redis_io import slot_keys
 from punctual.scheduling import slots
 from punctual.targets.queue import stream as queue_stream
 
-SLOT = datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
+SLOT = datetime(2036, 11, 30, 1, 30, tzinfo=UTC)
+"""After the session's Redis started: a slot due before, it could not prove unclaimed."""
 TTL = timedelta(minutes=2)
 
 
@@ -59,6 +60,22 @@ async def raw(redis_server: LocalRedis) -> AsyncIterator["redis.asyncio.Redis"]:
     await client.aclose()
 
 
+class TestASlotDueBeforeTheServerStarted:
+    async def test_is_won_without_its_entry(
+        self, streams: queue_stream.StreamClaims, raw: "redis.asyncio.Redis"
+    ) -> None:
+        """Its entry may have been added by the server that was lost: never added again."""
+        job, stream = a_job(), a_stream()
+        lock = streams.lock_for(stream=stream, payload=None, max_len=None)
+        before_the_start = datetime(2020, 1, 1, tzinfo=UTC)
+
+        with pytest.raises(protocols.LockForgotError, match="not enqueued"):
+            await lock.claim(claim(job, "r1:1", slot=before_the_start))
+
+        assert await raw.xlen(stream) == 0
+        assert not await lock.claim(claim(job, "r2:1", slot=before_the_start))
+
+
 class TestClaimAndEnqueue:
     async def test_a_claim_appends_the_slots_entry(
         self, streams: queue_stream.StreamClaims, raw: "redis.asyncio.Redis"
@@ -74,7 +91,7 @@ class TestClaimAndEnqueue:
             "job": "reports/nightly",
             "namespace": "reports",
             "slot": slot_id,
-            "scheduledTime": "2026-11-30T01:30:02Z",
+            "scheduledTime": "2036-11-30T01:30:02Z",
             "idempotencyKey": slot_id,
             "payload": '{"kind":"nightly"}',
         }
@@ -122,9 +139,9 @@ class TestClaimAndEnqueue:
 
         entries = await raw.xrange(stream)
         assert [fields["scheduledTime"] for _, fields in entries] == [
-            "2026-11-30T01:30:02Z",
-            "2026-11-30T01:31:02Z",
-            "2026-11-30T01:32:02Z",
+            "2036-11-30T01:30:02Z",
+            "2036-11-30T01:31:02Z",
+            "2036-11-30T01:32:02Z",
         ]
 
     async def test_max_len_trims_the_stream_approximately(

@@ -15,7 +15,8 @@ from punctual.scheduling import slots
 
 PASSWORD = "tls-and-auth"
 WRONG_PASSWORD = "n0t-the-passw0rd"
-SLOT = datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
+SLOT = datetime(2036, 11, 30, 1, 30, tzinfo=UTC)
+"""After the session's Redis started: a slot due before, it could not prove unclaimed."""
 
 
 def a_claim(holder: str) -> records.Claim:

@@ -18,11 +18,18 @@ class LockUnavailableError(Exception):
     """The lock backend could not answer; the slot is not claimed (fail closed)."""
 
 
+class LockForgotError(Exception):
+    """The lock won the slot but cannot prove nobody claimed it before: its backend lost what
+    it held (a Redis restarted without its data) after the slot was due. The slot is this
+    replica's to count missed (reason ``LockForgot``), once across replicas; it never runs."""
+
+
 class SlotLock(Protocol):
     async def claim(self, claim: records.Claim) -> bool:
         """True when this replica now owns the slot; False when another one does.
 
-        Raises ``LockUnavailableError`` when the backend cannot tell.
+        Raises ``LockUnavailableError`` when the backend cannot tell, and ``LockForgotError``
+        when it won a slot it cannot prove unclaimed.
         """
         ...
 
@@ -138,8 +145,16 @@ class RunStore(Protocol):
         """A slot's fate: a run that ended, or a slot skipped or lost."""
         return
 
-    def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
-        """``count`` slots up to ``newest`` were given up (``missedRuns``), counted once."""
+    def slots_missed(
+        self,
+        job: slots.JobRef,
+        *,
+        count: int,
+        newest: datetime,
+        reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
+    ) -> None:
+        """``count`` slots up to ``newest`` were given up (``missedRuns``), counted once, for
+        ``reason``."""
         return
 
     def slot_overlapped(

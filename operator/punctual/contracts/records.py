@@ -20,6 +20,16 @@ class RunResult(enum.StrEnum):
     """The replica running it died (its lease expired); recorded by the replica that noticed."""
 
 
+class MissedReason(enum.StrEnum):
+    """Why slots were given up: the reason of their Event, and said in status."""
+
+    SLOTS_MISSED = "SlotsMissed"
+    """The missed-run policy, a starting deadline or a suspension gave them up."""
+    LOCK_FORGOT = "LockForgot"
+    """The lock cannot prove nobody claimed them: its Redis restarted without its data after
+    they were due (``LockForgotError``). They may have run before; they do not run again."""
+
+
 class Trigger(enum.StrEnum):
     """Why a run happened: its schedule, or a request (``punctual.dev/run-now``)."""
 

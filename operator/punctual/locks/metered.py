@@ -1,4 +1,5 @@
-"""A slot lock wrapper that counts claims: won, lost, or error (the backend gave no answer)."""
+"""A slot lock wrapper that counts claims: won, lost, forgot (won only to be counted missed: the
+backend cannot prove the slot unclaimed), or error (the backend gave no answer)."""
 
 from punctual import metrics
 from punctual.contracts import protocols, records
@@ -23,6 +24,9 @@ class MeteredLock:
     async def claim(self, claim: records.Claim) -> bool:
         try:
             won = await self._inner.claim(claim)
+        except protocols.LockForgotError:
+            self._count("forgot")
+            raise
         except Exception:
             # Any exception, not only LockUnavailableError: either way the claim got no
             # answer, and a backend bug should show on the dashboard too. Cancellation

@@ -7,11 +7,13 @@ key expires. Whatever goes wrong talking to Redis fails closed: the claim raises
 Claims go out in pipelines, one round trip in flight at a time (``redis_io.pipelines``): a
 lone claim is one SET; claims made while a round trip is on the wire ride in the next one.
 
-With sharding, an owner's claim that names the job's backup (``Claim.backup``) is one script
-instead (``CLAIM_AND_TELL``): the same SET and, only when it won, a PUBLISH of the notice to
-the backup's channel (``redis_io.claim_notices``), in the same round trip. Each replica
-``hear``s its own channel on one connection of the pool. The script goes by ``EVALSHA``, loaded
-when the replica starts to listen and again on ``NOSCRIPT``.
+Each claim is one script (``CLAIM_AND_TELL``): the SET; a slot due before the Redis server
+started is won only to be counted missed (``LockForgotError``: the server may have lost its
+claim, ``redis_io.lock_memory``); with sharding, an owner's claim that names the job's backup
+(``Claim.backup``) and won a slot to run also PUBLISHes the notice to the backup's channel
+(``redis_io.claim_notices``), in the same round trip. Each replica ``hear``s its own channel on
+one connection of the pool. The script goes by ``EVALSHA``, loaded when the replica starts to
+listen and again on ``NOSCRIPT``.
 
 Connections (their pool, their short timeouts) come from ``redis_io.connections``, the key
 from ``redis_io.slot_keys``.
@@ -29,18 +31,22 @@ import redis.asyncio.client
 import redis.exceptions
 
 from punctual.contracts import protocols, records
-from punctual.redis_io import claim_notices, connections, pipelines, slot_keys
+from punctual.redis_io import claim_notices, connections, lock_memory, pipelines, slot_keys
 
 logger = logging.getLogger(__name__)
 
-CLAIM_AND_TELL = """\
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  redis.call('PUBLISH', ARGV[3], ARGV[4])
-  return 1
+CLAIM_AND_TELL = (
+    lock_memory.PROVABLE
+    + """
+local claimed = claim_slot(KEYS[1], ARGV[1], ARGV[2], ARGV[3])
+if claimed == 1 and ARGV[4] ~= '' then
+  redis.call('PUBLISH', ARGV[4], ARGV[5])
 end
-return 0
+return claimed
 """
-"""KEYS: the slot key; ARGV: holder, TTL in ms, the backup's channel, the notice."""
+)
+"""KEYS: the slot key; ARGV: holder, TTL in ms, the slot in Unix ms, the backup's channel (''
+to tell nobody), the notice."""
 
 HEAR_AGAIN_AFTER = 1.0
 """Seconds before listening again once the channel's connection failed (backups claim
@@ -54,8 +60,9 @@ _POLL = 1.0
 @dataclass(slots=True, kw_only=True)
 class _Claim(pipelines.Request[bool]):
     ttl_ms: int
-    channel: str | None = None
-    """The backup's channel, to tell when won (``CLAIM_AND_TELL``); None: a plain SET."""
+    slot_ms: int
+    channel: str = ""
+    """The backup's channel, to tell when won; empty: nobody is told."""
     notice: bytes = b""
 
 
@@ -135,6 +142,7 @@ class RedisLock(pipelines.PipelinedClaims[_Claim]):
             slot_id=claim.slot_id,
             answer=asyncio.get_running_loop().create_future(),
             ttl_ms=pipelines.ttl_millis(claim.ttl),
+            slot_ms=lock_memory.slot_millis(claim.slot),
         )
         if claim.backup is not None and self._scope is not None:
             request.channel = claim_notices.channel(self._scope, claim.backup)
@@ -191,22 +199,24 @@ class RedisLock(pipelines.PipelinedClaims[_Claim]):
                 await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     def _add(self, pipeline: redis.asyncio.client.Pipeline, request: _Claim) -> None:
-        if request.channel is None:
-            pipeline.set(request.key, request.holder, nx=True, px=request.ttl_ms)
-        else:
-            pipeline.evalsha(
-                self._sha,
-                1,
-                request.key,
-                request.holder,
-                request.ttl_ms,
-                request.channel,
-                request.notice,
-            )
+        pipeline.evalsha(
+            self._sha,
+            1,
+            request.key,
+            request.holder,
+            request.ttl_ms,
+            request.slot_ms,
+            request.channel,
+            request.notice,
+        )
 
     def _settle(self, request: _Claim, reply: object, holder: object) -> bool:
         if holder is not None and holder == request.holder:
             self._answer(request, True)  # the earlier attempt had won it
+        elif reply == lock_memory.FORGOTTEN or (
+            holder is not None and holder == request.holder + lock_memory.FORGOTTEN_MARK
+        ):
+            self._forgot(request)
         elif self._script_missing(request, reply):
             return False
         elif isinstance(reply, redis.exceptions.RedisError):
@@ -216,3 +226,13 @@ class RedisLock(pipelines.PipelinedClaims[_Claim]):
         else:
             self._answer(request, bool(reply))
         return True
+
+    def _forgot(self, request: _Claim) -> None:
+        if not request.answer.done():
+            request.answer.set_exception(
+                protocols.LockForgotError(
+                    f"{self._description}: slot {request.slot_id} was due before the server "
+                    "started: its claim may have been lost with the previous server, so it is "
+                    "not run"
+                )
+            )

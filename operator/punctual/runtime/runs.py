@@ -269,6 +269,16 @@ class JobRuns:
         )
         try:
             return await armed.lock.claim(claim)
+        except protocols.LockForgotError as error:
+            if not run:  # claimed to be counted missed: it is, by this replica
+                return True
+            # Not run: a slot of the schedule is counted missed, here only; a run asked for by
+            # hand or a backfill's slot is refused, as one that ran already.
+            logger.warning("slot %s not run: %s", claim.slot_id, error)
+            if token is None and backfill is None:
+                self._store.slots_missed(
+                    self._job, count=1, newest=slot, reason=records.MissedReason.LOCK_FORGOT
+                )
         except protocols.LockUnavailableError as error:
             logger.warning("slot %s not claimed, lock unavailable: %s", claim.slot_id, error)
         except Exception:

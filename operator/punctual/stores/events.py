@@ -114,9 +114,18 @@ class EventStore(protocols.RunStore):
                 message=f"slot {timeline.rfc3339(record.slot)}: {record.message}",
             )
 
-    def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
+    def slots_missed(
+        self,
+        job: slots.JobRef,
+        *,
+        count: int,
+        newest: datetime,
+        reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
+    ) -> None:
         self.warn(
-            job, reason="SlotsMissed", message=ledger.missed_message(count=count, newest=newest)
+            job,
+            reason=str(reason),
+            message=ledger.missed_message(count=count, newest=newest, reason=reason),
         )
 
     def warn(self, job: slots.JobRef, *, reason: str, message: str) -> None:

@@ -33,9 +33,18 @@ class FanoutStore:
     def run_finished(self, job: slots.JobRef, record: records.RunRecord) -> None:
         self._each("run_finished", job, lambda store: store.run_finished(job, record))
 
-    def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
+    def slots_missed(
+        self,
+        job: slots.JobRef,
+        *,
+        count: int,
+        newest: datetime,
+        reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
+    ) -> None:
         self._each(
-            "slots_missed", job, lambda store: store.slots_missed(job, count=count, newest=newest)
+            "slots_missed",
+            job,
+            lambda store: store.slots_missed(job, count=count, newest=newest, reason=reason),
         )
 
     def slot_overlapped(

@@ -137,7 +137,14 @@ class LogStore(protocols.RunStore):
         level = logging.INFO if record.result in _QUIET else logging.WARNING
         logger.log(level, "run finished", extra={"fields": fields})
 
-    def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
+    def slots_missed(
+        self,
+        job: slots.JobRef,
+        *,
+        count: int,
+        newest: datetime,
+        reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
+    ) -> None:
         if not self._pacer.admit(job, self._clock()):
             self._pacer.hold(job, records.RunResult.MISSED, count=count)
             return
@@ -146,6 +153,7 @@ class LogStore(protocols.RunStore):
             "name": job.name,
             "count": count,
             "newest": timeline.rfc3339(newest),
+            "reason": str(reason),
         }
         logger.warning("slots missed", extra={"fields": fields})
 

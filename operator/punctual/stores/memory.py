@@ -14,6 +14,9 @@ class JobHistory:
     finished: list[records.RunRecord] = field(default_factory=list)
     missed: int = 0
     newest_missed: datetime | None = None
+    missed_by_reason: collections.Counter[records.MissedReason] = field(
+        default_factory=collections.Counter
+    )
     upcoming: datetime | None = None
     overlapped: list[datetime] = field(default_factory=list)
     skipped: list[datetime] = field(default_factory=list)
@@ -51,7 +54,15 @@ class MemoryStore:
     def claim_skipped(self, job: slots.JobRef, *, slot: datetime) -> None:
         self.jobs[job].skipped.append(slot)
 
-    def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
+    def slots_missed(
+        self,
+        job: slots.JobRef,
+        *,
+        count: int,
+        newest: datetime,
+        reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
+    ) -> None:
         history = self.jobs[job]
         history.missed += count
+        history.missed_by_reason[reason] += count
         history.newest_missed = newest

@@ -54,7 +54,14 @@ class MeteredStore(protocols.RunStore):
         kind = self._cache.target_kind(job) if self._cache is not None else None
         return kind if kind in metrics.TARGET_KINDS else metrics.UNKNOWN_TARGET
 
-    def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
+    def slots_missed(
+        self,
+        job: slots.JobRef,
+        *,
+        count: int,
+        newest: datetime,
+        reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
+    ) -> None:
         if count > 0:
             self._meters.slots_missed.inc(count)
 

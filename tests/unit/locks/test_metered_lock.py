@@ -1,4 +1,4 @@
-"""The metered lock: every claim is counted as won, lost or error, by backend."""
+"""The metered lock: every claim is counted as won, lost, forgot or error, by backend."""
 
 from datetime import UTC, datetime, timedelta
 
@@ -27,6 +27,11 @@ def claim(holder: str, *, slot: datetime = SLOT) -> records.Claim:
 class UnavailableLock:
     async def claim(self, claim: records.Claim) -> bool:
         raise protocols.LockUnavailableError(f"redis: slot {claim.slot_id} not claimed: refused")
+
+
+class ForgetfulLock:
+    async def claim(self, claim: records.Claim) -> bool:
+        raise protocols.LockForgotError(f"redis: slot {claim.slot_id} was due before the start")
 
 
 def claims(registry: prometheus_client.CollectorRegistry, backend: str, outcome: str) -> float:
@@ -60,6 +65,17 @@ class TestClaimsAreCountedByOutcome:
 
         assert claims(registry, "redis", "error") == 1.0
         assert claims(registry, "redis", "won") == 0.0
+
+    async def test_a_slot_the_backend_forgot_is_counted_apart_and_still_raises(
+        self, registry: prometheus_client.CollectorRegistry, meters: metrics.Metrics
+    ) -> None:
+        lock = metered.MeteredLock(ForgetfulLock(), meters=meters, backend="redis")
+
+        with pytest.raises(protocols.LockForgotError):
+            await lock.claim(claim("replica-a:1"))
+
+        assert claims(registry, "redis", "forgot") == 1.0
+        assert claims(registry, "redis", "error") == 0.0
 
     def test_every_outcome_reads_zero_from_the_start(
         self, registry: prometheus_client.CollectorRegistry, meters: metrics.Metrics

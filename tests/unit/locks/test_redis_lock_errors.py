@@ -13,7 +13,7 @@ import redis.exceptions
 
 from punctual.contracts import protocols, records
 from punctual.locks import redis as redis_lock
-from punctual.redis_io import slot_keys
+from punctual.redis_io import lock_memory, slot_keys
 from punctual.scheduling import slots
 
 JOB = slots.JobRef(namespace="reports", name="nightly", uid="5f0c1d2e-0000-4000-8000-00000000abcd")
@@ -23,7 +23,7 @@ CLAIM = records.Claim(
 )
 PASSWORD = "hunter2-password"
 
-Step = Callable[["ScriptedRedis", str, bytes], bool | None]
+Step = Callable[["ScriptedRedis", str, bytes], bool | int | None]
 
 
 def lands_then_drops_the_reply(client: "ScriptedRedis", key: str, value: bytes) -> bool | None:
@@ -36,6 +36,19 @@ def set_nx(client: "ScriptedRedis", key: str, value: bytes) -> bool | None:
         return None
     client.keys[key] = value
     return True
+
+
+def wins_a_slot_it_cannot_prove(client: "ScriptedRedis", key: str, value: bytes) -> int | None:
+    """The script's answer for a slot due before the server started: the key is set, marked."""
+    if key in client.keys:
+        return None
+    client.keys[key] = value + lock_memory.FORGOTTEN_MARK
+    return lock_memory.FORGOTTEN
+
+
+def forgets_then_drops_the_reply(client: "ScriptedRedis", key: str, value: bytes) -> None:
+    wins_a_slot_it_cannot_prove(client, key, value)
+    raise redis.exceptions.ConnectionError("Connection reset by peer")
 
 
 def fails_with(error: Exception) -> Step:
@@ -55,7 +68,7 @@ class ScriptedRedis:
         self.round_trips: list[int] = []
         """Commands per pipeline, in order."""
 
-    async def set(self, key: str, value: bytes, *, nx: bool, px: int) -> bool | None:
+    async def set(self, key: str, value: bytes, *, nx: bool, px: int) -> bool | int | None:
         assert nx
         self.sets.append((key, value, px))
         return self.steps.pop(0)(self, key, value)
@@ -77,10 +90,22 @@ class ScriptedPipeline:
 
     def __init__(self, client: ScriptedRedis) -> None:
         self.client = client
-        self.commands: list[Callable[[], Awaitable[bytes | bool | None]]] = []
+        self.commands: list[Callable[[], Awaitable[bytes | bool | int | None]]] = []
 
-    def set(self, key: str, value: bytes, *, nx: bool, px: int) -> None:
-        self.commands.append(lambda: self.client.set(key, value, nx=nx, px=px))
+    def evalsha(self, sha: str, numkeys: int, key: str, *arguments: object) -> None:
+        """The claim script: its SET is the next scripted step; 1 won, 0 lost, or what the
+        step answers in the script's own words (``lock_memory.FORGOTTEN``). ``arguments``:
+        holder, TTL in ms, slot in ms, channel, notice."""
+        value, px = arguments[0], arguments[1]
+        assert isinstance(value, bytes)
+        assert isinstance(px, int)
+
+        async def script() -> int:
+            won = await self.client.set(key, value, nx=True, px=px)
+            return int(won) if isinstance(won, int) else int(won is not None)
+
+        assert numkeys == 1
+        self.commands.append(script)
 
     def get(self, key: str) -> None:
         self.commands.append(lambda: self.client.get(key))
@@ -275,3 +300,23 @@ class TestWhatCannotBeAnsweredFailsClosed:
         with pytest.raises(ValueError, match="refusing a slot id"):
             await lock_on(client).claim(bad)
         assert client.sets == []
+
+
+class TestASlotTheServerCannotProveUnclaimedIsNotRun:
+    async def test_its_claim_says_the_lock_forgot(self) -> None:
+        client = ScriptedRedis(wins_a_slot_it_cannot_prove)
+
+        with pytest.raises(protocols.LockForgotError, match="before the server started"):
+            await lock_on(client).claim(CLAIM)
+
+    async def test_a_lost_reply_of_such_a_claim_is_not_read_as_won(self) -> None:
+        client = ScriptedRedis(forgets_then_drops_the_reply, set_nx)
+
+        with pytest.raises(protocols.LockForgotError):
+            await lock_on(client).claim(CLAIM)
+
+    async def test_another_holders_forgotten_slot_is_lost(self) -> None:
+        key = slot_keys.slot_key(CLAIM.slot_id)
+        client = ScriptedRedis(set_nx, keys={key: b"replica-b:9" + lock_memory.FORGOTTEN_MARK})
+
+        assert not await lock_on(client).claim(CLAIM)

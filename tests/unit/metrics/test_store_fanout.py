@@ -33,7 +33,14 @@ class BrokenStore:
     def run_finished(self, job: slots.JobRef, record: records.RunRecord) -> None:
         raise RuntimeError("status patch queue is gone")
 
-    def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
+    def slots_missed(
+        self,
+        job: slots.JobRef,
+        *,
+        count: int,
+        newest: datetime,
+        reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
+    ) -> None:
         raise RuntimeError("status patch queue is gone")
 
 
@@ -45,7 +52,7 @@ class TestEveryStoreHearsEverything:
         store.slot_upcoming(JOB, scheduled_time=SLOT)
         store.run_started(JOB, RUN)
         store.run_finished(JOB, RECORD)
-        store.slots_missed(JOB, count=2, newest=SLOT)
+        store.slots_missed(JOB, count=2, newest=SLOT, reason=records.MissedReason.LOCK_FORGOT)
 
         for target in (first, second):
             history = target.jobs[JOB]
@@ -53,6 +60,7 @@ class TestEveryStoreHearsEverything:
             assert history.started == [RUN]
             assert history.finished == [RECORD]
             assert (history.missed, history.newest_missed) == (2, SLOT)
+            assert history.missed_by_reason == {records.MissedReason.LOCK_FORGOT: 2}
 
     def test_no_stores_is_fine(self) -> None:
         fanout.FanoutStore().run_finished(JOB, RECORD)

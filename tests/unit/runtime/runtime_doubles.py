@@ -156,6 +156,20 @@ class UnavailableLock(GrantingLock):
         return True
 
 
+class ForgetfulLock(GrantingLock):
+    """A lock whose backend lost its memory: claims of slots before ``started`` are won only to
+    be counted missed (``LockForgotError``); later ones are granted."""
+
+    def __init__(self, wall: FakeWall, *, started: datetime) -> None:
+        super().__init__(wall)
+        self.started = started
+
+    def answer(self, claim: records.Claim) -> bool:
+        if claim.slot < self.started:
+            raise protocols.LockForgotError("redis: slot due before the server started")
+        return True
+
+
 def every(
     period: timedelta,
     *,

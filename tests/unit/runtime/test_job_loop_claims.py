@@ -14,6 +14,7 @@ from runtime_doubles import (
     SECOND,
     TOLERANCE,
     FakeWall,
+    ForgetfulLock,
     GrantingLock,
     LosingLock,
     Target,
@@ -26,7 +27,7 @@ from runtime_doubles import (
 from punctual.contracts import records
 from punctual.locks.memory import MemoryLock
 from punctual.runtime.supervisor import Supervisor
-from punctual.scheduling import slots
+from punctual.scheduling import missed, slots
 from punctual.stores.memory import MemoryStore
 
 pytestmark = LOOPTIME
@@ -144,6 +145,68 @@ class TestAnUnavailableLock:
 
         assert target.slots == ats(10, 30, 40)
         assert JOB in supervisor.armed
+
+
+class TestALockThatForgot:
+    """Its Redis restarted without its data at 00:00:35: it cannot prove slots before unclaimed.
+    The replica is back at 00:01:05 and resumes after 00:00:05 (a stale high-water mark)."""
+
+    @pytest.fixture
+    def base(self) -> datetime:
+        return at(65)
+
+    @pytest.fixture
+    def lock(self, wall: FakeWall) -> ForgetfulLock:
+        return ForgetfulLock(wall, started=at(35))
+
+    @pytest.mark.parametrize(
+        "case",
+        [
+            # CatchUp: each slot of the missed-run policy is claimed to run; those before the
+            # start are counted missed as the lock forgot them, the others run.
+            (missed.MissedRunPolicy.CATCH_UP, ats(40, 50, 60), 3, 0),
+            # RunOnce: the newest runs; the older ones are given up by the policy, and counted
+            # once as such (a claim only to count is won, forgotten or not).
+            (missed.MissedRunPolicy.RUN_ONCE, ats(60), 0, 5),
+            # Skip: all given up by the policy.
+            (missed.MissedRunPolicy.SKIP, [], 0, 6),
+        ],
+    )
+    async def test_slots_before_the_start_never_run_and_are_counted_once(
+        self,
+        supervisor: Supervisor,
+        wall: FakeWall,
+        store: MemoryStore,
+        case: tuple[missed.MissedRunPolicy, list[datetime], int, int],
+    ) -> None:
+        policy, run, forgot, given_up = case
+        target = Target(wall)
+        supervisor.arm(JOB, every(PERIOD, policy=policy), target, resume_after=at(5))
+        await wall.sleep_until(at(66))
+
+        assert target.slots == run
+        assert store.jobs[JOB].missed_by_reason == {
+            reason: count
+            for reason, count in [
+                (records.MissedReason.LOCK_FORGOT, forgot),
+                (records.MissedReason.SLOTS_MISSED, given_up),
+            ]
+            if count
+        }
+
+    async def test_a_run_asked_for_by_hand_is_refused_not_counted(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore, lock: ForgetfulLock
+    ) -> None:
+        target = Target(wall)
+        supervisor.arm(
+            JOB, every(PERIOD, policy=missed.MissedRunPolicy.SKIP), target, resume_after=at(65)
+        )
+        lock.started = at(100)  # the server's clock says it started later than this replica's now
+        assert supervisor.run_now(JOB, "token-1")
+        await wall.sleep_until(at(66))
+
+        assert target.slots == []
+        assert store.jobs[JOB].missed == 0
 
 
 class TestAnUnexpectedLockError:

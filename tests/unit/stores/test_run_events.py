@@ -138,6 +138,18 @@ class TestWhatRaisesAWarning:
             ("SlotsMissed", "3 slot(s) missed, the newest 2026-11-30T01:30:00Z", 1)
         ]
 
+    async def test_slots_the_lock_forgot_raise_a_warning_of_their_own(self) -> None:
+        api = FakeEventsApi()
+        events_ = store(api, JOB)
+        async with writing(events_):
+            events_.slots_missed(JOB, count=6, newest=SLOT, reason=records.MissedReason.LOCK_FORGOT)
+            await asyncio.sleep(1)
+
+        ((reason, message, count),) = api.said()
+        assert (reason, count) == ("LockForgot", 1)
+        assert message.startswith("6 slot(s) missed, the newest 2026-11-30T01:30:00Z: ")
+        assert "cannot prove they did not run" in message
+
     async def test_successes_skips_and_starts_raise_nothing(self) -> None:
         api = FakeEventsApi()
         events_ = store(api, JOB)

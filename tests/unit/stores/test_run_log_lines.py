@@ -86,11 +86,13 @@ class TestAFinishedRun:
 
 
 class TestSlotsGivenUp:
-    def test_are_one_line_with_the_count_and_the_newest(
+    def test_are_one_line_with_the_count_the_newest_and_why(
         self, caplog: pytest.LogCaptureFixture
     ) -> None:
         with caplog.at_level("INFO", logger="punctual.runs"):
-            logs.LogStore().slots_missed(JOB, count=3, newest=SLOT)
+            logs.LogStore().slots_missed(
+                JOB, count=3, newest=SLOT, reason=records.MissedReason.LOCK_FORGOT
+            )
 
         (line,) = caplog.records
         assert (line.levelname, line.getMessage()) == ("WARNING", "slots missed")
@@ -98,6 +100,7 @@ class TestSlotsGivenUp:
             "namespace": JOB.namespace,
             "name": JOB.name,
             "count": 3,
+            "reason": "LockForgot",
             "newest": "2026-11-30T01:30:00Z",
         }
 

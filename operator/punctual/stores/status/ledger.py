@@ -199,7 +199,14 @@ class Ledger:
         if record.token is None:
             pending.claimed = _latest(pending.claimed, record.slot)
 
-    def missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
+    def missed(
+        self,
+        job: slots.JobRef,
+        *,
+        count: int,
+        newest: datetime,
+        reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
+    ) -> None:
         pending = self.note(job)
         pending.counts[records.RunResult.MISSED] += count
         pending.claimed = _latest(pending.claimed, newest)
@@ -208,7 +215,7 @@ class Ledger:
                 slot=newest,
                 scheduled_time=newest,
                 result=records.RunResult.MISSED,
-                message=missed_message(count=count, newest=newest),
+                message=missed_message(count=count, newest=newest, reason=reason),
                 replica=self._replica,
             )
         )
@@ -261,9 +268,20 @@ class Ledger:
         self.waiting.discard(job)
 
 
-def missed_message(*, count: int, newest: datetime) -> str:
+def missed_message(
+    *,
+    count: int,
+    newest: datetime,
+    reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
+) -> str:
     """What a status's Missed record, and the Warning Event beside it, say about missed slots."""
-    return f"{count} slot(s) missed, the newest {timeline.rfc3339(newest)}"
+    said = f"{count} slot(s) missed, the newest {timeline.rfc3339(newest)}"
+    if reason is records.MissedReason.LOCK_FORGOT:
+        return (
+            f"{said}: the lock's Redis started after they were due, so it cannot prove they did "
+            "not run before it lost its data; not run (LockForgot)"
+        )
+    return said
 
 
 def _namespace(job: slots.JobRef) -> str:

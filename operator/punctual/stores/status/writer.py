@@ -117,8 +117,15 @@ class StatusStore(protocols.RunStore):
     def run_finished(self, job: slots.JobRef, record: records.RunRecord) -> None:
         self._ledger.finished(job, record)
 
-    def slots_missed(self, job: slots.JobRef, *, count: int, newest: datetime) -> None:
-        self._ledger.missed(job, count=count, newest=newest)
+    def slots_missed(
+        self,
+        job: slots.JobRef,
+        *,
+        count: int,
+        newest: datetime,
+        reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
+    ) -> None:
+        self._ledger.missed(job, count=count, newest=newest, reason=reason)
 
     def backfill_progressed(self, job: slots.JobRef, progress: records.BackfillProgress) -> None:
         self._ledger.backfill(job, progress)

@@ -6,6 +6,8 @@ slot is never enqueued twice (the second claimer's SET fails, and it adds nothin
 claimed without its entry: should the XADD fail, the script deletes the key it just set and
 the claim fails (closed). A stream key that holds another type is refused before anything is
 written. The slot key is the same as the plain Redis lock's (``redis_io.slot_keys.slot_key``).
+A slot due before the Redis server started is won without its entry, only to be counted missed
+(``LockForgotError``; ``redis_io.lock_memory``): its entry may have been added already.
 
 The script goes by ``EVALSHA``; it is loaded as soon as the first queue job is wired (which
 also opens the connection its first slot will use), and again whenever Redis answers
@@ -36,24 +38,30 @@ from typing import Any, Self
 import redis.asyncio
 import redis.exceptions
 
-from punctual.contracts import records
-from punctual.redis_io import connections, pipelines, slot_keys
+from punctual.contracts import protocols, records
+from punctual.redis_io import connections, lock_memory, pipelines, slot_keys
 from punctual.scheduling import timeline
 
 logger = logging.getLogger(__name__)
 
-CLAIM_AND_ENQUEUE = """
+CLAIM_AND_ENQUEUE = (
+    lock_memory.PROVABLE
+    + """
 -- KEYS[1] the slot key, KEYS[2] the stream
--- ARGV[1] holder, ARGV[2] TTL in ms, ARGV[3] MAXLEN, ARGV[4..] field, value, ...
+-- ARGV[1] holder, ARGV[2] TTL in ms, ARGV[3] MAXLEN, ARGV[4] the slot in Unix ms,
+-- ARGV[5..] field, value, ...
 local kind = redis.call('TYPE', KEYS[2])['ok']
 if kind ~= 'stream' and kind ~= 'none' then
   return redis.error_reply('WRONGTYPE ' .. KEYS[2] .. ' holds a ' .. kind .. ', not a stream')
 end
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+local claimed = claim_slot(KEYS[1], ARGV[1], ARGV[2], ARGV[4])
+if claimed == 0 then
   return false
+elseif claimed ~= 1 then
+  return claimed
 end
 local added, id =
-  pcall(redis.call, 'XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', unpack(ARGV, 4))
+  pcall(redis.call, 'XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', unpack(ARGV, 5))
 if not added then
   redis.call('DEL', KEYS[1])
   local reason = type(id) == 'table' and id['err'] or tostring(id)
@@ -61,6 +69,7 @@ if not added then
 end
 return id
 """
+)
 
 UNKNOWN_ENTRY = "(id unknown: the reply was lost)"
 _ENTRY_MEMORY = 1024
@@ -89,7 +98,8 @@ def payload_json(payload: Mapping[str, Any] | None) -> str:
 class _Request(pipelines.Request["str | None"]):
     stream: str
     arguments: list[str | int]
-    """The script's ARGV: holder, TTL in ms, MAXLEN, then the entry's fields."""
+    """The script's ARGV: holder, TTL in ms, MAXLEN, the slot in Unix ms, then the entry's
+    fields."""
     run: bool
 
     @property
@@ -140,7 +150,12 @@ class StreamClaims(pipelines.PipelinedClaims[_Request]):
         """The new entry's id when ``claim`` won (``UNKNOWN_ENTRY`` if its reply was lost);
         ``None`` when another holder has the slot. Raises ``LockUnavailableError``."""
         ttl_ms = pipelines.ttl_millis(claim.ttl)
-        arguments: list[str | int] = [claim.holder, ttl_ms, max_len]
+        arguments: list[str | int] = [
+            claim.holder,
+            ttl_ms,
+            max_len,
+            lock_memory.slot_millis(claim.slot),
+        ]
         for name, value in fields.items():
             arguments += [name, value]
         request = _Request(
@@ -173,7 +188,18 @@ class StreamClaims(pipelines.PipelinedClaims[_Request]):
 
     def _settle(self, request: _Request, reply: object, holder: object) -> bool:
         """Answer ``request`` from its replies; False when it must go again (``NOSCRIPT``)."""
-        if reply is not None and not isinstance(reply, redis.exceptions.RedisError):
+        if reply == lock_memory.FORGOTTEN or (
+            holder is not None and holder == request.holder + lock_memory.FORGOTTEN_MARK
+        ):
+            if not request.answer.done():
+                request.answer.set_exception(
+                    protocols.LockForgotError(
+                        f"{self._description}: slot {request.slot_id} was due before the server "
+                        "started: its claim may have been lost with the previous server, so it "
+                        "is not enqueued"
+                    )
+                )
+        elif reply is not None and not isinstance(reply, redis.exceptions.RedisError):
             self._answer(request, reply.decode() if isinstance(reply, bytes) else str(reply))
         elif holder is not None and holder == request.holder:
             self._answer(request, UNKNOWN_ENTRY)  # the earlier attempt had won it

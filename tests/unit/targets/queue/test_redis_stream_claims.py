@@ -72,7 +72,7 @@ class ScriptedRedis:
             return None
         self.keys[key] = str(arguments[0]).encode()
         entry = f"1796002200000-{next(self._ids)}".encode()
-        self.entries.append((entry, arguments[3:]))
+        self.entries.append((entry, arguments[4:]))
         return entry
 
     def set(self, key: str, holder: bytes) -> object:
