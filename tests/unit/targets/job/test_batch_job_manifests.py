@@ -172,7 +172,19 @@ class TestTheManifest:
         assert job["metadata"]["labels"] == {"punctual.dev/scheduled-job": "nightly"}
 
 
-def body(*conditions: dict[str, str], annotations: dict[str, str] | None = None) -> dict[str, Any]:
+SCHEDULED_JOB_CONTROLLER = {
+    "apiVersion": "punctual.dev/v1alpha1",
+    "kind": "ScheduledJob",
+    "uid": OWNER.uid,
+    "controller": True,
+}
+
+
+def body(
+    *conditions: dict[str, str],
+    annotations: dict[str, str] | None = None,
+    controller: dict[str, Any] = SCHEDULED_JOB_CONTROLLER,
+) -> dict[str, Any]:
     return {
         "metadata": {
             "namespace": "reports",
@@ -182,11 +194,57 @@ def body(*conditions: dict[str, str], annotations: dict[str, str] | None = None)
             "annotations": annotations or {},
             "ownerReferences": [
                 {"kind": "ConfigMap", "uid": "not-the-controller"},
-                {"kind": "ScheduledJob", "uid": OWNER.uid, "controller": True},
+                controller,
             ],
         },
         "status": {"conditions": list(conditions)},
     }
+
+
+class TestWhoControlsAJob:
+    @pytest.mark.parametrize(
+        ("controller", "owner_uid"),
+        [
+            pytest.param(SCHEDULED_JOB_CONTROLLER, OWNER.uid, id="a-scheduled-job"),
+            pytest.param(
+                {**SCHEDULED_JOB_CONTROLLER, "apiVersion": "punctual.dev/v1"},
+                OWNER.uid,
+                id="a-scheduled-job-of-another-version",
+            ),
+            pytest.param(
+                {**SCHEDULED_JOB_CONTROLLER, "apiVersion": "batch/v1", "kind": "CronJob"},
+                None,
+                id="a-cronjob",
+            ),
+            pytest.param(
+                {**SCHEDULED_JOB_CONTROLLER, "apiVersion": "example.com/v1"},
+                None,
+                id="a-scheduled-job-of-another-group",
+            ),
+            pytest.param(
+                {**SCHEDULED_JOB_CONTROLLER, "controller": False}, None, id="no-controller"
+            ),
+        ],
+    )
+    def test_its_owner_is_a_scheduled_job_of_punctual_controlling_it(
+        self, controller: dict[str, Any], owner_uid: str | None
+    ) -> None:
+        assert states.BatchJobState.from_body(body(controller=controller)).owner_uid == owner_uid
+
+    @pytest.mark.parametrize(
+        ("length", "kept"),
+        [(states.MAX_SLOT_ID_LENGTH, True), (states.MAX_SLOT_ID_LENGTH + 1, False)],
+    )
+    def test_a_slot_id_annotation_is_kept_up_to_the_longest_slot_id(
+        self, length: int, kept: bool
+    ) -> None:
+        slot_id = ("reports/nightly/" + "9" * length)[:length]
+
+        state = states.BatchJobState.from_body(
+            body(annotations={manifests.SLOT_ID_ANNOTATION: slot_id})
+        )
+
+        assert state.slot_id == (slot_id if kept else None)
 
 
 class TestHowAJobEnded:
