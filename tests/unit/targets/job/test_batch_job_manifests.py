@@ -321,3 +321,75 @@ class TestHowAJobEnded:
 
 def test_job_names_are_dns_labels() -> None:
     assert DNS_LABEL.fullmatch(manifests.batch_job_name("nightly-report", SLOT))
+
+
+class TestAJobTemplateSerialisedOnce:
+    @pytest.mark.parametrize(
+        "template",
+        [
+            pytest.param(TEMPLATE, id="a-plain-template"),
+            pytest.param({"spec": TEMPLATE["spec"]}, id="no-metadata"),
+            pytest.param(
+                {
+                    "metadata": {
+                        "labels": {"team": "reports", manifests.SCHEDULED_JOB_LABEL: "theirs"},
+                        "annotations": {manifests.SLOT_ID_ANNOTATION: "theirs", "note": "é\\n"},
+                    },
+                    "spec": {
+                        **TEMPLATE["spec"],
+                        "activeDeadlineSeconds": 30,
+                        "template": {
+                            "metadata": {"annotations": {manifests.SCHEDULED_TIME_ANNOTATION: "x"}},
+                            **TEMPLATE["spec"]["template"],
+                        },
+                    },
+                },
+                id="its-own-labels-and-annotations-some-of-them-ours",
+            ),
+        ],
+    )
+    @pytest.mark.parametrize("token", [None, "a-token"])
+    def test_sends_the_same_bytes_as_the_slots_manifest(
+        self, template: dict[str, Any], token: str | None
+    ) -> None:
+        deadline = timedelta(minutes=10)
+        once = manifests.BatchJobTemplate(template, owner=OWNER, active_deadline=deadline)
+        scheduled = SLOT + timedelta(seconds=7)
+
+        request = once.request(
+            slot=SLOT, slot_id=slots.slot_id(OWNER, SLOT), scheduled_time=scheduled, token=token
+        )
+
+        expected = manifests.BatchJobRequest.of(
+            manifests.batch_job_manifest(
+                template,
+                owner=OWNER,
+                slot=SLOT,
+                slot_id=slots.slot_id(OWNER, SLOT),
+                scheduled_time=scheduled,
+                active_deadline=deadline,
+                token=token,
+            )
+        )
+        assert (request.namespace, request.name, request.body) == (
+            expected.namespace,
+            expected.name,
+            expected.body,
+        )
+
+    def test_the_requests_of_two_slots_share_the_templates_bytes(self) -> None:
+        env = [{"name": f"VARIABLE_{k}", "value": "x" * 40} for k in range(1000)]
+        spec = copy.deepcopy(TEMPLATE["spec"])
+        spec["template"]["spec"]["containers"][0]["env"] = env
+        once = manifests.BatchJobTemplate(
+            {"spec": spec}, owner=OWNER, active_deadline=timedelta(minutes=10)
+        )
+        first, second = (
+            once.request(slot=slot, slot_id=slots.slot_id(OWNER, slot), scheduled_time=slot)
+            for slot in (SLOT, SLOT + timedelta(minutes=1))
+        )
+
+        biggest = max(first.parts, key=len)
+        assert len(biggest) > 50_000
+        assert any(part is biggest for part in second.parts)
+        assert first.body != second.body
