@@ -56,8 +56,10 @@ class BatchJobExecutor:
         self._api = api
         self._watcher = watcher
         self._owner = owner
-        self._template = template
-        self._active_deadline = active_deadline
+        # Serialised now, once: the template itself is not kept (a slot's request shares it).
+        self._job = manifests.BatchJobTemplate(
+            template, owner=owner, active_deadline=active_deadline
+        )
         self._history = history
         self._prepared = prepared.Prepared(self._request)
 
@@ -116,16 +118,11 @@ class BatchJobExecutor:
         return running
 
     def _request(self, context: records.RunContext) -> manifests.BatchJobRequest:
-        return manifests.BatchJobRequest.of(
-            manifests.batch_job_manifest(
-                self._template,
-                owner=self._owner,
-                slot=context.slot,
-                slot_id=context.slot_id,
-                scheduled_time=context.scheduled_time,
-                active_deadline=self._active_deadline,
-                token=context.token,
-            )
+        return self._job.request(
+            slot=context.slot,
+            slot_id=context.slot_id,
+            scheduled_time=context.scheduled_time,
+            token=context.token,
         )
 
     def _is_ours(self, state: states.BatchJobState, context: records.RunContext) -> bool:

@@ -14,13 +14,15 @@ manifests, serialised ahead of their slot.
   (the token may be 63 characters long; the slot-id annotation carries it whole).
 - ``BatchJobRequest``: a slot's batch Job, built and serialised ahead of its slot (off the
   firing path).
+- ``BatchJobTemplate``: a ScheduledJob's Job serialised once, when it is armed; a slot's request
+  adds only what is the slot's (its name and annotations) and shares the rest. A template may
+  weigh what the API server lets an object weigh, and each job keeps its next slots' requests.
 """
 
-import copy
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -79,19 +81,36 @@ def batch_job_manifest(
     The template's labels and annotations are kept, ours added on top (the slot's annotations on
     the pod template's metadata too); its ``spec`` is used as is otherwise, with
     ``activeDeadlineSeconds`` set to ``active_deadline`` (rounded up to whole seconds), or kept
-    when the template sets a shorter one.
+    when the template sets a shorter one. The template is not changed; the parts of it the Job
+    takes unchanged are shared with it, not copied (a manifest is serialised, never changed).
     """
+    return _manifest(
+        template,
+        owner=owner,
+        active_deadline=active_deadline,
+        name=batch_job_name(owner.name, slot, token=token),
+        scheduled_time=timeline.rfc3339(scheduled_time),
+        slot_id=slot_id,
+    )
+
+
+def _manifest(
+    template: Mapping[str, Any],
+    *,
+    owner: slots.JobRef,
+    active_deadline: timedelta,
+    name: "str | _Slot",
+    scheduled_time: "str | _Slot",
+    slot_id: "str | _Slot",
+) -> dict[str, Any]:
     metadata = template.get("metadata") or {}
-    spec = copy.deepcopy(dict(template.get("spec") or {}))
+    spec = dict(template.get("spec") or {})
     deadline = max(1, math.ceil(active_deadline.total_seconds()))
     given = spec.get("activeDeadlineSeconds")
     if isinstance(given, int) and not isinstance(given, bool) and 0 < given < deadline:
         deadline = given
     spec["activeDeadlineSeconds"] = deadline
-    slot_annotations = {
-        SCHEDULED_TIME_ANNOTATION: timeline.rfc3339(scheduled_time),
-        SLOT_ID_ANNOTATION: slot_id,
-    }
+    slot_annotations = {SCHEDULED_TIME_ANNOTATION: scheduled_time, SLOT_ID_ANNOTATION: slot_id}
     # On the pods too, where a container reads them through the downward API
     # (fieldRef metadata.annotations['punctual.dev/scheduled-time']).
     pod_template = dict(spec.get("template") or {})
@@ -105,7 +124,7 @@ def batch_job_manifest(
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
-            "name": batch_job_name(owner.name, slot, token=token),
+            "name": name,
             "namespace": owner.namespace,
             "labels": {
                 **dict(metadata.get("labels") or {}),
@@ -138,11 +157,103 @@ class BatchJobRequest:
 
     namespace: str
     name: str
-    body: bytes
-    """The manifest as compact JSON."""
+    parts: tuple[bytes, ...]
+    """The manifest as compact JSON, in parts: those of a ``BatchJobTemplate`` are shared by
+    every slot's request."""
+
+    @property
+    def body(self) -> bytes:
+        """The manifest as compact JSON."""
+        return b"".join(self.parts)
 
     @classmethod
     def of(cls, manifest: Mapping[str, Any]) -> "BatchJobRequest":
         metadata = manifest["metadata"]
-        body = json.dumps(manifest, separators=(",", ":"), ensure_ascii=False).encode()
-        return cls(namespace=metadata["namespace"], name=metadata["name"], body=body)
+        return cls(namespace=metadata["namespace"], name=metadata["name"], parts=(_json(manifest),))
+
+
+@dataclass(frozen=True, slots=True)
+class _Slot:
+    """Where a ``BatchJobTemplate`` leaves a slot's own value."""
+
+    field: str
+
+
+_NAME, _SCHEDULED_TIME, _SLOT_ID = _Slot("name"), _Slot("scheduled time"), _Slot("slot id")
+
+
+class BatchJobTemplate:
+    """One ScheduledJob's batch Job, serialised once but for what each slot has of its own: the
+    same bytes as ``BatchJobRequest.of(batch_job_manifest(...))``, for the price of the slot's
+    name and annotations."""
+
+    def __init__(
+        self, template: Mapping[str, Any], *, owner: slots.JobRef, active_deadline: timedelta
+    ) -> None:
+        self._owner = owner
+        manifest = _manifest(
+            template,
+            owner=owner,
+            active_deadline=active_deadline,
+            name=_NAME,
+            scheduled_time=_SCHEDULED_TIME,
+            slot_id=_SLOT_ID,
+        )
+        self._parts = tuple(_joined(_serialised(manifest)))
+
+    def request(
+        self,
+        *,
+        slot: datetime,
+        slot_id: str,
+        scheduled_time: datetime,
+        token: str | None = None,
+    ) -> BatchJobRequest:
+        name = batch_job_name(self._owner.name, slot, token=token)
+        values = {
+            _NAME: _json(name),
+            _SCHEDULED_TIME: _json(timeline.rfc3339(scheduled_time)),
+            _SLOT_ID: _json(slot_id),
+        }
+        parts = tuple(part if isinstance(part, bytes) else values[part] for part in self._parts)
+        return BatchJobRequest(namespace=self._owner.namespace, name=name, parts=parts)
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _serialised(value: Any) -> Iterator[bytes | _Slot]:
+    """``_json(value)``, but for the ``_Slot`` places left in it (only ever in objects)."""
+    if isinstance(value, _Slot):
+        yield value
+    elif isinstance(value, Mapping) and _has_slot(value):
+        yield b"{"
+        for index, (key, item) in enumerate(value.items()):
+            yield (b"," if index else b"") + _json(key) + b":"
+            yield from _serialised(item)
+        yield b"}"
+    else:
+        yield _json(value)
+
+
+def _has_slot(value: Mapping[str, Any]) -> bool:
+    return any(
+        isinstance(item, _Slot) or (isinstance(item, Mapping) and _has_slot(item))
+        for item in value.values()
+    )
+
+
+def _joined(parts: Iterator[bytes | _Slot]) -> Iterator[bytes | _Slot]:
+    """Adjacent bytes as one part."""
+    pending: list[bytes] = []
+    for part in parts:
+        if isinstance(part, bytes):
+            pending.append(part)
+            continue
+        if pending:
+            yield b"".join(pending)
+            pending.clear()
+        yield part
+    if pending:
+        yield b"".join(pending)

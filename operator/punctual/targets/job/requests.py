@@ -1,6 +1,6 @@
 """Requests about the job target's batch Jobs, on the operator's API client: create (an
-existing batch Job of the same slot is adopted), read, delete, list, and the list function a
-watch streams (``watcher``)."""
+existing batch Job of the same slot is adopted), read, delete, list a page, and the list
+function a watch streams (``watcher``)."""
 
 import json
 import urllib.parse
@@ -9,12 +9,17 @@ from typing import Any
 
 import aiohttp
 from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from punctual.contracts import records
 from punctual.kube import client as kube_client
+from punctual.kube import watching
 from punctual.targets.job import manifests, states
 
 _MESSAGE_LIMIT = 500
+_UNREAD = frozenset({"spec", "managedFields"})
+"""What a listing drops from every Job as it is parsed: nothing read of a Job is there, and it
+is most of what a Job weighs."""
 
 
 class BatchJobApiError(Exception):
@@ -95,41 +100,65 @@ class BatchJobsApi:
             raise _refused(doing, status, body)
         return True
 
-    async def list(self, namespace: str | None) -> tuple[list[dict[str, Any]], str]:
-        """The labelled Jobs of ``namespace`` (``None``: all), and the list's resourceVersion."""
+    async def list_page(
+        self, namespace: str | None, *, limit: int, continue_token: str | None
+    ) -> watching.Page:
+        """One page of the labelled Jobs of ``namespace`` (``None``: all), without their
+        ``spec`` and ``managedFields``. An expired ``continue_token`` raises ``ApiException``
+        410 (``watching.follow`` then lists again from the start)."""
         doing = f"listing Jobs in {namespace or 'all namespaces'}"
-        label = manifests.SCHEDULED_JOB_LABEL
-        if namespace is None:
-            status, body = await _call(
-                doing, self._batch.list_job_for_all_namespaces, label_selector=label
-            )
-        else:
-            status, body = await _call(
-                doing, self._batch.list_namespaced_job, namespace, label_selector=label
-            )
+        options: dict[str, Any] = {"label_selector": manifests.SCHEDULED_JOB_LABEL, "limit": limit}
+        if continue_token:
+            options["_continue"] = continue_token
+        function, arguments = self.watch_function(namespace)
+        status, body = await _call(doing, function, *arguments, unread=_UNREAD, **options)
+        if status == 410:
+            raise ApiException(status=410, reason=str(body.get("reason") or "Expired"))
         if status != 200:
             raise _refused(doing, status, body)
-        return list(body.get("items") or []), str(body["metadata"]["resourceVersion"])
+        metadata = body.get("metadata") or {}
+        return watching.Page(
+            items=list(body.get("items") or []),
+            resource_version=str(metadata.get("resourceVersion") or ""),
+            continue_token=str(metadata.get("continue") or ""),
+        )
 
     def watch_function(self, namespace: str | None) -> tuple[Any, tuple[str, ...]]:
-        """The list function a watch of ``namespace`` (``None``: all) streams, with its args."""
+        """The list function of ``namespace`` (``None``: all), with its args: what a page is
+        listed with, and what a watch streams."""
         if namespace is None:
             return self._batch.list_job_for_all_namespaces, ()
         return self._batch.list_namespaced_job, (namespace,)
 
 
-async def _call(doing: str, function: Any, *arguments: Any, **options: Any) -> tuple[int, Any]:
-    """``function(*arguments, **options)`` answered as ``(HTTP status, JSON body)``."""
+async def _call(
+    doing: str,
+    function: Any,
+    *arguments: Any,
+    unread: frozenset[str] = frozenset(),
+    **options: Any,
+) -> tuple[int, Any]:
+    """``function(*arguments, **options)`` answered as ``(HTTP status, JSON body)``, every object
+    in the body parsed without its keys in ``unread``.
+
+    The answer is read from its stream into one growing buffer, not with ``response.read()``:
+    that joins the chunks into a second copy, and keeps it on the response, which the generated
+    client keeps as its ``last_response`` until its next call (a whole listing, for as long as
+    nothing else is asked).
+    """
     try:
         response = await function(*arguments, _preload_content=False, **options)
         try:
-            text = await response.text()
+            raw = bytearray()
+            async for chunk in response.content.iter_any():
+                raw += chunk
         finally:
             response.release()
     except (aiohttp.ClientError, OSError, TimeoutError) as error:
         raise BatchJobApiError(f"{doing}: {records.describe_error(error)}") from None
+    hook = None if not unread else (lambda pairs: {k: v for k, v in pairs if k not in unread})
     try:
-        body = json.loads(text) if text else {}
+        body = json.loads(raw, object_pairs_hook=hook) if raw else {}
     except ValueError:
         body = {}
     return int(response.status), body if isinstance(body, dict) else {}

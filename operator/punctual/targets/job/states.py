@@ -1,13 +1,22 @@
 """The batch Jobs of the job target as they are read back: what the operator needs to know of
-one (``BatchJobState``, from a body the API server sent) and how it ended (``BatchJobEnd``)."""
+one (``BatchJobState``, from a body the API server sent) and how it ended (``BatchJobEnd``).
+
+Only that small record is kept of a Job, never its body: the label the watch selects on is
+anyone's to set, and so is the size of a Job.
+"""
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from punctual.api import models
 from punctual.scheduling import timeline
 from punctual.targets.job import manifests
+
+MAX_SLOT_ID_LENGTH = 512
+"""Longer than any slot id (``<namespace>/<name>/<uid>/<unix ms>``, a name being at most 253
+characters): an annotation past it is no slot id, and is not kept."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +44,8 @@ class BatchJobState:
     uid: str
     resource_version: str
     owner_uid: str | None
-    """The uid of the Job's controller (the ScheduledJob), if any."""
+    """The uid of the Job's controller when that is a ScheduledJob (of the Job's namespace, as
+    every owner is), else ``None``: no ScheduledJob's Job."""
     slot_id: str | None
     scheduled_time: datetime | None
     end: BatchJobEnd | None
@@ -54,6 +64,11 @@ class BatchJobState:
         owner = next(
             (ref for ref in metadata.get("ownerReferences") or [] if ref.get("controller")), None
         )
+        if owner is not None and not _is_scheduled_job(owner):
+            owner = None
+        slot_id = annotations.get(manifests.SLOT_ID_ANNOTATION)
+        if not isinstance(slot_id, str) or len(slot_id) > MAX_SLOT_ID_LENGTH:
+            slot_id = None
         scheduled = annotations.get(manifests.SCHEDULED_TIME_ANNOTATION)
         try:
             scheduled_time = timeline.parse_rfc3339(scheduled) if scheduled else None
@@ -65,11 +80,16 @@ class BatchJobState:
             uid=metadata.get("uid", ""),
             resource_version=metadata.get("resourceVersion", ""),
             owner_uid=owner.get("uid") if owner else None,
-            slot_id=annotations.get(manifests.SLOT_ID_ANNOTATION),
+            slot_id=slot_id,
             scheduled_time=scheduled_time,
             end=_end_of(body.get("status") or {}),
             deleting=bool(metadata.get("deletionTimestamp")),
         )
+
+
+def _is_scheduled_job(reference: Mapping[str, Any]) -> bool:
+    group = str(reference.get("apiVersion") or "").partition("/")[0]
+    return group == models.GROUP and reference.get("kind") == models.KIND
 
 
 def _end_of(status: Mapping[str, Any]) -> BatchJobEnd | None:

@@ -1,9 +1,12 @@
 """The job target's one watch of its batch Jobs, and the cache it keeps (an informer).
 
 ONE watch of the Jobs labelled ``punctual.dev/scheduled-job`` per operator (all namespaces, or
-one watch per namespace in namespaced mode), followed by ``punctual.kube.watching``. It keeps
-the newest state of every such Job and resolves the futures of the runs waiting for their Job
-to end.
+one watch per namespace in namespaced mode), followed by ``punctual.kube.watching`` and listed
+in pages. It keeps the newest state of every such Job a ScheduledJob controls (a small record,
+``states.BatchJobState``) and resolves the futures of the runs waiting for their Job to end.
+
+The label is anyone's to set: a labelled Job no ScheduledJob controls is not kept, and one that
+stops being controlled by one is gone for the watcher (as if deleted).
 """
 
 import asyncio
@@ -52,9 +55,12 @@ class BatchJobWatcher:
         self._scopes: tuple[str | None, ...] = tuple(namespaces) or (None,)
         self._jobs: dict[tuple[str, str], states.BatchJobState] = {}
         self._by_owner: collections.defaultdict[
-            str | None, dict[tuple[str, str], states.BatchJobState]
+            tuple[str, str], dict[tuple[str, str], states.BatchJobState]
         ] = collections.defaultdict(dict)
-        """The same states, by the uid of their controller: a slot asks for its own Jobs."""
+        """The same states, by the namespace and uid of their controller: a slot asks for its
+        own Jobs. An owner reference is a uid anyone who may create Jobs can write; a Job in
+        another namespace naming a ScheduledJob's uid is not that ScheduledJob's (counting it,
+        or deleting it as history, would let one tenant act on another's schedule)."""
         self._gone: collections.OrderedDict[tuple[str, str], str] = collections.OrderedDict()
         self._waiters: collections.defaultdict[tuple[str, str], list[_Waiter]] = (
             collections.defaultdict(list)
@@ -88,14 +94,9 @@ class BatchJobWatcher:
         return self._jobs.get((namespace, name))
 
     def jobs_of(self, owner: slots.JobRef) -> list[states.BatchJobState]:
-        """The Jobs in the cache whose controller is the ScheduledJob ``owner``.
-
-        In ``owner``'s namespace only: an owner reference is a uid anyone who may create Jobs
-        can write, and a Job in another namespace naming ``owner`` is not ``owner``'s (counting
-        it, or deleting it as history, would let one tenant act on another's schedule).
-        """
-        owned = self._by_owner.get(owner.uid, {}).values()
-        return [state for state in owned if state.namespace == owner.namespace]
+        """The Jobs in the cache whose controller is the ScheduledJob ``owner``, in ``owner``'s
+        namespace only."""
+        return list(self._by_owner.get((owner.namespace, owner.uid), {}).values())
 
     async def ended(self, job: states.BatchJobState) -> states.BatchJobEnd:
         """Wait until ``job`` (this incarnation of its name) completes, fails or is deleted."""
@@ -158,8 +159,11 @@ class BatchJobWatcher:
         )
 
     async def _relist(self, scope: str | None) -> str:
-        items, resource_version = await self._api.list(scope)
-        listed = {state.key: state for state in map(states.BatchJobState.from_body, items)}
+        followed, resource_version = await watching.list_in_pages(
+            lambda limit, token: self._api.list_page(scope, limit=limit, continue_token=token),
+            keep=_followed,
+        )
+        listed = {state.key: state for state in followed}
         for key in [key for key in self._jobs if _in_scope(key, scope) and key not in listed]:
             self._forget(key, self._jobs[key].uid, states.DELETED)
         for state in listed.values():
@@ -177,6 +181,10 @@ class BatchJobWatcher:
         state = states.BatchJobState.from_body(body)
         if kind == "DELETED":
             self._forget(state.key, state.uid, state.end or states.DELETED)
+        elif state.owner_uid is None:
+            known = self._jobs.get(state.key)
+            if known is not None and known.uid == state.uid:
+                self._forget(state.key, state.uid, states.DELETED)
         else:
             self._remember(state)
 
@@ -187,7 +195,7 @@ class BatchJobWatcher:
         if known is not None and known.owner_uid != state.owner_uid:
             self._unindex(known)
         self._jobs[state.key] = state
-        self._by_owner[state.owner_uid][state.key] = state
+        self._by_owner[_owner_key(state)][state.key] = state
         if state.end is not None:
             self._resolve_all(state.key, state.uid, state.end)
 
@@ -203,16 +211,27 @@ class BatchJobWatcher:
         self._resolve_all(key, uid, end)
 
     def _unindex(self, state: states.BatchJobState) -> None:
-        owned = self._by_owner.get(state.owner_uid)
+        owner = _owner_key(state)
+        owned = self._by_owner.get(owner)
         if owned is not None:
             owned.pop(state.key, None)
             if not owned:
-                del self._by_owner[state.owner_uid]
+                del self._by_owner[owner]
 
     def _resolve_all(self, key: tuple[str, str], uid: str, end: states.BatchJobEnd) -> None:
         for waiter in list(self._waiters.get(key, ())):
             if waiter.uid == uid:
                 _resolve(waiter, end)
+
+
+def _followed(body: Mapping[str, Any]) -> states.BatchJobState | None:
+    """What the watcher keeps of a listed Job: its state, if a ScheduledJob controls it."""
+    state = states.BatchJobState.from_body(body)
+    return state if state.owner_uid is not None else None
+
+
+def _owner_key(state: states.BatchJobState) -> tuple[str, str]:
+    return (state.namespace, state.owner_uid or "")
 
 
 def _resolve(waiter: _Waiter, end: states.BatchJobEnd) -> None:

@@ -230,13 +230,15 @@ class TestPreparingTheJobBeforeItsSlot:
         for slot in slots_:
             run.prepare(context(slot))
         built: list[datetime] = []
-        build = manifests.batch_job_manifest
+        build = manifests.BatchJobTemplate.request
 
-        def counted(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        def counted(
+            template: manifests.BatchJobTemplate, **kwargs: Any
+        ) -> manifests.BatchJobRequest:
             built.append(kwargs["slot"])
-            return build(*args, **kwargs)
+            return build(template, **kwargs)
 
-        monkeypatch.setattr(manifests, "batch_job_manifest", counted)
+        monkeypatch.setattr(manifests.BatchJobTemplate, "request", counted)
         for slot in slots_:
             await run(context(slot))
 

@@ -172,7 +172,19 @@ class TestTheManifest:
         assert job["metadata"]["labels"] == {"punctual.dev/scheduled-job": "nightly"}
 
 
-def body(*conditions: dict[str, str], annotations: dict[str, str] | None = None) -> dict[str, Any]:
+SCHEDULED_JOB_CONTROLLER = {
+    "apiVersion": "punctual.dev/v1alpha1",
+    "kind": "ScheduledJob",
+    "uid": OWNER.uid,
+    "controller": True,
+}
+
+
+def body(
+    *conditions: dict[str, str],
+    annotations: dict[str, str] | None = None,
+    controller: dict[str, Any] = SCHEDULED_JOB_CONTROLLER,
+) -> dict[str, Any]:
     return {
         "metadata": {
             "namespace": "reports",
@@ -182,11 +194,57 @@ def body(*conditions: dict[str, str], annotations: dict[str, str] | None = None)
             "annotations": annotations or {},
             "ownerReferences": [
                 {"kind": "ConfigMap", "uid": "not-the-controller"},
-                {"kind": "ScheduledJob", "uid": OWNER.uid, "controller": True},
+                controller,
             ],
         },
         "status": {"conditions": list(conditions)},
     }
+
+
+class TestWhoControlsAJob:
+    @pytest.mark.parametrize(
+        ("controller", "owner_uid"),
+        [
+            pytest.param(SCHEDULED_JOB_CONTROLLER, OWNER.uid, id="a-scheduled-job"),
+            pytest.param(
+                {**SCHEDULED_JOB_CONTROLLER, "apiVersion": "punctual.dev/v1"},
+                OWNER.uid,
+                id="a-scheduled-job-of-another-version",
+            ),
+            pytest.param(
+                {**SCHEDULED_JOB_CONTROLLER, "apiVersion": "batch/v1", "kind": "CronJob"},
+                None,
+                id="a-cronjob",
+            ),
+            pytest.param(
+                {**SCHEDULED_JOB_CONTROLLER, "apiVersion": "example.com/v1"},
+                None,
+                id="a-scheduled-job-of-another-group",
+            ),
+            pytest.param(
+                {**SCHEDULED_JOB_CONTROLLER, "controller": False}, None, id="no-controller"
+            ),
+        ],
+    )
+    def test_its_owner_is_a_scheduled_job_of_punctual_controlling_it(
+        self, controller: dict[str, Any], owner_uid: str | None
+    ) -> None:
+        assert states.BatchJobState.from_body(body(controller=controller)).owner_uid == owner_uid
+
+    @pytest.mark.parametrize(
+        ("length", "kept"),
+        [(states.MAX_SLOT_ID_LENGTH, True), (states.MAX_SLOT_ID_LENGTH + 1, False)],
+    )
+    def test_a_slot_id_annotation_is_kept_up_to_the_longest_slot_id(
+        self, length: int, kept: bool
+    ) -> None:
+        slot_id = ("reports/nightly/" + "9" * length)[:length]
+
+        state = states.BatchJobState.from_body(
+            body(annotations={manifests.SLOT_ID_ANNOTATION: slot_id})
+        )
+
+        assert state.slot_id == (slot_id if kept else None)
 
 
 class TestHowAJobEnded:
@@ -263,3 +321,75 @@ class TestHowAJobEnded:
 
 def test_job_names_are_dns_labels() -> None:
     assert DNS_LABEL.fullmatch(manifests.batch_job_name("nightly-report", SLOT))
+
+
+class TestAJobTemplateSerialisedOnce:
+    @pytest.mark.parametrize(
+        "template",
+        [
+            pytest.param(TEMPLATE, id="a-plain-template"),
+            pytest.param({"spec": TEMPLATE["spec"]}, id="no-metadata"),
+            pytest.param(
+                {
+                    "metadata": {
+                        "labels": {"team": "reports", manifests.SCHEDULED_JOB_LABEL: "theirs"},
+                        "annotations": {manifests.SLOT_ID_ANNOTATION: "theirs", "note": "é\\n"},
+                    },
+                    "spec": {
+                        **TEMPLATE["spec"],
+                        "activeDeadlineSeconds": 30,
+                        "template": {
+                            "metadata": {"annotations": {manifests.SCHEDULED_TIME_ANNOTATION: "x"}},
+                            **TEMPLATE["spec"]["template"],
+                        },
+                    },
+                },
+                id="its-own-labels-and-annotations-some-of-them-ours",
+            ),
+        ],
+    )
+    @pytest.mark.parametrize("token", [None, "a-token"])
+    def test_sends_the_same_bytes_as_the_slots_manifest(
+        self, template: dict[str, Any], token: str | None
+    ) -> None:
+        deadline = timedelta(minutes=10)
+        once = manifests.BatchJobTemplate(template, owner=OWNER, active_deadline=deadline)
+        scheduled = SLOT + timedelta(seconds=7)
+
+        request = once.request(
+            slot=SLOT, slot_id=slots.slot_id(OWNER, SLOT), scheduled_time=scheduled, token=token
+        )
+
+        expected = manifests.BatchJobRequest.of(
+            manifests.batch_job_manifest(
+                template,
+                owner=OWNER,
+                slot=SLOT,
+                slot_id=slots.slot_id(OWNER, SLOT),
+                scheduled_time=scheduled,
+                active_deadline=deadline,
+                token=token,
+            )
+        )
+        assert (request.namespace, request.name, request.body) == (
+            expected.namespace,
+            expected.name,
+            expected.body,
+        )
+
+    def test_the_requests_of_two_slots_share_the_templates_bytes(self) -> None:
+        env = [{"name": f"VARIABLE_{k}", "value": "x" * 40} for k in range(1000)]
+        spec = copy.deepcopy(TEMPLATE["spec"])
+        spec["template"]["spec"]["containers"][0]["env"] = env
+        once = manifests.BatchJobTemplate(
+            {"spec": spec}, owner=OWNER, active_deadline=timedelta(minutes=10)
+        )
+        first, second = (
+            once.request(slot=slot, slot_id=slots.slot_id(OWNER, slot), scheduled_time=slot)
+            for slot in (SLOT, SLOT + timedelta(minutes=1))
+        )
+
+        biggest = max(first.parts, key=len)
+        assert len(biggest) > 50_000
+        assert any(part is biggest for part in second.parts)
+        assert first.body != second.body

@@ -2,21 +2,26 @@
 with the client's credentials and headers, over its session (a local HTTP server stands in for
 the API server)."""
 
+import asyncio
+import gc
 import json
+import tracemalloc
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from aiohttp import web
+from aiohttp import web, web_protocol
 from aiohttp.test_utils import TestServer
 from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from punctual.kube import client as kube_client
 from punctual.scheduling import slots
 from punctual.targets.job import manifests
 from punctual.targets.job import requests as batch_job_requests
+from punctual.targets.job import watcher as batch_job_watcher
 
 OWNER = slots.JobRef(
     namespace="reports", name="nightly", uid="5f0c1d2e-0000-4000-8000-00000000000a"
@@ -24,6 +29,7 @@ OWNER = slots.JobRef(
 SLOT = datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
 TEMPLATE = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
 JOBS_PATH = "/apis/batch/v1/namespaces/reports/jobs"
+ALL_JOBS_PATH = "/apis/batch/v1/jobs"
 
 
 def request() -> manifests.BatchJobRequest:
@@ -47,6 +53,11 @@ class ApiServer:
     status: int = 201
     answer: bytes | None = None
     existing: dict[str, Any] | None = None
+    listed: list[bytes] = field(default_factory=list)
+    """The labelled Jobs, each serialised, listed in pages; a continue token is an index."""
+    expired: bool = False
+    """Whether a continue token is answered 410 Gone."""
+    queries: list[Mapping[str, str]] = field(default_factory=list)
 
     async def post(self, incoming: web.Request) -> web.Response:
         body = await incoming.read()
@@ -61,6 +72,22 @@ class ApiServer:
             return web.json_response({"kind": "Status", "reason": "NotFound"}, status=404)
         return web.json_response(self.existing)
 
+    async def list(self, incoming: web.Request) -> web.StreamResponse:
+        if incoming.query.get("watch"):
+            await asyncio.sleep(3600)
+        self.queries.append(dict(incoming.query))
+        token = incoming.query.get("continue")
+        if token and self.expired:
+            gone = {"kind": "Status", "code": 410, "reason": "Expired", "metadata": {}}
+            return web.json_response(gone, status=410)
+        start = int(token or 0)
+        end = start + int(incoming.query["limit"])
+        following = str(end) if end < len(self.listed) else ""
+        metadata = json.dumps({"resourceVersion": "77", "continue": following}).encode()
+        items = b",".join(self.listed[start:end])
+        body = b'{"kind":"JobList","metadata":' + metadata + b',"items":[' + items + b"]}"
+        return web.Response(body=body, content_type="application/json")
+
 
 @pytest.fixture
 async def server() -> AsyncIterator[tuple[ApiServer, TestServer]]:
@@ -68,6 +95,7 @@ async def server() -> AsyncIterator[tuple[ApiServer, TestServer]]:
     app = web.Application()
     app.router.add_post(JOBS_PATH, api_server.post)
     app.router.add_get(JOBS_PATH + "/{name}", api_server.get)
+    app.router.add_get(ALL_JOBS_PATH, api_server.list)
     async with TestServer(app) as running:
         yield api_server, running
 
@@ -174,3 +202,89 @@ class TestCreatingAJob:
             batch_job_requests.BatchJobApiError, match="creating Job nightly-1796002200"
         ):
             await batch_job_requests.BatchJobsApi(api).create(request())
+
+
+def client_side(snapshot: tracemalloc.Snapshot) -> int:
+    """The bytes of a snapshot not allocated by the API server's side of the test."""
+    server_side = tracemalloc.Filter(False, web_protocol.__file__, all_frames=True)
+    return sum(stat.size for stat in snapshot.filter_traces([server_side]).statistics("filename"))
+
+
+def labelled_job(index: int, *, env_entries: int = 10) -> dict[str, Any]:
+    env = [{"name": f"VARIABLE_{k:05d}", "value": "x" * 40} for k in range(env_entries)]
+    job = json.loads(request().body)
+    job["metadata"] |= {
+        "name": f"nightly-{index}",
+        "uid": f"uid-{index}",
+        "resourceVersion": str(index + 1),
+        "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}],
+    }
+    job["spec"]["template"]["spec"]["containers"][0]["env"] = env
+    job["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
+    return job
+
+
+class TestListingJobs:
+    async def test_a_page_asks_for_its_limit_from_its_continue_token(
+        self, server: tuple[ApiServer, TestServer], api: client.ApiClient
+    ) -> None:
+        server[0].listed = [json.dumps(labelled_job(i)).encode() for i in range(3)]
+
+        page = await batch_job_requests.BatchJobsApi(api).list_page(
+            None, limit=2, continue_token="1"
+        )
+
+        [query] = server[0].queries
+        assert query["limit"] == "2"
+        assert query["continue"] == "1"
+        assert query["labelSelector"] == manifests.SCHEDULED_JOB_LABEL
+        assert [item["metadata"]["name"] for item in page.items] == ["nightly-1", "nightly-2"]
+        assert (page.resource_version, page.continue_token) == ("77", "")
+
+    async def test_a_page_has_no_job_spec_nor_managed_fields(
+        self, server: tuple[ApiServer, TestServer], api: client.ApiClient
+    ) -> None:
+        server[0].listed = [json.dumps(labelled_job(0)).encode()]
+
+        page = await batch_job_requests.BatchJobsApi(api).list_page(
+            None, limit=2, continue_token=None
+        )
+
+        [item] = page.items
+        assert "spec" not in item
+        assert "managedFields" not in item["metadata"]
+        assert item["status"]["conditions"] == [{"type": "Complete", "status": "True"}]
+        assert item["metadata"]["ownerReferences"][0]["uid"] == OWNER.uid
+
+    async def test_an_expired_continue_token_is_410_gone(
+        self, server: tuple[ApiServer, TestServer], api: client.ApiClient
+    ) -> None:
+        server[0].expired = True
+
+        with pytest.raises(ApiException) as raised:
+            await batch_job_requests.BatchJobsApi(api).list_page(None, limit=2, continue_token="2")
+
+        assert raised.value.status == 410
+
+    async def test_forty_big_labelled_jobs_leave_only_their_small_records_behind(
+        self, server: tuple[ApiServer, TestServer], api: client.ApiClient
+    ) -> None:
+        server[0].listed = [
+            json.dumps(labelled_job(i, env_entries=200)).encode() for i in range(40)
+        ]
+        jobs = batch_job_watcher.BatchJobWatcher(batch_job_requests.BatchJobsApi(api))
+        gc.collect()
+        tracemalloc.start(8)  # deep enough to tell the server's side by its frames
+        try:
+            before = client_side(tracemalloc.take_snapshot())
+            await jobs.listed()
+            gc.collect()
+            kept = client_side(tracemalloc.take_snapshot()) - before
+        finally:
+            tracemalloc.stop()
+            await jobs.close()
+
+        assert len(jobs.jobs_of(OWNER)) == 40
+        listed = sum(map(len, server[0].listed))
+        assert listed > 500_000
+        assert kept < listed / 4  # a watch's connection and tasks, and 40 small records

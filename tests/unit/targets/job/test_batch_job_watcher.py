@@ -1,8 +1,8 @@
 """The shared Job watch, on kubernetes-asyncio's real ``Watch`` over a scripted API.
 
-The fake API answers the list with chosen Jobs and a resourceVersion, and each watch request
-with a stream of event lines the test pushes (an empty line ends a stream, as the server's
-timeout does).
+The fake API answers the list with chosen Jobs and a resourceVersion, in pages of the size
+asked for, and each watch request with a stream of event lines the test pushes (an empty line
+ends a stream, as the server's timeout does).
 """
 
 import asyncio
@@ -12,7 +12,9 @@ from datetime import timedelta
 from typing import Any, cast
 
 import pytest
+from kubernetes_asyncio.client.exceptions import ApiException
 
+from punctual.kube import watching
 from punctual.scheduling import slots
 from punctual.targets.job import manifests, states
 from punctual.targets.job import requests as batch_job_requests
@@ -33,17 +35,25 @@ def job(
     reason: str = "",
     namespace: str = "ns",
     annotations: dict[str, str] | None = None,
+    controller: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     conditions = [] if condition is None else [{"type": condition, "status": "True"}]
     if reason:
         conditions[0]["reason"] = reason
+    reference = {
+        "apiVersion": "punctual.dev/v1alpha1",
+        "kind": "ScheduledJob",
+        "name": "nightly",
+        "uid": owner,
+        "controller": True,
+    }
     return {
         "metadata": {
             "namespace": namespace,
             "name": name,
             "uid": uid or f"uid-{name}",
             "resourceVersion": str(rv),
-            "ownerReferences": [{"kind": "ScheduledJob", "uid": owner, "controller": True}],
+            "ownerReferences": [reference if controller is None else controller],
             "annotations": dict(annotations or {}),
         },
         "status": {"conditions": conditions},
@@ -78,14 +88,32 @@ class FakeBatchJobsApi:
     def __init__(self) -> None:
         self.listing: tuple[list[dict[str, Any]], str] = ([], "1")
         self.lists = 0
+        self.pages: list[tuple[int, str | None]] = []
+        """Each page asked for: its limit and continue token."""
+        self.expired_tokens: set[str] = set()
+        """Continue tokens answered once with 410 Gone."""
         self.watches: list[dict[str, Any]] = []
         self.lines: asyncio.Queue[bytes] = asyncio.Queue()
         self.readable: dict[str, dict[str, Any]] = {}
         self.reads = 0
 
-    async def list(self, namespace: str | None) -> tuple[list[dict[str, Any]], str]:
-        self.lists += 1
-        return self.listing
+    async def list_page(
+        self, namespace: str | None, *, limit: int, continue_token: str | None
+    ) -> watching.Page:
+        self.pages.append((limit, continue_token))
+        if continue_token in self.expired_tokens:
+            self.expired_tokens.discard(continue_token)
+            raise ApiException(status=410, reason="Expired")
+        if continue_token is None:
+            self.lists += 1
+        items, resource_version = self.listing
+        start = int(continue_token or 0)
+        end = start + limit
+        return watching.Page(
+            items=items[start:end],
+            resource_version=resource_version,
+            continue_token=str(end) if end < len(items) else "",
+        )
 
     def watch_function(self, namespace: str | None) -> tuple[Any, tuple[str, ...]]:
         async def list_job_for_all_namespaces(**kwargs: Any) -> _Response:
@@ -256,6 +284,114 @@ class TestTheWatchGoesOn:
         assert not newer_than_the_list.done()
         assert watcher.known("ns", "a") is None
         newer_than_the_list.cancel()
+
+
+class TestTheListing:
+    @pytest.fixture(autouse=True)
+    def small_pages(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(watching, "LIST_PAGE_SIZE", 2)
+
+    async def test_is_read_in_pages_each_from_where_the_last_ended(
+        self, api: FakeBatchJobsApi, watcher: batch_job_watcher.BatchJobWatcher
+    ) -> None:
+        api.listing = ([job(name) for name in "abcde"], "9")
+
+        await watcher.listed()
+
+        assert api.pages == [(2, None), (2, "2"), (2, "4")]
+        assert sorted(s.name for s in watcher.jobs_of(owner())) == list("abcde")
+        assert api.watches[-1]["resource_version"] == "9"
+
+    async def test_starts_again_from_the_first_page_when_a_continue_token_expired(
+        self, api: FakeBatchJobsApi, watcher: batch_job_watcher.BatchJobWatcher
+    ) -> None:
+        api.listing = ([job(name) for name in "abcde"], "9")
+        api.expired_tokens = {"4"}
+
+        await asyncio.wait_for(watcher.listed(), 1)
+
+        assert api.pages == [(2, None), (2, "2"), (2, "4"), (2, None), (2, "2"), (2, "4")]
+        assert sorted(s.name for s in watcher.jobs_of(owner())) == list("abcde")
+
+    async def test_that_started_again_misses_no_job_deleted_in_between(
+        self, api: FakeBatchJobsApi, watcher: batch_job_watcher.BatchJobWatcher
+    ) -> None:
+        api.listing = ([job(name) for name in "abcd"], "9")
+        await watcher.listed()
+        ended = await waiting(watcher, job("a", rv=1))
+        api.listing = ([job(name) for name in "bcd"], "20")
+        api.expired_tokens = {"2"}
+
+        api.push(expired())
+
+        assert await asyncio.wait_for(ended, 1) == states.DELETED
+        assert watcher.known("ns", "a") is None
+        assert api.watches[-1]["resource_version"] == "20"
+
+
+class TestJobsNoScheduledJobControls:
+    """The label is anyone's to set: the watcher keeps only the Jobs a ScheduledJob controls."""
+
+    @pytest.mark.parametrize(
+        "reference",
+        [
+            pytest.param(
+                {"apiVersion": "batch/v1", "kind": "CronJob", "uid": OWNER, "controller": True},
+                id="a-cronjob",
+            ),
+            pytest.param(
+                {
+                    "apiVersion": "example.com/v1",
+                    "kind": "ScheduledJob",
+                    "uid": OWNER,
+                    "controller": True,
+                },
+                id="a-scheduled-job-of-another-group",
+            ),
+            pytest.param(
+                {"apiVersion": "punctual.dev/v1alpha1", "kind": "ScheduledJob", "uid": OWNER},
+                id="an-owner-that-is-not-its-controller",
+            ),
+        ],
+    )
+    async def test_are_not_kept_from_the_listing_nor_from_an_event(
+        self,
+        api: FakeBatchJobsApi,
+        watcher: batch_job_watcher.BatchJobWatcher,
+        reference: dict[str, Any],
+    ) -> None:
+        api.listing = ([job("listed", controller=reference), job("ours")], "5")
+        await watcher.listed()
+        api.push(event("ADDED", job("added", rv=6, controller=reference)))
+        await settle()
+
+        assert watcher.known("ns", "listed") is None
+        assert watcher.known("ns", "added") is None
+        assert [s.name for s in watcher.jobs_of(owner())] == ["ours"]
+
+    async def test_a_job_that_loses_its_controller_is_gone_for_its_run(
+        self, api: FakeBatchJobsApi, watcher: batch_job_watcher.BatchJobWatcher
+    ) -> None:
+        api.listing = ([job("a", rv=2)], "5")
+        await watcher.listed()
+        ended = await waiting(watcher, job("a", rv=2))
+        orphan = {"apiVersion": "batch/v1", "kind": "CronJob", "uid": "x", "controller": True}
+
+        api.push(event("MODIFIED", job("a", rv=6, controller=orphan)))
+
+        assert await asyncio.wait_for(ended, 1) == states.DELETED
+        assert watcher.jobs_of(owner()) == []
+
+    async def test_a_slot_id_longer_than_any_slot_id_is_not_kept(
+        self, api: FakeBatchJobsApi, watcher: batch_job_watcher.BatchJobWatcher
+    ) -> None:
+        huge = "ns/nightly/owner-uid/" + "1" * 100_000
+        api.listing = ([job("a", annotations={manifests.SLOT_ID_ANNOTATION: huge})], "5")
+        await watcher.listed()
+
+        known = watcher.known("ns", "a")
+        assert known is not None
+        assert known.slot_id is None
 
 
 class TestTheCache:
