@@ -14,7 +14,7 @@ import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pydantic
 import pydantic_core
@@ -49,6 +49,16 @@ Job.
 JOB_MINIMUM_PERIOD = timedelta(seconds=1)
 """Jobs are named after the second of their slot: the job target needs slots this far apart."""
 KIB = 1024
+SCHEDULE_HORIZON_YEARS = 10
+"""How soon a schedule must fire, at the latest, to be accepted (``punctual run
+--schedule-horizon-years``): a schedule that names only times that never come (a local time in
+every spring-forward gap, with ``dst.nonexistent: Skip``; the fifth Monday of February) would
+never run. Ten years accept every yearly schedule and 29 February, at most eight years from the
+next one (2096 to 2104)."""
+_YEAR = timedelta(days=366)
+"""A year of the horizon: the longest calendar year, so N of them cover N calendar years."""
+LONGEST_SCHEDULE_HORIZON_YEARS = timeline.SEARCH_HORIZON // _YEAR
+"""The horizon cannot reach past the search for a schedule's next slot."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,6 +91,9 @@ class Bounds:
     each (``--max-http-headers-bytes``)."""
     max_queue_payload_bytes: int = 64 * KIB
     """The largest ``spec.target.queue.payload``, as JSON (``--max-queue-payload-bytes``)."""
+    schedule_horizon_years: int = SCHEDULE_HORIZON_YEARS
+    """A schedule must fire within this many years of now (``--schedule-horizon-years``; see
+    ``check_fires``)."""
 
     def __post_init__(self) -> None:
         if self.min_period < timedelta(milliseconds=1):
@@ -97,6 +110,12 @@ class Bounds:
         ):
             if value < 1:
                 raise InvalidSpecError(flag, "must be at least 1")
+        if not 1 <= self.schedule_horizon_years <= LONGEST_SCHEDULE_HORIZON_YEARS:
+            raise InvalidSpecError(
+                "--schedule-horizon-years",
+                f"must be 1 to {LONGEST_SCHEDULE_HORIZON_YEARS} (how far the search for a "
+                "schedule's next slot looks)",
+            )
 
 
 DEFAULT_BOUNDS = Bounds()
@@ -184,6 +203,36 @@ def plan_for(
         max_runs_in_flight=bounds.max_runs_in_flight,
         timeout=timeout,
         retry_lost_runs=spec.retry_lost_runs,
+    )
+
+
+def check_fires(
+    spec: models.ScheduledJobSpec,
+    plan: plans.JobPlan,
+    *,
+    now: datetime,
+    years: int = SCHEDULE_HORIZON_YEARS,
+) -> None:
+    """Raise ``InvalidSpecError`` unless ``plan``'s schedule fires within ``years`` of ``now``.
+
+    Bounded in time: the search for the next slot stops at its limit (ten years), and jumps
+    over the local times of a DST gap instead of walking them.
+    """
+    first = plan.schedule.next_after(now)
+    if first is not None and first.at <= now + years * _YEAR:
+        return
+    if spec.every is not None:
+        field, named = f"{SPEC}.every", repr(spec.every)
+    else:
+        field, named = f"{SPEC}.schedule", f"{spec.schedule!r} in {spec.time_zone}"
+        if spec.dst.nonexistent is dst.Nonexistent.SKIP:
+            named += (
+                " with dst.nonexistent: Skip (a local time in a spring-forward gap never comes)"
+            )
+    raise InvalidSpecError(
+        field,
+        f"{named} has no slot in the next {years} years: a schedule must fire within that to "
+        "be accepted (punctual run --schedule-horizon-years)",
     )
 
 

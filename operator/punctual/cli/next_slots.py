@@ -57,13 +57,22 @@ def run(arguments: argparse.Namespace) -> int:
     else:
         for occurrence in occurrences:
             print(_as_text(occurrence, zone))
+    if len(occurrences) < arguments.count:
+        print(
+            "punctual next: the schedule has no further slot within ten years of the last one "
+            "(of the start instant when none is shown)",
+            file=sys.stderr,
+        )
     return 0
 
 
 def _take(schedule: timeline.Schedule, *, after: datetime, count: int) -> list[timeline.Occurrence]:
+    """At most ``count`` slots: fewer when the schedule has no more within the search limit."""
     occurrences = []
     for _ in range(count):
         occurrence = schedule.next_after(after)
+        if occurrence is None:
+            break
         occurrences.append(occurrence)
         after = occurrence.at
     return occurrences

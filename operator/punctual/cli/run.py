@@ -263,6 +263,15 @@ def _add_bounds(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"the largest spec.maxQueued (default: {bounds.max_queued})",
     )
+    group.add_argument(
+        "--schedule-horizon-years",
+        type=int,
+        default=bounds.schedule_horizon_years,
+        metavar="N",
+        help="a schedule must fire within the next N years, or its spec is invalid; 1 to "
+        f"{planning.LONGEST_SCHEDULE_HORIZON_YEARS} (default: {bounds.schedule_horizon_years}, "
+        "which accepts every yearly schedule and 29 February)",
+    )
     for flag, default, field in (
         ("--max-job-template-bytes", bounds.max_job_template_bytes, "job.template, as JSON"),
         ("--max-http-body-bytes", bounds.max_http_body_bytes, "http.body, in UTF-8"),
@@ -359,6 +368,7 @@ def _settings(arguments: argparse.Namespace) -> replica.ReplicaSettings:
             max_http_body_bytes=arguments.max_http_body_bytes,
             max_http_headers_bytes=arguments.max_http_headers_bytes,
             max_queue_payload_bytes=arguments.max_queue_payload_bytes,
+            schedule_horizon_years=arguments.schedule_horizon_years,
         ),
     )
     settings = dataclasses.replace(

@@ -104,7 +104,9 @@ class Admission:
             return []
         # On CREATE the API server has set the uid by the time it asks its webhooks.
         uid = str(metadata.get("uid") or "")
-        checked = validation.check(body.get("spec") or {}, uid=uid, bounds=self._bounds)
+        checked = validation.check(
+            body.get("spec") or {}, uid=uid, bounds=self._bounds, now=self._wall()
+        )
         target = checked.spec.target.job
         if target is None or self._batch_jobs is None:
             return []

@@ -80,8 +80,12 @@ class Reconciler:
         self._lock_health = lock_health
         self._scheduling: dict[slots.JobRef, _Scheduling] = {}
         """Jobs armed and not suspended, with their generation: Ready follows the lock."""
+        self._stopped: dict[slots.JobRef, tuple[str, str]] = {}
+        """Jobs armed whose loop stopped by itself, with its reason and message: Ready says
+        so until the next generation arms them again."""
         if lock_health is not None:
             lock_health.subscribe(self._lock_backend_changed)
+        scheduler.when_stopped(self._scheduling_stopped)
 
     async def observe(self, body: resources.Body) -> None:
         """An object was listed, added or modified: act on a new generation, and on a new
@@ -100,8 +104,11 @@ class Reconciler:
         if seen is not None and seen.generation == generation:
             await self._pause_after_failures(body, seen, previous=previous_failures)
             return  # a status change: nothing for the scheduler
+        self._stopped.pop(job, None)
         try:
-            checked = validation.check(body.get("spec") or {}, uid=job.uid, bounds=self._bounds)
+            checked = validation.check(
+                body.get("spec") or {}, uid=job.uid, bounds=self._bounds, now=self._wall()
+            )
             spec, plan = checked.spec, checked.plan
             wiring = self._targets.wire(job, spec)
         except (InvalidSpecError, target_errors.TargetUnavailableError) as error:
@@ -197,6 +204,7 @@ class Reconciler:
         self._run_now.pop(job, None)
         self._backfills.pop(job, None)
         self._scheduling.pop(job, None)
+        self._stopped.pop(job, None)
         self._store.forget(job)
         self._cache.forget(job)
 
@@ -274,11 +282,29 @@ class Reconciler:
             job, SUSPENDED, ok=False, reason="Active", message="scheduling", generation=generation
         )
 
+    def _scheduling_stopped(self, job: slots.JobRef, reason: str, message: str) -> None:
+        """The job's loop stopped by itself (``NoFutureSlots``: its schedule ran out): Ready
+        False says why nothing runs any more, and a Warning Event."""
+        scheduling = self._scheduling.get(job)
+        if scheduling is None:
+            return
+        self._stopped[job] = (reason, message)
+        self._ready(job, scheduling)
+        self._warn(job, reason=reason, message=message)
+
     def _ready(self, job: slots.JobRef, scheduling: _Scheduling) -> None:
-        """Ready for a job being scheduled: True, unless the lock backend does not answer (then
-        no slot can be claimed, and users must see why nothing runs). Its message says where
-        the runs' work goes when the spec alone does not (a queue target's stream key)."""
+        """Ready for a job being scheduled: True, unless its loop stopped by itself or the lock
+        backend does not answer (then no slot can be claimed, and users must see why nothing
+        runs). Its message says where the runs' work goes when the spec alone does not (a queue
+        target's stream key)."""
         generation = scheduling.generation
+        stopped = self._stopped.get(job)
+        if stopped is not None:
+            reason, message = stopped
+            self._condition(
+                job, READY, ok=False, reason=reason, message=message, generation=generation
+            )
+            return
         lock = self._lock_health
         if lock is not None and not lock.available:
             self._condition(

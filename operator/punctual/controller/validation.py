@@ -9,6 +9,7 @@ Without the admission webhook, the reconciler reports it in status (``Ready: Fal
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 from punctual.api import models, planning
 from punctual.scheduling import plans
@@ -22,10 +23,13 @@ class Checked:
     plan: plans.JobPlan
 
 
-def check(raw_spec: Mapping[str, object], *, uid: str, bounds: planning.Bounds) -> Checked:
+def check(
+    raw_spec: Mapping[str, object], *, uid: str, bounds: planning.Bounds, now: datetime
+) -> Checked:
     """The spec read (``planning.parse_spec``), its plan (``planning.plan_for``: cron, time
-    zone, jitter, durations, the platform's ``bounds``) and its target's own checks (an HTTP
-    request that can be sent, a Job template with a JobSpec). Raises ``InvalidSpecError``.
+    zone, jitter, durations, the platform's ``bounds``), a slot within the bounds' horizon of
+    ``now`` (``planning.check_fires``) and its target's own checks (an HTTP request that can be
+    sent, a Job template with a JobSpec). Raises ``InvalidSpecError``.
 
     Of the operator's configuration only the ``bounds`` count here (a spec past them is
     invalid on this operator, whatever else it has): what this operator cannot run for want of
@@ -34,6 +38,7 @@ def check(raw_spec: Mapping[str, object], *, uid: str, bounds: planning.Bounds) 
     """
     spec = planning.parse_spec(raw_spec)
     plan = planning.plan_for(spec, uid=uid, bounds=bounds)
+    planning.check_fires(spec, plan, now=now, years=bounds.schedule_horizon_years)
     target = spec.target
     if target.http is not None:
         http_wiring.request_for(target.http)

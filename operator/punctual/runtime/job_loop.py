@@ -13,12 +13,12 @@ and waits for one only when catching up: a slow run never delays the next slot.
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from punctual.contracts import protocols, records
 from punctual.runtime import runs, tasks, timers
-from punctual.scheduling import backfill, missed, plans, slots
+from punctual.scheduling import backfill, missed, plans, slots, timeline
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +29,16 @@ NOTICE_AHEAD = timedelta(seconds=5)
 """How far past this replica's clock a noticed slot may be (the owner's clock runs a little
 ahead, or the owner was early): a notice further ahead is ignored, so that no message can make
 a backup leave a slot far in the future."""
+COUNT_STEPS = 1000
+"""Slots a cron schedule's count of overdue slots walks before the loop serves other jobs: a
+long outage of a schedule with seconds has hundreds of thousands of them."""
+NO_FUTURE_SLOTS = "NoFutureSlots"
+"""Why a loop stopped: its schedule has no slot within the search limit of the last one."""
+SCHEDULING_FAILED = "SchedulingFailed"
+"""Why a loop stopped: an error no slot's decision expects (a bug): the job is not scheduled."""
+
+Stopped = Callable[[slots.JobRef, str, str], None]
+"""Told that a job's loop stopped by itself: the job, a reason (CamelCase) and a message."""
 
 
 class JobLoop:
@@ -44,8 +54,12 @@ class JobLoop:
         store: protocols.RunStore,
         replica: str,
         stagger: timedelta = timedelta(),
+        on_stopped: Stopped | None = None,
     ) -> None:
+        """``on_stopped``: told when scheduling stops by itself (the schedule has run out, an
+        error), never when it is stopped (re-armed, suspended, closed)."""
         self.job = job
+        self._on_stopped = on_stopped
         self._timer = timer
         self._wall = wall
         self._lock = lock
@@ -196,13 +210,40 @@ class JobLoop:
         return None
 
     def _report_crash(self, task: "asyncio.Task[None]") -> None:
-        if not task.cancelled() and task.exception() is not None:
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
             logger.error(
-                "scheduling of %s/%s stopped",
-                self.job.namespace,
-                self.job.name,
-                exc_info=task.exception(),
+                "scheduling of %s/%s stopped", self.job.namespace, self.job.name, exc_info=error
             )
+            self._stopped(SCHEDULING_FAILED, f"scheduling stopped on an error: {error!r}")
+
+    def _stopped(self, reason: str, message: str) -> None:
+        if self._on_stopped is not None:
+            self._on_stopped(self.job, reason, message)
+
+    def _run_out(self, after: datetime) -> None:
+        logger.warning(
+            "%s/%s has no slot after %s", self.job.namespace, self.job.name, after.isoformat()
+        )
+        self._stopped(
+            NO_FUTURE_SLOTS,
+            f"spec.schedule: no slot after {timeline.rfc3339(after)} within ten years: nothing "
+            "more is scheduled",
+        )
+
+    async def _due(
+        self, schedule: timeline.Schedule, *, after: datetime, until: datetime, keep: int
+    ) -> timeline.DueSlots:
+        """The slots in ``(after, until]`` (``due_between``), counted ``COUNT_STEPS`` at a time
+        with a turn of the event loop in between: the other jobs wait for one step at most."""
+        due = schedule.due_between(after=after, until=until, keep=keep, steps=COUNT_STEPS)
+        while due.resume_after is not None:
+            await asyncio.sleep(0)
+            later = schedule.due_between(
+                after=due.resume_after, until=until, keep=keep, steps=COUNT_STEPS
+            )
+            due = timeline.combine(due, later, keep=keep)
+        return due
 
     async def _schedule(
         self,
@@ -215,8 +256,8 @@ class JobLoop:
         plan = armed.plan
         cursor = resume_after
         if missed_through is not None and missed_through > cursor:
-            skipped = plan.schedule.due_between(
-                after=cursor, until=missed_through, keep=missed.GIVEN_UP_CLAIMS
+            skipped = await self._due(
+                plan.schedule, after=cursor, until=missed_through, keep=missed.GIVEN_UP_CLAIMS
             )
             if skipped.total:
                 await self._count_missed(missed.give_up(skipped.newest, total=skipped.total), armed)
@@ -226,37 +267,46 @@ class JobLoop:
         # This replica's stagger and a backup's delay postpone its claims; they are not
         # lateness of the job.
         delay = plan.offset + self._stagger + delay
-        upcoming = plan.schedule.next_after(cursor).at
+        first = plan.schedule.next_after(cursor)
+        if first is None:
+            self._run_out(cursor)
+            return
+        upcoming = first.at
         while True:
             self._store.slot_upcoming(self.job, scheduled_time=upcoming + plan.offset)
             # Before the wait, off the firing path: a cron next slot costs up to ~100 µs.
-            following = plan.schedule.next_after(upcoming).at
+            following = _at(plan.schedule.next_after(upcoming))
             if not self._backing_up:  # a backup seldom runs a slot: that run does the work
                 self._runs.prepare(upcoming, armed)
             waited = upcoming + delay > self._wall()
             await self._timer.wait_until(upcoming + delay)
             now = self._wall() - delay  # on the job's own timeline, like the deadline
-            if waited and following > now:  # the normal case: woke for exactly one slot
+            if waited and (following is None or following > now):
+                # The normal case: woke for exactly one slot.
                 if missed.within_deadline(upcoming, now=now, rules=plan.missed_runs):
                     decision = missed.Decision(run=(upcoming,), missed=0, given_up=())
                 else:
                     decision = missed.give_up((upcoming,), total=1)
                 newest = upcoming
             else:  # re-armed behind, stalled or the wall clock jumped: the missed-run policy
-                due = plan.schedule.due_between(after=cursor, until=now, keep=keep)
+                due = await self._due(plan.schedule, after=cursor, until=now, keep=keep)
                 if not due.total:
                     continue
                 decision = missed.decide(
                     due.newest, total=due.total, now=now, rules=plan.missed_runs
                 )
                 newest = due.newest[-1]
-                following = plan.schedule.next_after(newest).at
+                following = _at(plan.schedule.next_after(newest))
             if decision.given_up:
                 await self._count_missed(decision, armed)
             run = self._unnoticed(decision.run, through=newest) if self._noticed else decision.run
             await self._claim_in_order(run, armed)
-            cursor, upcoming = newest, following
+            cursor = newest
             self._handled_through = cursor
+            if following is None:
+                self._run_out(cursor)
+                return
+            upcoming = following
 
     def _unnoticed(self, due: Sequence[datetime], *, through: datetime) -> Sequence[datetime]:
         """``due`` but the slots the owner said it claimed; notices up to ``through`` are
@@ -315,3 +365,7 @@ class JobLoop:
             ours = [slot for slot, mine in zip(decision.given_up, won, strict=True) if mine]
             if ours:
                 self._store.slots_missed(self.job, count=count, newest=ours[-1])
+
+
+def _at(occurrence: timeline.Occurrence | None) -> datetime | None:
+    return None if occurrence is None else occurrence.at

@@ -70,6 +70,15 @@ class Supervisor:
         self._held: set[slots.JobRef] = set()
         """The jobs owned or backed up here; ``armed`` copies it in one step (the metrics
         server reads it from its own thread while the event loop changes it)."""
+        self._stopped_listeners: list[job_loop.Stopped] = []
+
+    def when_stopped(self, listener: job_loop.Stopped) -> None:
+        """Tell ``listener`` of each job whose loop stops by itself (see ``JobLoop``)."""
+        self._stopped_listeners.append(listener)
+
+    def _stopped(self, job: slots.JobRef, reason: str, message: str) -> None:
+        for listener in self._stopped_listeners:
+            listener(job, reason, message)
 
     @property
     def armed(self) -> frozenset[slots.JobRef]:
@@ -235,6 +244,7 @@ class Supervisor:
                 store=self._store,
                 replica=self._replica,
                 stagger=self._stagger,
+                on_stopped=self._stopped,
             )
         return loop
 

@@ -26,9 +26,10 @@ def window(
     # ``start``.
     cursor = start - timedelta(microseconds=1)
     while True:
-        slot = schedule.next_after(cursor).at
-        if slot > end:
+        occurrence = schedule.next_after(cursor)
+        if occurrence is None or occurrence.at > end:
             return Window(slots=tuple(found), more=False)
+        slot = occurrence.at
         if len(found) == limit:
             return Window(slots=tuple(found), more=True)
         found.append(slot)

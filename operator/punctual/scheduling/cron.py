@@ -60,11 +60,13 @@ class CronSchedule:
     def shortest_period(self) -> timedelta:
         return _shortest_period(self.expression)
 
-    def next_after(self, instant: datetime) -> timeline.Occurrence:
+    def next_after(self, instant: datetime) -> timeline.Occurrence | None:
         return _next_after(self, instant)
 
-    def due_between(self, *, after: datetime, until: datetime, keep: int) -> timeline.DueSlots:
-        return timeline.scan_due(self, after=after, until=until, keep=keep)
+    def due_between(
+        self, *, after: datetime, until: datetime, keep: int, steps: int | None = None
+    ) -> timeline.DueSlots:
+        return timeline.scan_due(self, after=after, until=until, keep=keep, steps=steps)
 
 
 def parse(
@@ -130,26 +132,37 @@ def _is_valid(fields: list[str]) -> bool:
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _next_after(schedule: CronSchedule, instant: datetime) -> timeline.Occurrence:
+def _next_after(schedule: CronSchedule, instant: datetime) -> timeline.Occurrence | None:
     """``CronSchedule.next_after``, shared by every job with the same schedule, zone and rules.
 
     Thousands of jobs on one schedule ask for the slot after the same previous slot; the
-    first asks croniter, the others read the answer.
+    first asks croniter, the others read the answer. The scan ends at the search limit: local
+    times there and beyond (plus a day, more than any UTC offset changes) cannot come before it.
     """
     # The earliest occurrence of a local time never decreases along the scan, so once a
     # local time's earliest occurrence lies after ``instant`` no later one can beat it.
     # Only the second occurrence of a repeated local time can lie after ``instant`` while
     # its first does not: then the scan goes on.
+    limit = timeline.search_limit(instant)
+    last_local = limit.astimezone(schedule.zone).replace(tzinfo=None) + _DAY
     local_times = _iterator(schedule.expression)
     local_times.set_current(dst.scan_start(instant, schedule.zone), force=True)
     best: timeline.Occurrence | None = None
-    while True:
-        occurrences = dst.resolve(local_times.get_next(datetime), schedule.zone, schedule.rules)
+    while (local := local_times.get_next(datetime)) <= last_local:
+        occurrences = dst.resolve(local, schedule.zone, schedule.rules)
+        if not occurrences:  # skipped: in a gap, as are the local times after it up to its end
+            local_times.set_current(dst.after_gap(local, schedule.zone) - _SECOND, force=True)
+            continue
         for occurrence in occurrences:
             if occurrence.at > instant and (best is None or occurrence.at < best.at):
                 best = occurrence
-        if best is not None and occurrences and occurrences[0].at > instant:
-            return best
+        if best is not None and occurrences[0].at > instant:
+            break
+    return best if best is not None and best.at <= limit else None
+
+
+_DAY = timedelta(days=1)
+_SECOND = timedelta(seconds=1)
 
 
 @functools.cache

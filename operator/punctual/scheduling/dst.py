@@ -58,6 +58,20 @@ def resolve(naive: datetime, zone: ZoneInfo, rules: DstRules) -> tuple[timeline.
     return (timeline.Occurrence(at=gap_end, nominal=naive, adjustment=adjustment),)
 
 
+def after_gap(naive: datetime, zone: ZoneInfo) -> datetime:
+    """The naive local time at which the spring-forward gap holding ``naive`` ends.
+
+    A scan for slots under ``Nonexistent.SKIP`` jumps there: a schedule with seconds has
+    thousands of local times in one gap, and one that names only such times never fires.
+    """
+    before = naive.replace(tzinfo=zone, fold=0).utcoffset()
+    after = naive.replace(tzinfo=zone, fold=1).utcoffset()
+    assert before is not None  # ZoneInfo always has offsets
+    assert after is not None
+    end = _transition(zone, not_after=_utc(naive - after), after=_utc(naive - before))
+    return (end + after).replace(tzinfo=None)
+
+
 def scan_start(instant: datetime, zone: ZoneInfo) -> datetime:
     """The naive local time from which to scan for the slots after ``instant``.
 

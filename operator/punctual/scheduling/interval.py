@@ -26,7 +26,10 @@ class IntervalSchedule:
         at = timeline.EPOCH + (elapsed // self.every + 1) * self.every
         return timeline.Occurrence(at=at, nominal=at.replace(tzinfo=None))
 
-    def due_between(self, *, after: datetime, until: datetime, keep: int) -> timeline.DueSlots:
+    def due_between(
+        self, *, after: datetime, until: datetime, keep: int, steps: int | None = None
+    ) -> timeline.DueSlots:
+        """Counted, not walked: ``steps`` never binds."""
         first = (after - timeline.EPOCH) // self.every + 1
         last = (until - timeline.EPOCH) // self.every
         total = max(last - first + 1, 0)

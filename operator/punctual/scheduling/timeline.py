@@ -33,6 +33,21 @@ class Occurrence:
     adjustment: Adjustment | None = None
 
 
+SEARCH_HORIZON = timedelta(days=3660)
+"""How far past an instant a schedule looks for the next slot: ten years of 366 days. A
+schedule with no slot that near has none for this operator (``next_after`` says None): no
+search walks on toward year 9999. Covers the longest ``every`` and the eight years between two
+29 Februarys across a century that is not a leap year (2096 to 2104)."""
+_LATEST_LIMIT = datetime(9000, 1, 1, tzinfo=UTC)
+"""The search never looks past this: instants come from annotations and flags too, and a
+calendar past year 9999 does not exist."""
+
+
+def search_limit(instant: datetime) -> datetime:
+    """The last instant the search for the slot after ``instant`` considers."""
+    return min(instant, _LATEST_LIMIT - SEARCH_HORIZON) + SEARCH_HORIZON
+
+
 class Schedule(Protocol):
     """A source of slots.
 
@@ -45,12 +60,17 @@ class Schedule(Protocol):
         """The smallest distance between two consecutive slots (caps the jitter)."""
         ...
 
-    def next_after(self, instant: datetime) -> Occurrence:
-        """The first slot strictly after ``instant`` (aware, any zone)."""
+    def next_after(self, instant: datetime) -> Occurrence | None:
+        """The first slot strictly after ``instant`` (aware, any zone); None when there is none
+        up to ``search_limit(instant)`` (the schedule has run out, or never fires)."""
         ...
 
-    def due_between(self, *, after: datetime, until: datetime, keep: int) -> "DueSlots":
-        """Count the slots in ``(after, until]`` and keep the newest ``keep`` of them."""
+    def due_between(
+        self, *, after: datetime, until: datetime, keep: int, steps: int | None = None
+    ) -> "DueSlots":
+        """Count the slots in ``(after, until]`` and keep the newest ``keep`` of them; a
+        schedule that walks its slots one by one walks at most ``steps`` of them (None: all),
+        and says where to go on from (``DueSlots.resume_after``)."""
         ...
 
 
@@ -61,22 +81,40 @@ class DueSlots:
     total: int
     newest: tuple[datetime, ...]
     """At most the requested number of the newest slots, oldest first."""
+    resume_after: datetime | None = None
+    """None when the whole window is counted; otherwise the count stopped at its step limit,
+    and the slots after this instant are still to be counted."""
 
 
-def scan_due(schedule: Schedule, *, after: datetime, until: datetime, keep: int) -> DueSlots:
-    """``Schedule.due_between`` by scanning forward slot by slot.
+def scan_due(
+    schedule: Schedule, *, after: datetime, until: datetime, keep: int, steps: int | None = None
+) -> DueSlots:
+    """``Schedule.due_between`` by scanning forward slot by slot, at most ``steps`` slots.
 
-    For schedules without a closed form: the price of a long outage on a dense cron schedule
-    is paid once, when the job is re-armed.
+    For schedules without a closed form. A long outage on a dense cron schedule has many slots
+    to count: the caller counts them a bounded number at a time, so that the event loop serves
+    the other jobs in between.
     """
     newest: deque[datetime] = deque(maxlen=max(keep, 0))
     total = 0
-    occurrence = schedule.next_after(after)
-    while occurrence.at <= until:
+    cursor = after
+    while (occurrence := schedule.next_after(cursor)) is not None and occurrence.at <= until:
+        if total == steps:
+            return DueSlots(total=total, newest=tuple(newest), resume_after=cursor)
         total += 1
         newest.append(occurrence.at)
-        occurrence = schedule.next_after(occurrence.at)
+        cursor = occurrence.at
     return DueSlots(total=total, newest=tuple(newest))
+
+
+def combine(earlier: DueSlots, later: DueSlots, *, keep: int) -> DueSlots:
+    """The count of two consecutive windows (``later`` goes on where ``earlier`` stopped)."""
+    joined = earlier.newest + later.newest
+    return DueSlots(
+        total=earlier.total + later.total,
+        newest=joined[max(len(joined) - keep, 0) :] if keep > 0 else (),
+        resume_after=later.resume_after,
+    )
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -90,6 +90,7 @@ class TestTheBoundsPerJob:
             "--max-http-body-bytes=2000",
             "--max-http-headers-bytes=3000",
             "--max-queue-payload-bytes=4000",
+            "--schedule-horizon-years=2",
         ).bounds
 
         assert bounds == planning.Bounds(
@@ -101,6 +102,7 @@ class TestTheBoundsPerJob:
             max_http_body_bytes=2000,
             max_http_headers_bytes=3000,
             max_queue_payload_bytes=4000,
+            schedule_horizon_years=2,
         )
 
     @pytest.mark.parametrize(
@@ -109,6 +111,8 @@ class TestTheBoundsPerJob:
             (("--min-period=0s",), "--min-period"),
             (("--min-period=soon",), "--min-period"),
             (("--max-runs-in-flight-per-job=0",), "--max-runs-in-flight-per-job"),
+            (("--schedule-horizon-years=0",), "--schedule-horizon-years"),
+            (("--schedule-horizon-years=11",), "--schedule-horizon-years"),
         ],
     )
     def test_a_bound_no_job_could_meet_is_refused_naming_the_flag(

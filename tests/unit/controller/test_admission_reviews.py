@@ -195,6 +195,17 @@ class TestTheCheck:
         with pytest.raises(InvalidSpecError, match=r"^spec\.schedule: minute field '61'"):
             await reviews().review(operation="CREATE", body=body, old=None)
 
+    async def test_a_schedule_that_never_fires_is_refused_naming_spec_schedule(self) -> None:
+        never = {
+            "schedule": "30 2 * 3 0L",
+            "timeZone": "Europe/Berlin",
+            "dst": {"nonexistent": "Skip"},
+        }
+        body = scheduled_job({**never, "target": HTTP})
+
+        with pytest.raises(InvalidSpecError, match=r"^spec\.schedule: .* no slot in the next 10"):
+            await reviews().review(operation="CREATE", body=body, old=None)
+
     async def test_a_valid_spec_is_admitted_without_warnings(self) -> None:
         body = scheduled_job({"schedule": "0 3 * * *", "target": HTTP})
 

@@ -15,6 +15,7 @@ names, URLs, header names and values), which is where a check can let something 
 """
 
 import string
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -28,6 +29,7 @@ from punctual.scheduling.errors import InvalidSpecError
 from punctual.targets.queue import stream as queue_stream
 
 JOB = slots.JobRef(namespace="fuzz", name="fuzzed", uid="0b7e2a54-9d7f-4b0e-8f57-1d2c3b4a5f60")
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
 FUZZ_SETTINGS = settings(
     max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
@@ -308,7 +310,7 @@ def wiring() -> targets.Targets:
 def validate(raw: object, wiring: targets.Targets) -> None:
     """What ``Reconciler.observe`` does with an object's spec before it arms anything."""
     # The reconciler reads `body.get("spec") or {}`: whatever the object holds under spec.
-    checked = validation.check(raw or {}, uid=JOB.uid, bounds=planning.DEFAULT_BOUNDS)  # type: ignore[arg-type]
+    checked = validation.check(raw or {}, uid=JOB.uid, bounds=planning.DEFAULT_BOUNDS, now=NOW)  # type: ignore[arg-type]
     wiring.wire(JOB, checked.spec)
 
 
@@ -332,7 +334,7 @@ def test_what_the_check_admits_the_wiring_finds_valid(
     wiring: targets.Targets, raw: dict[str, Any]
 ) -> None:
     try:
-        checked = validation.check(raw, uid=JOB.uid, bounds=planning.DEFAULT_BOUNDS)
+        checked = validation.check(raw, uid=JOB.uid, bounds=planning.DEFAULT_BOUNDS, now=NOW)
     except InvalidSpecError:
         return
     wiring.wire(JOB, checked.spec)  # an InvalidSpecError here fails the test

@@ -22,6 +22,7 @@ JOB = slots.JobRef(namespace="tenant-a", name="report", uid="uid-1")
 SLOT = datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
 SECRET = "s3cr3t-value"
 URL = "http://report-svc.tenant-a.svc:8080/run"
+CHECKED_AT = datetime(2026, 6, 1, tzinfo=UTC)
 
 
 @pytest.mark.parametrize(
@@ -96,14 +97,19 @@ class TestASpecHeader:
     )
     def test_is_refused_naming_its_field(self, headers: dict[str, str], field: str) -> None:
         with pytest.raises(InvalidSpecError) as refused:
-            validation.check(spec(headers), uid="uid-1", bounds=planning.DEFAULT_BOUNDS)
+            validation.check(
+                spec(headers), uid="uid-1", bounds=planning.DEFAULT_BOUNDS, now=CHECKED_AT
+            )
 
         assert refused.value.field == field
 
     def test_is_refused_without_showing_its_value(self) -> None:
         with pytest.raises(InvalidSpecError) as refused:
             validation.check(
-                spec({"X-Env": f"{SECRET}\x01"}), uid="uid-1", bounds=planning.DEFAULT_BOUNDS
+                spec({"X-Env": f"{SECRET}\x01"}),
+                uid="uid-1",
+                bounds=planning.DEFAULT_BOUNDS,
+                now=CHECKED_AT,
             )
 
         assert SECRET not in str(refused.value)
