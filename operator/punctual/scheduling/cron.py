@@ -165,7 +165,13 @@ _DAY = timedelta(days=1)
 _SECOND = timedelta(seconds=1)
 
 
-@functools.cache
+CACHED_EXPRESSIONS = 4096
+"""Expressions whose parsed iterator and shortest period are kept: the cron texts are the
+tenants' to choose, so the caches keyed by them are bounded (a text pushed out is parsed again
+when next asked for: a cost, never a wrong answer)."""
+
+
+@functools.lru_cache(maxsize=CACHED_EXPRESSIONS)
 def _iterator(expression: str) -> croniter:
     """One croniter per expression, re-positioned for each scan.
 
@@ -179,7 +185,7 @@ def _has_seconds(expression: str) -> bool:
     return len(expression.split()) == len(_FIELDS_6)
 
 
-@functools.cache
+@functools.lru_cache(maxsize=CACHED_EXPRESSIONS)
 def _shortest_period(expression: str) -> timedelta:
     """The smallest gap between consecutive slots, sampled on naive (DST-free) local time.
 

@@ -156,6 +156,24 @@ class TestTheShortestPeriodIsTheSmallestGapBetweenSlots:
         assert cron.parse(expression, zone=UTC_ZONE).shortest_period == period
 
 
+class TestWhatIsKeptPerExpressionIsBounded:
+    def test_more_expressions_than_the_bound_keep_the_caches_at_it(self) -> None:
+        # Tenants choose the cron texts: distinct ones must not grow memory without end.
+        after = datetime(2026, 1, 1, tzinfo=UTC)
+        expressions = [
+            f"{minute} {hour} {day} * *"
+            for minute in range(60)
+            for hour in range(24)
+            for day in range(1, 4)
+        ]
+        assert len(expressions) > cron.CACHED_EXPRESSIONS
+        for expression in expressions:
+            cron.parse(expression, zone=UTC_ZONE).next_after(after)
+
+        assert cron._iterator.cache_info().currsize <= cron.CACHED_EXPRESSIONS
+        assert cron._shortest_period.cache_info().currsize <= cron.CACHED_EXPRESSIONS
+
+
 class TestAFixedHourFollowsTheDstRulesAWildcardHourFollowsRealTime:
     RULES = dst.DstRules(nonexistent=dst.Nonexistent.SKIP, ambiguous=dst.Ambiguous.SECOND)
 
