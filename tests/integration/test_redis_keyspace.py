@@ -24,7 +24,8 @@ from punctual.scheduling import slots
 from punctual.targets.queue import stream as queue_stream
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "queue-messages.md"
-SLOT = datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
+SLOT = datetime(2036, 11, 30, 1, 30, tzinfo=UTC)
+"""After the session's Redis started: a slot due before, it could not prove unclaimed."""
 TTL = timedelta(minutes=2)
 PASSWORD = "consumer-password"
 RECOVERY_TIMEOUT = 10.0

@@ -66,7 +66,7 @@ class TestASlotDueBeforeTheServerStarted:
     ) -> None:
         """Its entry may have been added by the server that was lost: never added again."""
         job, stream = a_job(), a_stream()
-        lock = streams.lock_for(stream=stream, payload=None, max_len=None)
+        lock = streams.lock_for(stream=stream, payload=None, max_len=1000)
         before_the_start = datetime(2020, 1, 1, tzinfo=UTC)
 
         with pytest.raises(protocols.LockForgotError, match="not enqueued"):
