@@ -4,8 +4,9 @@ The next slot is always computed from the previous slot, never from when a run f
 the loop does not drift. Deciding ends here and running begins in ``runs``, as APScheduler 4
 splits ``_process_schedules`` (what is due, and what to do with it) from ``_process_jobs``
 (running what was decided). Here: waiting toward each slot, which slots are due after a stall,
-a re-arm or a wall-clock jump, the missed-run policy and its starting deadline, counting the
-slots given up once across replicas, and the order in which claims go out. Each slot to run is
+a re-arm or a wall-clock jump, the missed-run policy and its starting deadline, which slots are
+given up (``runs`` claims them to count them once across replicas), and the order in which
+claims go out. Each slot to run is
 handed to ``runs.JobRuns`` with the ``runs.Armed`` it was decided under; the concurrency policy
 is applied there, to the runs in flight when its claim lands. The loop never looks into a run,
 and waits for one only when catching up: a slow run never delays the next slot.
