@@ -98,7 +98,8 @@ class Metrics:
         )
         self.slots_missed = prometheus_client.Counter(
             "punctual_slots_missed",
-            "Slots that were not run: past their starting deadline or skipped by the policy.",
+            "Slots that were not run: past their starting deadline, skipped by the policy, or lost "
+            "to the lock (it forgot them, or could not answer when they were due).",
             registry=registry,
         )
         self.overlaps = prometheus_client.Counter(

@@ -3,7 +3,8 @@
 Two operator replicas with the Redis lock schedule three 1-second HTTP jobs. While Redis is
 down no slot can be claimed, so none may run (fail closed), and every failed claim shows in
 ``punctual_lock_claims_total{outcome="error"}``; the jobs' Ready condition says why nothing
-runs. Once Redis answers again the jobs run from the next slot on, and no slot ever ran twice.
+runs. Once Redis answers again the jobs run from the next slot on, the slots due meanwhile are
+counted missed once (``LockUnavailable``), and no slot ever ran twice.
 
 The scenario runs once (module fixture ``outage``); each test reads one of its consequences.
 ``PUNCTUAL_REDIS_OUTAGE_SECONDS`` sets the length of the outage (default 30).
@@ -23,10 +24,12 @@ from failure_harness import (
     first_slot_after,
     jobs_firing,
     lock_claims,
+    metric,
     slots_of,
 )
 from operator_harness import (
     Call,
+    Operators,
     Receiver,
     now,
     report,
@@ -58,6 +61,10 @@ class Outage:
     errors_during: float
     won_before_down: float
     won_at_end_of_outage: float
+    missed_before: float
+    missed_after: float
+    """``punctual_slots_missed_total`` summed over both replicas, before Redis stopped and at
+    the end."""
     conditions: ConditionLog
 
 
@@ -88,6 +95,7 @@ def outage(  # noqa: PLR0917 - fixtures
     ) as operators:
         with ConditionLog(cluster, namespace) as conditions:
             errors_before = lock_claims(operators, outcome="error")
+            missed_before = _slots_missed(operators)
             own_redis.stop_server()
             down_at = now()
             # Claims already on their way when Redis stopped may still be counted as won.
@@ -100,6 +108,7 @@ def outage(  # noqa: PLR0917 - fixtures
             own_redis.start_server()
             up_at = now()
             _sleep_until(up_at + timedelta(seconds=AFTER))
+            missed_after = _slots_missed(operators)
         operators.stop()
         problems = operators.problems()
     calls = {name: receiver.calls(f"{namespace}/{name}") for name in JOBS}
@@ -107,6 +116,7 @@ def outage(  # noqa: PLR0917 - fixtures
         f"Redis outage of {OUTAGE:.0f}s",
         [
             f"lock claim errors during the outage: {errors_during:.0f}",
+            f"slots counted missed: {missed_after - missed_before:.0f}",
             *(
                 f"{name}: last slot before {_latest_before(calls[name], down_at)}, "
                 f"first after {_earliest_after(calls[name], up_at)} (Redis back at {up_at:%T.%f})"
@@ -124,7 +134,17 @@ def outage(  # noqa: PLR0917 - fixtures
         errors_during=errors_during,
         won_before_down=won_before_down,
         won_at_end_of_outage=won_at_end,
+        missed_before=missed_before,
+        missed_after=missed_after,
         conditions=conditions,
+    )
+
+
+def _slots_missed(operators: Operators) -> float:
+    return sum(
+        metric(replica.metrics(), "punctual_slots_missed_total")
+        for replica in operators.replicas.values()
+        if replica.running()
     )
 
 
@@ -212,6 +232,15 @@ class TestOnceRedisIsBack:
         }
 
         assert missing == {key: [] for key in JOBS}
+
+    def test_the_slots_due_meanwhile_are_counted_missed_once(self, outage: Outage) -> None:
+        # Each job's slots from Redis stopping to it answering, by both replicas together:
+        # a slot counted by each replica would double it. Slack: the slots of the seconds at
+        # either end may have been claimed, or fall to the claim Redis answers first.
+        down_for = (outage.up_at - outage.down_at).total_seconds()
+        counted = outage.missed_after - outage.missed_before
+
+        assert len(JOBS) * (down_for - 4) <= counted <= len(JOBS) * (down_for + 2)
 
     def test_ready_is_true_again(self, outage: Outage) -> None:
         window = (outage.up_at + timedelta(seconds=5), outage.up_at + timedelta(seconds=AFTER))

@@ -254,7 +254,8 @@ class ScheduledJobStatus(fields.ApiModel):
     last_run_now_token: str | None = pydantic.Field(
         default=None,
         description="The last punctual.dev/run-now token taken (its run claimed by a "
-        "replica): setting the annotation to it again runs nothing.",
+        "replica, then started or skipped under the concurrency policy): setting the "
+        "annotation to it again runs nothing, nor does a restart.",
     )
     backfill: BackfillStatus | None = pydantic.Field(
         default=None,

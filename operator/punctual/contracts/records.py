@@ -28,6 +28,9 @@ class MissedReason(enum.StrEnum):
     LOCK_FORGOT = "LockForgot"
     """The lock cannot prove nobody claimed them: its Redis restarted without its data after
     they were due (``LockForgotError``). They may have run before; they do not run again."""
+    LOCK_UNAVAILABLE = "LockUnavailable"
+    """The lock could not answer for them when they were due (``LockUnavailableError``): they
+    did not run, and are counted once a claim gets an answer again."""
 
 
 class Trigger(enum.StrEnum):

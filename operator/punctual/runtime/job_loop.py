@@ -4,8 +4,9 @@ The next slot is always computed from the previous slot, never from when a run f
 the loop does not drift. Deciding ends here and running begins in ``runs``, as APScheduler 4
 splits ``_process_schedules`` (what is due, and what to do with it) from ``_process_jobs``
 (running what was decided). Here: waiting toward each slot, which slots are due after a stall,
-a re-arm or a wall-clock jump, the missed-run policy and its starting deadline, counting the
-slots given up once across replicas, and the order in which claims go out. Each slot to run is
+a re-arm or a wall-clock jump, the missed-run policy and its starting deadline, which slots are
+given up (``runs`` claims them to count them once across replicas), and the order in which
+claims go out. Each slot to run is
 handed to ``runs.JobRuns`` with the ``runs.Armed`` it was decided under; the concurrency policy
 is applied there, to the runs in flight when its claim lands. The loop never looks into a run,
 and waits for one only when catching up: a slow run never delays the next slot.
@@ -342,29 +343,14 @@ class JobLoop:
                     await asyncio.wait([started])
 
     async def _count_missed(self, decision: missed.Decision, armed: runs.Armed) -> None:
-        """Count the slots given up, each on the one replica that claims it.
-
-        Every replica that fell behind decides on the slots due since its own cursor, and
-        replicas fall behind at different times: a slot another replica ran or counted is
-        claimed already, so the count never multiplies. The claims go out together (one round
-        trip for a lock that batches them), made oldest first: a lock that is a high-water mark
-        (the kubernetes backend) takes them in that order. Slots older than the ones listed (a
-        long outage) are counted by the replica that claims the oldest listed one. What is won
-        is counted even when the loop is cancelled meanwhile (a re-arm, a shutdown); a claim
-        with no answer, from the lock or in time, goes uncounted rather than counted twice.
-        """
-        claims = [self._runs.claim_missed(slot, armed) for slot in decision.given_up]
-        try:
-            await asyncio.wait(claims)
-        finally:
-            won = [claim.done() and not claim.cancelled() and claim.result() for claim in claims]
-            for claim in claims:
-                claim.cancel()
-            older = decision.missed - len(decision.given_up)
-            count = sum(won) + (older if won[0] else 0)
-            ours = [slot for slot, mine in zip(decision.given_up, won, strict=True) if mine]
-            if ours:
-                self._store.slots_missed(self.job, count=count, newest=ours[-1])
+        """Count the slots given up once across replicas (``JobRuns.count_missed``): in a task
+        of the job's own, so that what is won is counted even when the loop is cancelled."""
+        await asyncio.shield(
+            self._tasks.spawn(
+                self._runs.count_missed(decision, armed),
+                name=f"count missed of {self.job.namespace}/{self.job.name}",
+            )
+        )
 
 
 def _at(occurrence: timeline.Occurrence | None) -> datetime | None:

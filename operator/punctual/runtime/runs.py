@@ -9,7 +9,7 @@ and every slot it claims ends in exactly one record, whatever happens to the loo
 because it counts the runs in flight when the claim lands, not when the slot came due.
 
 The loop hands each slot over with the ``Armed`` it was decided under, through
-``JobRuns.prepare``, ``claim_and_admit``, ``claim_missed``, ``lost`` and ``stop``, and never
+``JobRuns.prepare``, ``claim_and_admit``, ``count_missed``, ``lost`` and ``stop``, and never
 looks into a run. Both sides start their tasks in the job's one ``tasks.JobTasks``.
 """
 
@@ -24,7 +24,7 @@ from typing import TypeAlias
 
 from punctual.contracts import protocols, records
 from punctual.runtime import tasks
-from punctual.scheduling import durations, overlap, plans, slots
+from punctual.scheduling import durations, missed, overlap, plans, slots
 
 logger = logging.getLogger(__name__)
 _run_ids = itertools.count(1)
@@ -98,6 +98,9 @@ class JobRuns:
         """The past slots a backfill taken here is claiming or running, with its token."""
         self._backfill_results: dict[datetime, records.RunResult] = {}
         """What became of each of them, for the backfill to count (taken when it reads it)."""
+        self._unclaimed: missed.Decision | None = None
+        """The slots of the schedule whose claim got no answer (the lock unavailable), bounded
+        like any slots given up: counted missed once a claim gets an answer again."""
         self._tokens: dict[datetime, str] = {}
         """The runs asked for by hand, from their claim to their record: each one's slot (when
         it was asked for, on this replica's clock) and its ``punctual.dev/run-now`` token."""
@@ -197,12 +200,47 @@ class JobRuns:
         progress = dataclasses.replace(progress, finished=True)
         self._store.backfill_progressed(self._job, progress)
 
-    def claim_missed(self, slot: datetime, armed: Armed) -> asyncio.Task[bool]:
-        """Claim ``slot`` only to count it missed, in a task of its own: True when this replica
-        won it. Nothing runs."""
-        return self._tasks.spawn(
-            self._claim(slot, armed, run=False), name=f"count {self._slot_id(slot)}"
-        )
+    async def count_missed(
+        self,
+        decision: missed.Decision,
+        armed: Armed,
+        *,
+        reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
+    ) -> None:
+        """Count the slots ``decision`` gives up, each on the one replica that claims it.
+
+        Every replica that fell behind decides on the slots due since its own cursor, and
+        replicas fall behind at different times: a slot another replica ran or counted is
+        claimed already, so the count never multiplies. The claims go out together (one round
+        trip for a lock that batches them), made oldest first: a lock that is a high-water mark
+        (the kubernetes backend) takes them in that order. Slots older than the ones listed (a
+        long outage) are counted by the replica that claims the oldest listed one. What is won
+        is counted even when the caller is cancelled meanwhile (a re-arm, a shutdown); a claim
+        with no answer, from the lock or in time, is left to count once the lock answers again
+        (``LockUnavailable``) rather than counted twice.
+        """
+        claims = [
+            self._tasks.spawn(
+                self._claim(slot, armed, run=False), name=f"count {self._slot_id(slot)}"
+            )
+            for slot in decision.given_up
+        ]
+        try:
+            await asyncio.wait(claims)
+        finally:
+            answers = [
+                claim.result() if claim.done() and not claim.cancelled() else None
+                for claim in claims
+            ]
+            for claim in claims:
+                claim.cancel()
+            tally = missed.tally(decision, answers)
+            if tally.newest is not None:
+                self._store.slots_missed(
+                    self._job, count=tally.counted, newest=tally.newest, reason=reason
+                )
+            if tally.unanswered is not None:
+                self._remember_unclaimed(tally.unanswered)
 
     def lost(
         self,
@@ -250,8 +288,24 @@ class JobRuns:
             self._store.slots_missed(self._job, count=len(self._queued), newest=newest)
             self._queued.clear()
 
-    async def _claim(self, slot: datetime, armed: Armed, *, run: bool) -> bool:
-        """Fail closed: no claim, no run, whatever went wrong."""
+    def _remember_unclaimed(self, unclaimed: missed.Decision) -> None:
+        self._unclaimed = (
+            unclaimed if self._unclaimed is None else missed.merge(self._unclaimed, unclaimed)
+        )
+
+    def _count_unclaimed(self, armed: Armed) -> None:
+        """The lock answers again: count the slots it could not answer for, in a task of its
+        own (their claims are made only to count them, once across replicas)."""
+        unclaimed, self._unclaimed = self._unclaimed, None
+        if unclaimed is not None and self._stopping is None:
+            self._tasks.spawn(
+                self.count_missed(unclaimed, armed, reason=records.MissedReason.LOCK_UNAVAILABLE),
+                name=f"count unclaimed of {self._job.namespace}/{self._job.name}",
+            )
+
+    async def _claim(self, slot: datetime, armed: Armed, *, run: bool) -> bool | None:
+        """Fail closed: no claim, no run, whatever went wrong. None: the lock could not answer
+        (a slot of the schedule to run is then remembered, to be counted missed once it can)."""
         plan = armed.plan
         token = self._tokens.get(slot)
         backfill = self._backfilled.get(slot)
@@ -268,8 +322,9 @@ class JobRuns:
             backup=self.backup if run and token is None and backfill is None else None,
         )
         try:
-            return await armed.lock.claim(claim)
+            won = await armed.lock.claim(claim)
         except protocols.LockForgotError as error:
+            self._count_unclaimed(armed)
             if not run:  # claimed to be counted missed: it is, by this replica
                 return True
             # Not run: a slot of the schedule is counted missed, here only; a run asked for by
@@ -281,14 +336,20 @@ class JobRuns:
                 )
         except protocols.LockUnavailableError as error:
             logger.warning("slot %s not claimed, lock unavailable: %s", claim.slot_id, error)
+            if run and token is None and backfill is None:
+                self._remember_unclaimed(missed.give_up((slot,), total=1))
+            return None
         except Exception:
             logger.exception("slot %s not claimed, the lock failed", claim.slot_id)
+        else:
+            self._count_unclaimed(armed)
+            return won
         return False
 
     async def _claim_and_admit(self, slot: datetime, armed: Armed) -> asyncio.Task[None] | None:
         loop = asyncio.get_running_loop()
         sent = loop.time()
-        claimed = False
+        claimed: bool | None = False
         try:
             claimed = await self._claim(slot, armed, run=True)
         finally:

@@ -69,6 +69,50 @@ def give_up(newest: Sequence[datetime], *, total: int) -> Decision:
     return Decision(run=(), missed=total, given_up=tuple(newest[-GIVEN_UP_CLAIMS:]))
 
 
+def merge(first: Decision, second: Decision) -> Decision:
+    """The slots given up in ``first`` and in ``second``, counted together (nothing to run):
+    the newest ``GIVEN_UP_CLAIMS`` of both listed, the older ones with the oldest listed."""
+    listed = sorted({*first.given_up, *second.given_up})
+    repeated = len(first.given_up) + len(second.given_up) - len(listed)
+    return Decision(
+        run=(),
+        missed=first.missed + second.missed - repeated,
+        given_up=tuple(listed[-GIVEN_UP_CLAIMS:]),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """What the claims of a decision's given-up slots, made only to count them, came to."""
+
+    counted: int
+    """Slots this replica counts missed: the listed ones it won, and the older ones if it won
+    the oldest listed."""
+    newest: datetime | None
+    """The newest listed slot it won (None: it won none)."""
+    unanswered: Decision | None
+    """The listed slots whose claim got no answer (the lock unavailable, or no time left), and
+    the older ones if the oldest listed is among them: nobody counted them yet."""
+
+
+def tally(decision: Decision, won: Sequence[bool | None]) -> Tally:
+    """Tally the claims of ``decision.given_up``, ``won`` their answers in the same order (None:
+    no answer). Each slot is counted by the one replica whose claim won it, so that the count
+    never multiplies across replicas; a slot whose claim got no answer is left to count later
+    rather than counted twice."""
+    older = decision.missed - len(decision.given_up)
+    ours = [slot for slot, mine in zip(decision.given_up, won, strict=True) if mine]
+    left = tuple(slot for slot, mine in zip(decision.given_up, won, strict=True) if mine is None)
+    left_older = older if won and won[0] is None else 0
+    return Tally(
+        counted=len(ours) + (older if won and won[0] else 0),
+        newest=ours[-1] if ours else None,
+        unanswered=(
+            Decision(run=(), missed=len(left) + left_older, given_up=left) if left else None
+        ),
+    )
+
+
 def keep_for(rules: MissedRuns) -> int:
     """How many of the newest overdue slots ``decide`` needs to see."""
     return max(rules.max_catch_up, 1) + GIVEN_UP_CLAIMS

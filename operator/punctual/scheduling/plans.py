@@ -5,6 +5,15 @@ from datetime import datetime, timedelta
 
 from punctual.scheduling import missed, overlap, timeline
 
+LOST_RUN_NOTICE = timedelta(seconds=20)
+"""How long after its replica's last heartbeat a lost run is taken over (the run lease's TTL and
+one scan, ``runtime.leases.LeaseRules``): the wait before a lost run's retry."""
+LONGEST_SLOT_SPAN = timedelta(days=1)
+"""The longest a slot key is kept for its queue, its retry or its starting deadline beyond its
+timeout: each second of TTL is a key per second of period held in the lock's Redis."""
+CLAIM_MARGIN = timedelta(seconds=60)
+"""How much longer than its slot can be in play a claim lives: clocks, late claims."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobPlan:
@@ -23,8 +32,27 @@ class JobPlan:
 
     def __post_init__(self) -> None:
         # Once per plan, not once per claim: read on every slot's claim.
-        ttl = max(2 * self.schedule.shortest_period, self.timeout + timedelta(seconds=60))
+        in_play = min(
+            max(self.starting_deadline, self.run_span), max(self.timeout, LONGEST_SLOT_SPAN)
+        )
+        ttl = max(2 * self.schedule.shortest_period, in_play + CLAIM_MARGIN)
         object.__setattr__(self, "_lock_ttl", ttl)
+
+    @property
+    def starting_deadline(self) -> timedelta:
+        """How long after its time a slot may still be claimed to run (0: no deadline; then
+        ``2 × period`` covers the newest slot due, the one ``RunOnce`` runs)."""
+        return self.missed_runs.starting_deadline or timedelta()
+
+    @property
+    def run_span(self) -> timedelta:
+        """The longest a claimed slot may take to start and end: the runs queued before it and
+        its own (``Queue``), and a lost run's wait and retry (``retryLostRuns``)."""
+        queued = self.max_queued if self.concurrency is overlap.ConcurrencyPolicy.QUEUE else 0
+        span = (1 + queued) * self.timeout
+        if self.retry_lost_runs:
+            span += LOST_RUN_NOTICE + self.timeout
+        return span
 
     def nominal(self, fires_at: datetime) -> datetime:
         """The nominal time of a slot firing at ``fires_at``: a time on the job's slot timeline.
@@ -35,5 +63,7 @@ class JobPlan:
 
     @property
     def lock_ttl(self) -> timedelta:
-        """How long a slot claim outlives its holder: ``max(2 × period, timeout + 60s)``."""
+        """How long a slot claim outlives its holder: as long as its slot can still be claimed
+        to run or its run still start or end, ``max(starting deadline, run span)`` capped at
+        ``max(timeout, LONGEST_SLOT_SPAN)``, plus ``CLAIM_MARGIN``; at least ``2 × period``."""
         return self._lock_ttl

@@ -156,6 +156,21 @@ class UnavailableLock(GrantingLock):
         return True
 
 
+class OutageLock(GrantingLock):
+    """A lock shared by replicas (``SET NX``: the first holder keeps a slot) that cannot answer
+    while the wall clock is within ``down`` (``[start, end)``)."""
+
+    def __init__(self, wall: FakeWall, *, down: tuple[datetime, datetime]) -> None:
+        super().__init__(wall)
+        self.down = down
+        self.holders: dict[str, str] = {}
+
+    def answer(self, claim: records.Claim) -> bool:
+        if self.down[0] <= self.wall() < self.down[1]:
+            raise protocols.LockUnavailableError("redis: connection refused")
+        return self.holders.setdefault(claim.slot_id, claim.holder) == claim.holder
+
+
 class ForgetfulLock(GrantingLock):
     """A lock whose backend lost its memory: claims of slots before ``started`` are won only to
     be counted missed (``LockForgotError``); later ones are granted."""

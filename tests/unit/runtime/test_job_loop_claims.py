@@ -5,6 +5,7 @@ An ``every: 10s`` job is armed at 00:00:05: its slots are 00:00:10, 00:00:20, ..
 
 import asyncio
 import gc
+from collections import Counter
 from datetime import datetime, timedelta
 
 import pytest
@@ -17,6 +18,7 @@ from runtime_doubles import (
     ForgetfulLock,
     GrantingLock,
     LosingLock,
+    OutageLock,
     Target,
     UnavailableLock,
     at,
@@ -145,6 +147,65 @@ class TestAnUnavailableLock:
 
         assert target.slots == ats(10, 30, 40)
         assert JOB in supervisor.armed
+
+
+class TestSlotsDueWhileTheLockCannotAnswer:
+    """The lock cannot answer from 00:00:15 to 00:00:45: the slots 20, 30 and 40 get no claim.
+    Two replicas schedule the job on the same lock."""
+
+    @pytest.fixture
+    def lock(self, wall: FakeWall) -> OutageLock:
+        return OutageLock(wall, down=(at(15), at(45)))
+
+    async def test_are_counted_missed_once_it_answers_again_by_one_replica(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore, lock: OutageLock
+    ) -> None:
+        other_store = MemoryStore()
+        other = Supervisor(wall=wall, lock=lock, store=other_store, replica="replica-b")
+        target = Target(wall)
+        try:
+            supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5))
+            other.arm(JOB, every(PERIOD), target, resume_after=at(5))
+            await wall.sleep_until(at(55))
+        finally:
+            await other.shutdown()
+
+        assert target.slots == ats(10, 50)
+        counted = [
+            history.missed_by_reason
+            for history in (store.jobs[JOB], other_store.jobs[JOB])
+            if history.missed
+        ]
+        assert sum(counted, Counter()) == {records.MissedReason.LOCK_UNAVAILABLE: 3}
+
+    async def test_are_counted_with_their_newest(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        supervisor.arm(JOB, every(PERIOD), Target(wall), resume_after=at(5))
+        await wall.sleep_until(at(55))
+
+        assert store.jobs[JOB].newest_missed == at(40)
+
+    async def test_a_long_one_is_counted_whole_within_a_bounded_memory(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore, lock: OutageLock
+    ) -> None:
+        lock.down = (at(15), at(15 + 3600))  # an hour of a job every second
+        supervisor.arm(JOB, every(SECOND), Target(wall), resume_after=at(5))
+        await wall.sleep_until(at(20 + 3600))
+
+        assert store.jobs[JOB].missed_by_reason == {records.MissedReason.LOCK_UNAVAILABLE: 3600}
+
+    async def test_a_run_asked_for_by_hand_is_not_counted(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        target = Target(wall)
+        supervisor.arm(JOB, every(100 * SECOND), target, resume_after=at(5))
+        await wall.sleep_until(at(16))
+        assert supervisor.run_now(JOB, "token-1")  # its claim gets no answer
+        await wall.sleep_until(at(105))  # the slot 00:01:40 is claimed, and runs
+
+        assert target.slots == ats(100)
+        assert store.jobs[JOB].missed == 0
 
 
 class TestALockThatForgot:

@@ -1,10 +1,12 @@
 """``plans.JobPlan``: a job's resolved timing and policies, and the slot-claim TTL."""
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 
+from punctual.runtime import leases
 from punctual.scheduling import cron, interval, missed, overlap, plans, timeline
 
 
@@ -34,6 +36,52 @@ class TestAClaimOutlivesItsHolderByTwoPeriodsOrTheTimeoutPlusAMinute:
         self, schedule: timeline.Schedule, timeout: timedelta, ttl: timedelta
     ) -> None:
         assert plans.JobPlan(schedule=schedule, timeout=timeout).lock_ttl == ttl
+
+
+QUEUE = overlap.ConcurrencyPolicy.QUEUE
+FORBID = overlap.ConcurrencyPolicy.FORBID
+
+
+def deadline(duration: timedelta) -> missed.MissedRuns:
+    return missed.MissedRuns(starting_deadline=duration)
+
+
+class TestAClaimLivesAsLongAsItsSlotCanStillStartOrRun:
+    """Each second: a job ``every: 1s``, so that two periods never win."""
+
+    @pytest.mark.parametrize(
+        ("plan", "ttl"),
+        [
+            pytest.param({}, timedelta(minutes=11), id="a-run-started-at-once"),
+            pytest.param({"concurrency": QUEUE, "max_queued": 3}, timedelta(minutes=41),
+                         id="queued-behind-a-run-and-three-queued"),
+            pytest.param({"concurrency": FORBID, "max_queued": 3}, timedelta(minutes=11),
+                         id="only-queue-queues"),
+            pytest.param({"retry_lost_runs": True}, timedelta(minutes=21, seconds=20),
+                         id="a-lost-run-noticed-and-run-again"),
+            pytest.param({"concurrency": QUEUE, "max_queued": 1, "retry_lost_runs": True},
+                         timedelta(minutes=31, seconds=20), id="queued-then-lost-and-retried"),
+            pytest.param({"missed_runs": deadline(timedelta(hours=2))},
+                         timedelta(hours=2, minutes=1), id="claimed-late-within-its-deadline"),
+            pytest.param({"missed_runs": deadline(timedelta(minutes=1))}, timedelta(minutes=11),
+                         id="a-short-deadline-changes-nothing"),
+            pytest.param({"concurrency": QUEUE, "max_queued": 100, "timeout": timedelta(hours=1)},
+                         timedelta(days=1, minutes=1),
+                         id="a-long-queue-is-kept-a-day"),
+            pytest.param({"missed_runs": deadline(timedelta(days=365))},
+                         timedelta(days=1, minutes=1), id="a-long-deadline-is-kept-a-day"),
+            pytest.param({"concurrency": QUEUE, "max_queued": 5, "timeout": timedelta(days=2)},
+                         timedelta(days=2, minutes=1), id="a-timeout-past-a-day-is-kept-whole"),
+        ],
+    )  # fmt: skip
+    def test_lock_ttl(self, plan: dict[str, Any], ttl: timedelta) -> None:
+        settings = {"timeout": timedelta(minutes=10), **plan}
+        job = plans.JobPlan(schedule=every(timedelta(seconds=1)), **settings)
+        assert job.lock_ttl == ttl
+
+    def test_a_lost_run_is_noticed_within_the_wait_the_plan_allows(self) -> None:
+        rules = leases.LeaseRules()
+        assert rules.ttl + rules.scan <= plans.LOST_RUN_NOTICE
 
 
 class TestNowOnAJobsSlotTimelineIsTheWallClockLessItsOffset:

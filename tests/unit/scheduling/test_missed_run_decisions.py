@@ -1,4 +1,5 @@
-"""``missed.decide``: what runs after downtime or a stall, and what is counted as missed.
+"""``missed.decide``: what runs after downtime or a stall, and what is counted as missed;
+``missed.tally`` and ``missed.merge``: how the slots given up are counted once.
 
 Slots are written as minutes before now: ``ago(3, 2, 1)`` are three overdue slots, oldest first.
 """
@@ -162,6 +163,81 @@ class TestTheSlotsGivenUpAreNamedSoThatEachIsCountedByOneReplica:
         decision = missed.give_up(ago(*range(20, 0, -1)), total=50)
         assert (decision.run, decision.missed) == ((), 50)
         assert decision.given_up == ago(*range(16, 0, -1))
+
+
+class TestTheClaimsToCountAreTalliedSoThatNoSlotIsCountedTwiceOrNever:
+    """``missed.tally``: True won here, False won elsewhere (counted there), None no answer."""
+
+    @pytest.mark.parametrize(
+        ("total", "listed", "won", "counted", "newest", "unanswered"),
+        [
+            pytest.param(3, ago(3, 2, 1), [True, True, True], 3, ago(1)[0], None,
+                         id="all-won-here"),
+            pytest.param(3, ago(3, 2, 1), [False, True, False], 1, ago(2)[0], None,
+                         id="the-others-counted-elsewhere"),
+            pytest.param(100, ago(2, 1), [True, False], 99, ago(2)[0], None,
+                         id="the-older-ones-go-with-the-oldest-listed"),
+            pytest.param(100, ago(2, 1), [False, True], 1, ago(1)[0], None,
+                         id="older-ones-counted-by-who-won-the-oldest"),
+            pytest.param(3, ago(3, 2, 1), [True, None, False], 1, ago(3)[0], (1, ago(2)),
+                         id="a-claim-without-an-answer-is-left-to-count"),
+            pytest.param(100, ago(2, 1), [None, True], 1, ago(1)[0], (99, ago(2)),
+                         id="the-older-ones-stay-with-an-unanswered-oldest"),
+            pytest.param(2, ago(2, 1), [None, None], 0, None, (2, ago(2, 1)),
+                         id="no-answer-at-all"),
+        ],
+    )  # fmt: skip
+    def test_tally(  # noqa: PLR0917 - a table's columns
+        self,
+        total: int,
+        listed: tuple[datetime, ...],
+        won: list[bool | None],
+        counted: int,
+        newest: datetime | None,
+        unanswered: tuple[int, tuple[datetime, ...]] | None,
+    ) -> None:
+        tally = missed.tally(missed.give_up(listed, total=total), won)
+
+        assert (tally.counted, tally.newest) == (counted, newest)
+        left = tally.unanswered
+        assert (None if left is None else (left.missed, left.given_up)) == unanswered
+
+
+class TestSlotsLeftToCountAddUpWithinTheBound:
+    @pytest.mark.parametrize(
+        ("first", "second", "total", "listed"),
+        [
+            pytest.param((1, ago(3)), (1, ago(2)), 2, ago(3, 2), id="one-slot-then-another"),
+            pytest.param((5, ago(3, 2)), (1, ago(1)), 6, ago(3, 2, 1),
+                         id="older-ones-keep-riding-with-the-oldest"),
+            pytest.param((1, ago(2)), (2, ago(2, 1)), 2, ago(2, 1),
+                         id="a-slot-left-twice-is-one-slot"),
+            pytest.param((16, ago(*range(17, 1, -1))), (1, ago(1)), 17,
+                         ago(*range(16, 0, -1)), id="the-oldest-listed-drops-into-the-older-ones"),
+        ],
+    )  # fmt: skip
+    def test_merge(
+        self,
+        first: tuple[int, tuple[datetime, ...]],
+        second: tuple[int, tuple[datetime, ...]],
+        total: int,
+        listed: tuple[datetime, ...],
+    ) -> None:
+        merged = missed.merge(
+            missed.give_up(first[1], total=first[0]), missed.give_up(second[1], total=second[0])
+        )
+
+        assert (merged.run, merged.missed, merged.given_up) == ((), total, listed)
+
+    def test_an_outage_of_a_day_of_seconds_stays_sixteen_slots(self) -> None:
+        left: missed.Decision | None = None
+        for second in range(86_400, 0, -1):
+            slot = missed.give_up((NOW - timedelta(seconds=second),), total=1)
+            left = slot if left is None else missed.merge(left, slot)
+
+        assert left is not None
+        assert left.missed == 86_400
+        assert len(left.given_up) == missed.GIVEN_UP_CLAIMS
 
 
 class TestTheCallerIsToldHowManySlotsToShow:

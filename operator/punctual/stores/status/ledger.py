@@ -79,7 +79,8 @@ class Pending:
     heartbeat: bool = False
     """The runs in progress are due to be stated again (with a fresh ``heartbeatTime``)."""
     run_now_token: str | None = None
-    """The token of the newest run asked for by hand that started here (``lastRunNowToken``)."""
+    """The token of the newest run asked for by hand that started or was skipped here
+    (``lastRunNowToken``)."""
     backfill: records.BackfillProgress | None = None
     """The newest progress of a backfill this replica carries out."""
     failures_reset: bool = False
@@ -198,6 +199,10 @@ class Ledger:
         _trim(pending.run_records, self.history.get(job, History()))
         if record.token is None:
             pending.claimed = _latest(pending.claimed, record.slot)
+        elif record.started_at is None:
+            # Asked for by hand and skipped (the concurrency policy, the limit of runs in
+            # flight): decided as surely as one that started, so never run after a restart.
+            pending.run_now_token = record.token
 
     def missed(
         self,
@@ -280,6 +285,10 @@ def missed_message(
         return (
             f"{said}: the lock's Redis started after they were due, so it cannot prove they did "
             "not run before it lost its data; not run (LockForgot)"
+        )
+    if reason is records.MissedReason.LOCK_UNAVAILABLE:
+        return (
+            f"{said}: the lock could not be reached when they were due; not run (LockUnavailable)"
         )
     return said
 
