@@ -65,6 +65,7 @@ from punctual.locks import health, kubernetes, memory, metered, redis, redis_lea
 from punctual.redis_io import claim_notices
 from punctual.redis_io import connections as redis_connections
 from punctual.runtime import clocks, leases, supervisor
+from punctual.scheduling import overlap
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.stores import events as event_store
 from punctual.stores import fanout
@@ -134,6 +135,8 @@ class ReplicaSettings:
     """Where the replicas' membership Leases are (the operator's namespace)."""
     bounds: planning.Bounds = planning.DEFAULT_BOUNDS
     """What the platform allows one job: checked at admission and before a job is armed."""
+    max_runs_in_flight_per_namespace: int = overlap.MAX_RUNS_IN_FLIGHT_PER_NAMESPACE
+    """The most runs of one namespace's jobs in flight at once on this replica."""
 
     def __post_init__(self) -> None:
         if self.webhook_port and self.webhook_cert_dir is None:
@@ -154,6 +157,8 @@ class ReplicaSettings:
             raise InvalidSpecError("--queue-max-len", "must be at least 1")
         if self.backup_delay <= timedelta():
             raise InvalidSpecError("--backup-delay", "must be more than 0")
+        if self.max_runs_in_flight_per_namespace < 1:
+            raise InvalidSpecError("--max-runs-in-flight-per-namespace", "must be at least 1")
 
     @property
     def liveness_endpoint(self) -> str | None:
@@ -410,6 +415,7 @@ class Replica:
                 if self.settings.sharding
                 else None
             ),
+            max_runs_in_flight_per_namespace=self.settings.max_runs_in_flight_per_namespace,
         )
         self.meters.scheduled_jobs.set_function(lambda: len(scheduler.armed))
         self._scheduler = scheduler

@@ -519,6 +519,7 @@ class TestRendering:
             "--min-period=1s",
             "--max-timeout=24h",
             "--max-runs-in-flight-per-job=10",
+            "--max-runs-in-flight-per-namespace=1000",
             "--max-queued-runs-per-job=100",
             "--max-job-template-bytes=65536",
             "--max-http-body-bytes=65536",

@@ -94,7 +94,8 @@ class RunRecord(fields.ApiModel):
     result: records.RunResult = pydantic.Field(
         description="Succeeded, Failed, TimedOut (cancelled at spec.timeout), SkippedOverlap "
         "(an earlier run was still going, see spec.concurrencyPolicy), SkippedInFlightLimit "
-        "(the job had as many runs in flight as the operator allows one job), Missed (see "
+        "(the job, or its namespace on the replica, had as many runs in flight as the operator "
+        "allows), Missed (see "
         "spec.missedRuns) or Lost (the operator replica running it died; see "
         "spec.retryLostRuns).",
     )
@@ -170,7 +171,8 @@ class RunCounts(fields.ApiModel):
         default=0,
         ge=0,
         description="Slots not run because the job had as many runs in flight as the operator "
-        "allows one job (punctual run --max-runs-in-flight-per-job).",
+        "allows one job (punctual run --max-runs-in-flight-per-job), or its namespace as many "
+        "on the replica as it allows one namespace (--max-runs-in-flight-per-namespace).",
     )
     missed: fields.WholeNumber = pydantic.Field(
         default=0,

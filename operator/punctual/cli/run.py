@@ -25,7 +25,7 @@ from punctual.api import models, planning
 from punctual.cli import log_format
 from punctual.controller import admission, handlers
 from punctual.kube import events, membership
-from punctual.scheduling import durations
+from punctual.scheduling import durations, overlap
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.stores import logs as log_store
 from punctual.targets.http import allowlist
@@ -226,12 +226,14 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
 
 def _add_bounds(parser: argparse.ArgumentParser) -> None:
     """What the platform allows one job (``planning.Bounds``): a spec past them is refused at
-    admission and ``InvalidSpec`` in status, the flag named in the message."""
+    admission and ``InvalidSpec`` in status, the flag named in the message. With them, the one
+    bound on a namespace's jobs together (not a spec's: applied to runs as they come due)."""
     bounds = planning.DEFAULT_BOUNDS
     group = parser.add_argument_group(
-        "bounds per job",
-        "what one ScheduledJob may ask of this shared operator; a spec past them is refused by "
-        "the webhook and reported InvalidSpec, naming the field",
+        "bounds per job and per namespace",
+        "what one ScheduledJob, and one namespace's jobs together, may ask of this shared "
+        "operator; a spec past them is refused by the webhook and reported InvalidSpec, naming "
+        "the field",
     )
     group.add_argument(
         "--min-period",
@@ -255,6 +257,16 @@ def _add_bounds(parser: argparse.ArgumentParser) -> None:
         help="the most runs of one job in flight at once, whatever its concurrencyPolicy; a "
         "slot due at that many is skipped and counted SkippedInFlightLimit (default: "
         f"{bounds.max_runs_in_flight})",
+    )
+    group.add_argument(
+        "--max-runs-in-flight-per-namespace",
+        type=int,
+        default=overlap.MAX_RUNS_IN_FLIGHT_PER_NAMESPACE,
+        metavar="N",
+        help="the most runs of one namespace's jobs in flight at once on this replica; a slot "
+        "that would add one more is skipped and counted SkippedInFlightLimit (default: "
+        f"{overlap.MAX_RUNS_IN_FLIGHT_PER_NAMESPACE}); per replica: with sharding, a "
+        "namespace's jobs are spread over the replicas",
     )
     group.add_argument(
         "--max-queued-runs-per-job",
@@ -359,6 +371,7 @@ def _settings(arguments: argparse.Namespace) -> replica.ReplicaSettings:
         sharding=arguments.sharding == "on",
         backup_delay=durations.parse(arguments.backup_delay, field="--backup-delay"),
         membership_namespace=_membership_namespace(arguments),
+        max_runs_in_flight_per_namespace=arguments.max_runs_in_flight_per_namespace,
         bounds=planning.Bounds(
             min_period=durations.parse(arguments.min_period, field="--min-period"),
             max_timeout=durations.parse(arguments.max_timeout, field="--max-timeout"),

@@ -54,11 +54,13 @@ class JobLoop:
         lock: protocols.SlotLock,
         store: protocols.RunStore,
         replica: str,
+        namespace_runs: runs.NamespaceRuns,
         stagger: timedelta = timedelta(),
         on_stopped: Stopped | None = None,
     ) -> None:
-        """``on_stopped``: told when scheduling stops by itself (the schedule has run out, an
-        error), never when it is stopped (re-armed, suspended, closed)."""
+        """``namespace_runs``: the runs in flight here per namespace, shared by every job's
+        loop. ``on_stopped``: told when scheduling stops by itself (the schedule has run out,
+        an error), never when it is stopped (re-armed, suspended, closed)."""
         self.job = job
         self._on_stopped = on_stopped
         self._timer = timer
@@ -68,7 +70,12 @@ class JobLoop:
         self._stagger = stagger
         self._tasks = tasks.JobTasks()
         self._runs = runs.JobRuns(
-            job=job, wall=wall, store=store, replica=replica, job_tasks=self._tasks
+            job=job,
+            wall=wall,
+            store=store,
+            replica=replica,
+            job_tasks=self._tasks,
+            namespace_runs=namespace_runs,
         )
         self._scheduling: asyncio.Task[None] | None = None
         self._armed: runs.Armed | None = None

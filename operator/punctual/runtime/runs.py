@@ -54,6 +54,33 @@ class Armed:
     preparer: protocols.PreparesRuns | None = None
 
 
+class NamespaceRuns:
+    """The runs in flight on this replica per namespace, summed over its jobs, and the cap on
+    them: one for every job of a supervisor, counted where a run starts and where it is
+    recorded, so that a slot's decision reads its namespace's count in one look, whatever the
+    number of jobs. A namespace leaves the count when its last run ends."""
+
+    def __init__(self, *, limit: int) -> None:
+        self.limit = limit
+        self._counts: dict[str, int] = {}
+
+    def active(self, namespace: str) -> int:
+        return self._counts.get(namespace, 0)
+
+    def has_room(self, namespace: str) -> bool:
+        return self.active(namespace) < self.limit
+
+    def started(self, namespace: str) -> None:
+        self._counts[namespace] = self.active(namespace) + 1
+
+    def ended(self, namespace: str) -> None:
+        left = self.active(namespace) - 1
+        if left > 0:
+            self._counts[namespace] = left
+        else:
+            self._counts.pop(namespace, None)
+
+
 @dataclass(slots=True)
 class _Run:
     """A run this replica claimed and started; ``recorded`` once its record is out. Not a
@@ -77,8 +104,10 @@ class JobRuns:
         store: protocols.RunStore,
         replica: str,
         job_tasks: tasks.JobTasks,
+        namespace_runs: NamespaceRuns,
     ) -> None:
         self._job = job
+        self._namespace_runs = namespace_runs
         self._wall = wall
         self._store = store
         self._replica = replica
@@ -378,12 +407,17 @@ class JobRuns:
         active = len(self._active) + len(elsewhere)
         if active or self._queued:
             self._store.slot_overlapped(self._job, slot=slot, policy=plan.concurrency)
+        namespace_runs = self._namespace_runs
+        namespace_active = namespace_runs.active(self._job.namespace)
         action = overlap.decide(
             plan.concurrency,
             active=active,
+            active_here=len(self._active),
             queued=len(self._queued),
             max_queued=plan.max_queued,
             max_active=plan.max_runs_in_flight,
+            namespace_active=namespace_active,
+            max_namespace_active=namespace_runs.limit,
         )
         match action:
             case overlap.Action.SKIP:
@@ -400,6 +434,16 @@ class JobRuns:
                     plan,
                     result=records.RunResult.SKIPPED_IN_FLIGHT_LIMIT,
                     message=f"{active} run(s) active, the most the operator allows one job",
+                )
+                return None
+            case overlap.Action.SKIP_AT_NAMESPACE_LIMIT:
+                self._skip(
+                    slot,
+                    plan,
+                    result=records.RunResult.SKIPPED_IN_FLIGHT_LIMIT,
+                    message=f"{namespace_active} run(s) of namespace {self._job.namespace} "
+                    f"active on replica {self._replica}, the most the operator allows one "
+                    "namespace",
                 )
                 return None
             case overlap.Action.ENQUEUE:
@@ -435,9 +479,12 @@ class JobRuns:
             )
 
     async def _drain(self, armed: Armed) -> None:
+        """Start the first queued slot once the runs elsewhere are over and the namespace has
+        room here: unlike a slot started in the place of its job's run, it adds one."""
         while self._queued and not self._active and self._stopping is None:
             queued_slot = self._queued[0][0]
-            if not self._running_elsewhere(armed, besides=queued_slot):
+            has_room = self._namespace_runs.has_room(self._job.namespace)
+            if has_room and not self._running_elsewhere(armed, besides=queued_slot):
                 queued_slot, armed = self._queued.pop(0)
                 self._start(queued_slot, armed)
                 return
@@ -471,6 +518,8 @@ class JobRuns:
 
     def _start(self, slot: datetime, armed: Armed, *, attempt: int = 1) -> asyncio.Task[None]:
         context = self._context(slot, armed)
+        if slot not in self._active:  # the count follows ``_active``'s size
+            self._namespace_runs.started(self._job.namespace)
         run = self._active[slot] = _Run(context=context, started_at=self._wall(), attempt=attempt)
         self._store.run_started(
             self._job,
@@ -551,7 +600,8 @@ class JobRuns:
             return
         run.recorded = True
         slot = run.context.slot
-        self._active.pop(slot, None)
+        if self._active.pop(slot, None) is not None:
+            self._namespace_runs.ended(self._job.namespace)
         self._replaced.discard(slot)
         record = records.RunRecord(
             slot=slot,

@@ -9,6 +9,11 @@ The owner's claims name the job's backup (``Claim.backup``), for a lock that tel
 (``protocols.TellsBackups``); the supervisor hears what this replica is told as a backup
 (``protocols.ClaimNotices``) and hands each notice to the job's loop, which then leaves that
 slot to its owner.
+
+The runs in flight of one namespace's jobs are capped on this replica
+(``max_runs_in_flight_per_namespace``), counted as runs start and end (``runs.NamespaceRuns``):
+one tenant's many jobs hold at most that many of the replica's runs. The cap is per replica:
+with sharding, a namespace's jobs are spread over the replicas, and each holds up to that many.
 """
 
 import asyncio
@@ -16,8 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from punctual.contracts import protocols, records
-from punctual.runtime import job_loop, tasks, timers
-from punctual.scheduling import ownership, plans, slots
+from punctual.runtime import job_loop, runs, tasks, timers
+from punctual.scheduling import overlap, ownership, plans, slots
 
 BACKUP_DELAY = timedelta(milliseconds=250)
 
@@ -52,8 +57,10 @@ class Supervisor:
         stagger: timedelta = timedelta(),
         grace: timedelta = timedelta(seconds=10),
         sharding: Sharding | None = None,
+        max_runs_in_flight_per_namespace: int = overlap.MAX_RUNS_IN_FLIGHT_PER_NAMESPACE,
     ) -> None:
         self._wall = wall
+        self._namespace_runs = runs.NamespaceRuns(limit=max_runs_in_flight_per_namespace)
         self._timer = timers.WallTimer(wall=wall)
         self._lock = lock
         self._store = store
@@ -243,6 +250,7 @@ class Supervisor:
                 lock=self._lock,
                 store=self._store,
                 replica=self._replica,
+                namespace_runs=self._namespace_runs,
                 stagger=self._stagger,
                 on_stopped=self._stopped,
             )

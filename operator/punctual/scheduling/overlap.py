@@ -18,6 +18,13 @@ MAX_RUNS_IN_FLIGHT = 10
 """The most runs of one job in flight at once, by default (``punctual run
 --max-runs-in-flight-per-job``): whatever its policy, a job whose target never answers holds
 this many runs, not one more per slot."""
+MAX_RUNS_IN_FLIGHT_PER_NAMESPACE = 1000
+"""The most runs of one namespace's jobs in flight at once on one replica, by default (``punctual
+run --max-runs-in-flight-per-namespace``): a tenant's many jobs against a target that never
+answers hold this many of the replica's runs, whatever their number, and other namespaces' slots
+still start; a thousand jobs of one namespace firing at the same second all run. Per replica:
+with sharding, a namespace's jobs are spread over the replicas, each holding up to this many of
+its runs."""
 
 
 class Action(enum.Enum):
@@ -26,18 +33,47 @@ class Action(enum.Enum):
     """Skipped by the concurrency policy."""
     SKIP_AT_LIMIT = enum.auto()
     """Skipped because the job has ``max_active`` runs in flight already."""
+    SKIP_AT_NAMESPACE_LIMIT = enum.auto()
+    """Skipped because the job's namespace has ``max_namespace_active`` runs in flight here."""
     REPLACE = enum.auto()
     ENQUEUE = enum.auto()
 
 
 def decide(
+    policy: ConcurrencyPolicy,
+    *,
+    active: int,
+    active_here: int,
+    queued: int,
+    max_queued: int,
+    max_active: int,
+    namespace_active: int,
+    max_namespace_active: int,
+) -> Action:
+    """What becomes of a slot due while ``active`` runs of its job are in flight (``active_here``
+    of them started by this replica) and ``queued`` wait, and ``namespace_active`` runs of its
+    namespace's jobs are in flight on this replica.
+
+    ``max_active`` and ``max_namespace_active`` are the platform's caps, above every policy: a
+    run that would start alongside that many of the job's, or add one more to its namespace's,
+    is skipped instead (the others' runs end, or time out, before any new one starts). The job's
+    own cap is named first when both are reached. A replacement that cancels runs here takes
+    their place in the namespace, so it is skipped only when the runs it replaces are elsewhere;
+    a queued slot waits, and starts in the place its job's run leaves (or, behind runs elsewhere,
+    once its namespace has room).
+    """
+    action = _by_policy(
+        policy, active=active, queued=queued, max_queued=max_queued, max_active=max_active
+    )
+    adds_one_here = action is Action.START or (action is Action.REPLACE and active_here == 0)
+    if adds_one_here and namespace_active >= max_namespace_active:
+        return Action.SKIP_AT_NAMESPACE_LIMIT
+    return action
+
+
+def _by_policy(
     policy: ConcurrencyPolicy, *, active: int, queued: int, max_queued: int, max_active: int
 ) -> Action:
-    """What becomes of a slot due while ``active`` runs are in flight and ``queued`` wait.
-
-    ``max_active`` is the platform's cap, above every policy: a run that would start alongside
-    that many is skipped instead (the others' runs end, or time out, before any new one starts).
-    """
     if active == 0 and queued == 0:
         return Action.START
     match policy:

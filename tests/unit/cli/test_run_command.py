@@ -124,6 +124,23 @@ class TestTheBoundsPerJob:
         assert caught.value.field == flag
 
 
+class TestTheBoundPerNamespace:
+    def test_the_default_is_the_documented_one(self) -> None:
+        assert settings().max_runs_in_flight_per_namespace == 1000
+        assert replica.ReplicaSettings(replica_id="r1").max_runs_in_flight_per_namespace == 1000
+
+    def test_the_flag_sets_it(self) -> None:
+        chosen = settings("--max-runs-in-flight-per-namespace=50")
+
+        assert chosen.max_runs_in_flight_per_namespace == 50
+
+    def test_a_cap_no_run_could_meet_is_refused_naming_the_flag(self) -> None:
+        with pytest.raises(InvalidSpecError) as caught:
+            settings("--max-runs-in-flight-per-namespace=0")
+
+        assert caught.value.field == "--max-runs-in-flight-per-namespace"
+
+
 class TestTheRefusedAddresses:
     def test_are_none_beside_the_defaults_unless_given(self) -> None:
         assert settings().refused_addresses == ()

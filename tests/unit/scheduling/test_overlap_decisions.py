@@ -12,6 +12,9 @@ START = overlap.Action.START
 SKIP = overlap.Action.SKIP
 SKIP_AT_LIMIT = overlap.Action.SKIP_AT_LIMIT
 ENQUEUE = overlap.Action.ENQUEUE
+SKIP_AT_NAMESPACE_LIMIT = overlap.Action.SKIP_AT_NAMESPACE_LIMIT
+ROOMY = {"namespace_active": 0, "max_namespace_active": 100}
+"""A namespace far below its cap: the job's policy and cap alone decide."""
 
 
 class TestAnIdleJobAlwaysStarts:
@@ -21,7 +24,16 @@ class TestAnIdleJobAlwaysStarts:
         self, policy: overlap.ConcurrencyPolicy, max_queued: int
     ) -> None:
         assert (
-            overlap.decide(policy, active=0, queued=0, max_queued=max_queued, max_active=1) is START
+            overlap.decide(
+                policy,
+                active=0,
+                active_here=0,
+                queued=0,
+                max_queued=max_queued,
+                max_active=1,
+                **ROOMY,
+            )
+            is START
         )
 
 
@@ -54,7 +66,13 @@ class TestABusyJobFollowsItsConcurrencyPolicy:
         action: overlap.Action,
     ) -> None:
         decided = overlap.decide(
-            policy, active=active, queued=queued, max_queued=max_queued, max_active=10
+            policy,
+            active=active,
+            active_here=active,
+            queued=queued,
+            max_queued=max_queued,
+            max_active=10,
+            **ROOMY,
         )
         assert decided is action
 
@@ -82,13 +100,82 @@ class TestThePlatformsCapOnRunsInFlightIsAbovePolicy:
         action: overlap.Action,
     ) -> None:
         decided = overlap.decide(
-            policy, active=active, queued=queued, max_queued=max_queued, max_active=10
+            policy,
+            active=active,
+            active_here=active,
+            queued=queued,
+            max_queued=max_queued,
+            max_active=10,
+            **ROOMY,
         )
         assert decided is action
 
     @pytest.mark.parametrize("policy", list(overlap.ConcurrencyPolicy), ids=str)
     def test_an_idle_job_starts_whatever_the_cap(self, policy: overlap.ConcurrencyPolicy) -> None:
-        assert overlap.decide(policy, active=0, queued=0, max_queued=1, max_active=1) is START
+        decided = overlap.decide(
+            policy, active=0, active_here=0, queued=0, max_queued=1, max_active=1, **ROOMY
+        )
+        assert decided is START
+
+
+class TestTheCapOnANamespacesRunsInFlightHereIsAbovePolicyToo:
+    """A namespace with 100 runs in flight on this replica (its cap): a slot that would add one
+    more is skipped, one that takes the place of its job's run here is not."""
+
+    @pytest.mark.parametrize(
+        ("policy", "active", "active_here", "namespace_active", "action"),
+        [
+            pytest.param(ALLOW, 0, 0, 99, START, id="an-idle-job-starts-below-the-namespace-cap"),
+            pytest.param(
+                ALLOW, 0, 0, 100, SKIP_AT_NAMESPACE_LIMIT, id="an-idle-job-at-the-cap-skips"
+            ),
+            pytest.param(FORBID, 0, 0, 100, SKIP_AT_NAMESPACE_LIMIT, id="whatever-its-policy"),
+            pytest.param(ALLOW, 0, 0, 5000, SKIP_AT_NAMESPACE_LIMIT, id="past-the-cap-skips-too"),
+            pytest.param(ALLOW, 3, 3, 100, SKIP_AT_NAMESPACE_LIMIT, id="allow-alongside"),
+            pytest.param(ALLOW, 10, 10, 100, SKIP_AT_LIMIT, id="the-jobs-own-cap-is-named-first"),
+            pytest.param(FORBID, 1, 1, 100, SKIP, id="forbid-skips-by-its-policy-as-ever"),
+            pytest.param(
+                REPLACE,
+                1,
+                1,
+                100,
+                overlap.Action.REPLACE,
+                id="replace-takes-the-place-of-its-run-here",
+            ),
+            pytest.param(
+                REPLACE,
+                1,
+                0,
+                100,
+                SKIP_AT_NAMESPACE_LIMIT,
+                id="replacing-runs-elsewhere-would-add-one-here",
+            ),
+            pytest.param(
+                REPLACE, 1, 0, 99, overlap.Action.REPLACE, id="replace-elsewhere-with-room"
+            ),
+            pytest.param(QUEUE, 1, 1, 100, ENQUEUE, id="queue-waits-for-its-runs-place"),
+            pytest.param(QUEUE, 1, 0, 100, ENQUEUE, id="queue-behind-runs-elsewhere-waits-too"),
+        ],
+    )
+    def test_the_action(
+        self,
+        policy: overlap.ConcurrencyPolicy,
+        active: int,
+        active_here: int,
+        namespace_active: int,
+        action: overlap.Action,
+    ) -> None:
+        decided = overlap.decide(
+            policy,
+            active=active,
+            active_here=active_here,
+            queued=0,
+            max_queued=1,
+            max_active=10,
+            namespace_active=namespace_active,
+            max_namespace_active=100,
+        )
+        assert decided is action
 
 
 class TestThePolicyNamesAreTheApiNames:
