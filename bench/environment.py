@@ -6,6 +6,7 @@ measure the same things the same way. Everything is started on 127.0.0.1 and sto
 out, whatever happens (the process registry of ``localcluster.processes`` catches the rest).
 """
 
+import concurrent.futures
 import contextlib
 import os
 import shutil
@@ -20,12 +21,16 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "tests" / "integration"))
 
 import failure_harness  # noqa: E402, F401 - needs the path above; re-exported
+import hostile_http_servers  # noqa: E402, F401 - needs the path above; re-exported
 import operator_harness as harness  # noqa: E402
 
 from localcluster import LocalCluster, LocalRedis, manifests, processes  # noqa: E402
 from localcluster.api import ApiError  # noqa: E402
 
 CRD_SERVED_TIMEOUT = 60.0
+CREATORS = 4
+"""Threads POSTing objects in bulk: kubectl apply manages about one object a second on a loaded
+two-core machine, far too slow to make a burst; direct POSTs make hundreds a second."""
 
 
 def say(message: str) -> None:
@@ -93,3 +98,11 @@ def install_crd(cluster: LocalCluster) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
+
+
+def create_all(cluster: LocalCluster, namespace: str, objects: list[dict[str, object]]) -> None:
+    """POST ScheduledJobs ``objects`` into ``namespace``, ``CREATORS`` at a time: a burst."""
+    path = f"{harness.API}/namespaces/{namespace}/scheduledjobs"
+    with concurrent.futures.ThreadPoolExecutor(CREATORS) as pool:
+        for created in pool.map(lambda body: cluster.api.post(path, body), objects):
+            assert created["kind"] == "ScheduledJob"

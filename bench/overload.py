@@ -21,14 +21,13 @@ Usage (``make overload`` runs it with the defaults):
 """
 
 import argparse
-import concurrent.futures
 import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 
-from environment import Environment, environment, harness, load, say
+from environment import Environment, create_all, environment, harness, load, say
 
 INVALID_SPECS = (
     {"schedule": "61 * * * *"},  # minute out of range: only the operator's cron parser sees it
@@ -37,9 +36,6 @@ INVALID_SPECS = (
 )
 SETTLE = 20.0
 """Seconds after the last invalid object is created before the steady-state window opens."""
-CREATORS = 4
-"""Threads POSTing the invalid objects: kubectl apply manages about one object a second on a
-loaded two-core machine, far too slow to make a burst; direct POSTs make hundreds a second."""
 
 
 @dataclass(frozen=True)
@@ -89,13 +85,6 @@ def invalid_jobs(env: Environment, namespace: str, count: int) -> list[dict[str,
     ]
 
 
-def create_all(env: Environment, namespace: str, objects: list[dict[str, object]]) -> None:
-    path = f"{harness.API}/namespaces/{namespace}/scheduledjobs"
-    with concurrent.futures.ThreadPoolExecutor(CREATORS) as pool:
-        for created in pool.map(lambda body: env.cluster.api.post(path, body), objects):
-            assert created["kind"] == "ScheduledJob"
-
-
 def run_phase(
     env: Environment, name: str, *, valid: int, invalid: int, window: float, replicas: int
 ) -> Phase:
@@ -127,7 +116,7 @@ def run_phase(
         if invalid:
             say(f"{name}: creating {invalid} invalid ScheduledJobs")
             begun = harness.now()
-            create_all(env, namespace, invalid_jobs(env, namespace, invalid))
+            create_all(env.cluster, namespace, invalid_jobs(env, namespace, invalid))
             created = harness.now()
             create_seconds = (created - begun).total_seconds()
             spans.append((f"while creating {invalid} invalid", begun, created))
