@@ -515,6 +515,8 @@ class TestRendering:
             "--replica-stagger=250ms",
             "--status-interval=10s",
             "--status-writes-per-second=50",
+            "--run-log-lines-per-second=1",
+            "--queue-max-len=100000",
             "--bind-address=0.0.0.0",
             "--min-period=1s",
             "--max-timeout=24h",
@@ -525,6 +527,8 @@ class TestRendering:
             "--max-http-body-bytes=65536",
             "--max-http-headers-bytes=16384",
             "--max-queue-payload-bytes=65536",
+            "--schedule-horizon-years=10",
+            "--http-connections-per-namespace=50",
             "--metrics-port=9090",
             "--health-port=9091",
         ]
