@@ -23,6 +23,8 @@ STAGES = Path(__file__).with_name("kwok-stages.yaml")
 FAKE_NODE_NAME = "kwok-node-0"
 FAKE_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 FAKE_NODE_ANNOTATION_VALUE = "fake"
+NODE_LEASE_SECONDS = 40
+"""The fake node's Lease, renewed by kwok as the kubelet renews its own (the same duration)."""
 # Pod IPs handed out by kwok: only ever written into pod status, never contacted.
 POD_CIDR = "10.244.0.1/24"
 
@@ -78,6 +80,10 @@ def kwok_args(kubeconfig: Path, port: int) -> list[str]:
         f"--node-port={port}",
         f"--server-address={LOOPBACK}:{port}",
         f"--cidr={POD_CIDR}",
+        # The heartbeat: without a lease duration kwok renews no Lease, the node lifecycle
+        # controller finds the node's heartbeat stale every ~50 s and marks its pods not ready
+        # for a moment, which a Deployment rolled out just then never recovers from.
+        f"--node-lease-duration-seconds={NODE_LEASE_SECONDS}",
     ]
 
 

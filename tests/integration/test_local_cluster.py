@@ -130,6 +130,19 @@ class TestCustomResourcesAreValidatedByTheRealSchema:
         assert "greater than or equal to 1" in result.stderr
 
 
+class TestTheFakeNodeHasAHeartbeat:
+    def test_kwok_renews_the_fake_nodes_lease_as_a_kubelet_would(
+        self, cluster: LocalCluster
+    ) -> None:
+        # Without it the node lifecycle controller marks the node's pods not ready every ~50 s.
+        lease = f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{FAKE_NODE_NAME}"
+        first = eventually(lambda: cluster.api.get(lease)["spec"].get("renewTime"), 30, "Lease")
+
+        eventually(
+            lambda: cluster.api.get(lease)["spec"]["renewTime"] != first, 30, "Lease renewal"
+        )
+
+
 class TestTheRealControllersRunCronJobsToCompletion:
     def test_an_every_minute_cronjob_gets_a_job_whose_pod_succeeds_on_the_fake_node(
         self, cluster: LocalCluster, namespace: str
