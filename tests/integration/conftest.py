@@ -45,6 +45,17 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRedi
     assert ports.listening([server.port]) == []
 
 
+@pytest.fixture(scope="module")
+def own_redis(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[LocalRedis]:
+    """A Redis of the module's own, for tests that stop, restart or empty it: never the
+    session's, which every other test shares."""
+    module = request.module.__name__.rsplit(".", 1)[-1]
+    with LocalRedis(run_dir=tmp_path_factory.mktemp(f"redis-{module}")) as server:
+        yield server
+
+
 def _namespace_name(test_name: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", test_name.lower()).strip("-")
     return f"t-{slug[:45].strip('-')}-{uuid.uuid4().hex[:6]}"

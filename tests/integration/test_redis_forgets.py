@@ -10,7 +10,6 @@ replica ran them), and the server cannot prove otherwise: they are counted misse
 The scenario runs once (module fixture ``forgotten``); each test reads one of its consequences.
 """
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -61,13 +60,6 @@ class Forgotten:
     calls: list[Call]
     body: dict[str, Any]
     forgot_events: list[dict[str, Any]]
-
-
-@pytest.fixture(scope="module")
-def own_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRedis]:
-    """A Redis of this module's own: its restart must not touch the session's."""
-    with LocalRedis(run_dir=tmp_path_factory.mktemp("redis-forgets")) as server:
-        yield server
 
 
 @pytest.fixture(scope="module")

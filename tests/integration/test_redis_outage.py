@@ -12,7 +12,6 @@ The scenario runs once (module fixture ``outage``); each test reads one of its c
 
 import os
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -66,13 +65,6 @@ class Outage:
     """``punctual_slots_missed_total`` summed over both replicas, before Redis stopped and at
     the end."""
     conditions: ConditionLog
-
-
-@pytest.fixture(scope="module")
-def own_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRedis]:
-    """A Redis of this module's own: the outage must not touch the session's."""
-    with LocalRedis(run_dir=tmp_path_factory.mktemp("redis-outage")) as server:
-        yield server
 
 
 @pytest.fixture(scope="module")
