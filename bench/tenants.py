@@ -17,17 +17,18 @@ its own: arrival minus ``X-Punctual-Scheduled-Time``), plus one queue job of B's
    their duration plus ``--window`` seconds; its two parts, while A creates and after, are
    measured apart too, so that a burst's cost and a steady attack's can be told apart.
 
-Measured: B's lateness p50/p99/max in each window and part, and the ratio of the attack's p99 to
-the baseline's (target: at most 2x; each part's ratio beside it), B's duplicates (an
-Idempotency-Key or queue slot seen twice) and lost slots (a slot of the window never received),
-both 0; the operator's RSS sampled every half second throughout, the highest against the chart's
-limit (384 MiB); B's stream: the entries seeded before the run all still there, every other
-entry B's own, none missing, and its consumer group never delivered to (nothing of B's read,
-written or trimmed); where A's queue job wrote (a key of A's namespace); how A's refused specs
-were refused (by the API server's schema, or Ready False by the operator) and that none of them
-ever reached its target; B's status lag (now minus ``lastScheduleTime``) and Warning Events at
-the end. The machine's load is printed beside the figures: the machine may be shared. Exit
-status 1 if a target is missed.
+Measured: B's lateness p50/p99/max in each window and part (also apart at the slots A's
+``--many`` jobs are due at too: ``every`` slots are aligned to the epoch), and the ratio of the
+attack's p99 to the baseline's (target: at most 2x; each part's ratio beside it), B's duplicates
+(an Idempotency-Key or queue slot seen twice) and lost slots (a slot of the window never
+received), both 0; the operator's RSS sampled every half second throughout, the highest against
+the chart's limit (384 MiB); B's stream: the entries seeded before the run all still there,
+every other entry B's own, none missing, and its consumer group never delivered to (nothing of
+B's read, written or trimmed); where A's queue job wrote (a key of A's namespace); how A's
+refused specs were refused (by the API server's schema, or Ready False by the operator) and that
+none of them ever reached its target; B's status lag (now minus ``lastScheduleTime``) and
+Warning Events at the end. The machine's load is printed beside the figures: the machine may be
+shared. Exit status 1 if a target is missed.
 
 Usage (``make bench-tenants`` runs it with the defaults, about 5 minutes):
   uv run --frozen python bench/tenants.py [--jobs 20] [--window 90] [--failing 20]
@@ -57,6 +58,7 @@ from environment import (
     say,
 )
 from localcluster.api import ApiError
+from punctual.scheduling import durations
 from scale import Call, ReceiverProcess, proc_rss_mb
 
 HostileServer = hostile_http_servers.HostileServer
@@ -242,6 +244,11 @@ class Window:
 @dataclass(frozen=True)
 class Outcome:
     lateness: harness.Spread
+    with_many: harness.Spread
+    """B's lateness at the slots A's ``--many`` jobs are due at too (``every`` slots are aligned
+    to the epoch: all of them at once)."""
+    between_many: harness.Spread
+    """B's lateness at the other slots."""
     runs: int
     expected: int
     lost: int
@@ -252,10 +259,17 @@ def slot_ms(key: str) -> int:
 
 
 def measure(
-    window: Window, calls: list[Call], queued: set[str], uids: dict[str, str], namespace: str
+    window: Window,
+    calls: list[Call],
+    queued: set[str],
+    uids: dict[str, str],
+    namespace: str,
+    *,
+    many_every: timedelta,
 ) -> Outcome:
-    """B's HTTP calls (lateness) and queue entries (``queued``: their slot ids) of the slots in
-    ``window``, against every slot of B's jobs (``uids``, by name) due in it."""
+    """B's HTTP calls (lateness, also apart at the slots of A's ``--many`` jobs, due every
+    ``many_every``) and queue entries (``queued``: their slot ids) of the slots in ``window``,
+    against every slot of B's jobs (``uids``, by name) due in it."""
     begin_ms, end_ms = harness.millis(window.begin), harness.millis(window.end)
     inside = [call for call in calls if begin_ms < slot_ms(call.key) <= end_ms]
     entries = {key for key in queued if begin_ms < slot_ms(key) <= end_ms}
@@ -265,8 +279,15 @@ def measure(
         for name, uid in uids.items()
         for slot in harness.every_slots(window.begin, window.end, timedelta(seconds=1))
     }
+    many_ms = many_every // timedelta(milliseconds=1)
     return Outcome(
         lateness=harness.Spread.of(call.lateness_ms for call in inside),
+        with_many=harness.Spread.of(
+            call.lateness_ms for call in inside if slot_ms(call.key) % many_ms == 0
+        ),
+        between_many=harness.Spread.of(
+            call.lateness_ms for call in inside if slot_ms(call.key) % many_ms != 0
+        ),
         runs=len(inside) + len(entries),
         expected=len(expected),
         lost=len(expected - received),
@@ -424,6 +445,11 @@ class Report:
                 f"{rss:.0f} MiB; status writes {window.status_writes}; {window.load}",
                 outcome.lost == 0,
             )
+            yield (
+                f"  {'':<17}       B due with A's --many jobs (every {arguments.many_every}) "
+                f"{outcome.with_many}; at the other slots {outcome.between_many}",
+                None,
+            )
 
         def ratio(outcome: Outcome) -> float:
             return outcome.lateness.p99 / max(baseline.lateness.p99, 1.0)
@@ -560,7 +586,17 @@ def run(env: Environment, arguments: argparse.Namespace, load_before: str) -> Re
         arguments=arguments,
         a_stream=stream_key(namespace_a, B_STREAM),
         windows=windows,
-        outcomes=[measure(window, calls, streams.b_slots, uids, namespace_b) for window in windows],
+        outcomes=[
+            measure(
+                window,
+                calls,
+                streams.b_slots,
+                uids,
+                namespace_b,
+                many_every=durations.parse(arguments.many_every, field="--many-every"),
+            )
+            for window in windows
+        ],
         duplicates=duplicates,
         rss_highest=[rss.highest(*window.monotonic) for window in windows],
         rss_throughout=rss.highest(),
