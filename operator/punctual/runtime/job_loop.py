@@ -287,7 +287,7 @@ class JobLoop:
             if not self._backing_up:  # a backup seldom runs a slot: that run does the work
                 self._runs.prepare(upcoming, armed)
             waited = upcoming + delay > self._wall()
-            await self._timer.wait_until(upcoming + delay)
+            await self._timer.wait_until(upcoming + delay, namespace=self.job.namespace)
             now = self._wall() - delay  # on the job's own timeline, like the deadline
             if waited and (following is None or following > now):
                 # The normal case: woke for exactly one slot.

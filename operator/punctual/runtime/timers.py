@@ -5,14 +5,29 @@ target in bounded chunks (at most ``near_chunk`` when the target is under ``near
 most ``far_chunk`` otherwise) and re-reads the wall clock each time, so a wall-clock jump (NTP
 step, VM resume) moves every wake-up with it. Thousands of jobs cost one pending timer, not one
 per job.
+
+The waiters due at once are woken in turns across their namespaces
+(``scheduling.turns.FairTurns``), not in the order they parked, and ``WAKE_ROUND`` at a time
+with a turn of the event loop in between. What a waiter does next (a slot's claim, its run)
+queues behind the work of those woken before it: one tenant's thousand jobs due at the same
+instant as another's twenty (``every`` slots are aligned to the epoch) must neither go first
+nor be started all at once, their claims and runs filling the loop's queue ahead of the
+other's.
 """
 
 import asyncio
 import heapq
 import itertools
+from collections import deque
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 from punctual.contracts import protocols
+from punctual.scheduling import turns
+
+WAKE_ROUND = 100
+"""Waiters woken in one turn of the event loop at most: the first round's claims go out, and
+their answers come back, before the rest of a burst is started."""
 
 
 class WallTimer:
@@ -28,22 +43,28 @@ class WallTimer:
         self._near = near
         self._near_chunk = near_chunk.total_seconds()
         self._far_chunk = far_chunk.total_seconds()
-        self._waiters: list[tuple[datetime, int, asyncio.Future[None]]] = []
+        self._waiters: list[tuple[datetime, int, str, asyncio.Future[None]]] = []
         self._sequence = itertools.count()
         self._handle: asyncio.TimerHandle | None = None
+        self._turns = turns.FairTurns()
+        self._due: dict[str, deque[asyncio.Future[None]]] = {}
+        """Waiters due and not woken yet, by namespace, each namespace's in the order they
+        parked."""
+        self._releasing: asyncio.Handle | None = None
 
-    async def wait_until(self, target: datetime) -> None:
-        """Return once the wall clock reads ``target`` or later."""
+    async def wait_until(self, target: datetime, *, namespace: str = "") -> None:
+        """Return once the wall clock reads ``target`` or later; among the waiters due at
+        once, in turns across ``namespace``s."""
         if target <= self._wall():
             return
         waiter = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._waiters, (target, next(self._sequence), waiter))
-        if self._waiters[0][2] is waiter:
+        heapq.heappush(self._waiters, (target, next(self._sequence), namespace, waiter))
+        if self._waiters[0][3] is waiter:
             self._rearm()
         await waiter
 
     def _rearm(self) -> None:
-        while self._waiters and self._waiters[0][2].done():  # cancelled waiters leave lazily
+        while self._waiters and self._waiters[0][3].done():  # cancelled waiters leave lazily
             heapq.heappop(self._waiters)
         if self._handle is not None:
             self._handle.cancel()
@@ -59,7 +80,29 @@ class WallTimer:
         self._handle = None
         now = self._wall()
         while self._waiters and self._waiters[0][0] <= now:
-            _, _, waiter = heapq.heappop(self._waiters)
-            if not waiter.done():
-                waiter.set_result(None)
+            _, _, namespace, waiter = heapq.heappop(self._waiters)
+            self._due.setdefault(namespace, deque()).append(waiter)
+        if self._due and self._releasing is None:  # else the round on its way takes them in turn
+            self._release()
         self._rearm()
+
+    def _release(self) -> None:
+        """Wake a round of the waiters due, in turns; the rest at the loop's next turn."""
+        self._releasing = None
+        for waiter in self._turns.take(
+            {namespace: _taking(waiters) for namespace, waiters in self._due.items()},
+            limit=WAKE_ROUND,
+        ):
+            waiter.set_result(None)
+        self._due = {namespace: waiters for namespace, waiters in self._due.items() if waiters}
+        if self._due:
+            self._releasing = asyncio.get_running_loop().call_soon(self._release)
+
+
+def _taking(waiters: deque[asyncio.Future[None]]) -> Iterator[asyncio.Future[None]]:
+    """The waiters still waiting, each taken off ``waiters`` as it is read (cancelled ones are
+    dropped on the way)."""
+    while waiters:
+        waiter = waiters.popleft()
+        if not waiter.done():
+            yield waiter

@@ -39,7 +39,7 @@ from typing import Final
 
 from punctual.contracts import protocols, records
 from punctual.kube import events, objects
-from punctual.scheduling import slots, timeline
+from punctual.scheduling import slots, timeline, turns
 from punctual.stores import pacing
 from punctual.stores.status import ledger
 
@@ -94,7 +94,7 @@ class EventStore(protocols.RunStore):
         self._allowance = pacing.Allowance(rate=writes_per_second, tick=self._tick)
         self._writers = asyncio.Semaphore(concurrency)
         self._clock = clock or (lambda: asyncio.get_running_loop().time())
-        self._turns = pacing.FairTurns()
+        self._turns = turns.FairTurns()
         self._series: dict[_Key, _Series] = {}
         self._new: pacing.Waiting[_Key] = pacing.Waiting(namespace=_namespace)
         """Series never written, each namespace's in the order they came."""
@@ -183,7 +183,7 @@ class EventStore(protocols.RunStore):
         await asyncio.gather(*(self._write(key, now) for key in due))
 
     def _due(self, now: float, *, limit: int) -> list[_Key]:
-        """Up to ``limit`` writes, in turns across namespaces (``pacing.FairTurns``)."""
+        """Up to ``limit`` writes, in turns across namespaces (``turns.FairTurns``)."""
         namespaces = dict.fromkeys([*self._new.namespaces(), *self._changed.namespaces()])
         ready = {namespace: self._ready(namespace, now) for namespace in namespaces}
         return self._turns.take(ready, limit=limit)

@@ -1,18 +1,19 @@
 """The pacing of the writes one replica starts, shared by the status writer and the Event writer:
-how many may start now (``Allowance``), and whose go first (``Waiting``, ``FairTurns``).
+how many may start now (``Allowance``), and whose go first (``Waiting``, taken in turns by
+``scheduling.turns.FairTurns``).
 
 ``Allowance`` is a token bucket refilled at ``rate`` per second up to one tick's worth (no
 burst: every second starts ``rate`` writes at most, give or take one tick's). A writer asks it,
 at each tick, how many writes may start now, and spends what it starts.
 
 The writers are shared by every namespace, so the writes a tick may start are handed out in
-turns across the namespaces with writes waiting (``FairTurns``), not in the order they came: a
+turns across the namespaces with writes waiting (``turns.FairTurns``), not in the order they came: a
 namespace with 10,000 writes waiting takes one turn in each round as a namespace with one does,
 so it waits for its own writes, and the others do not wait behind them.
 """
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from typing import Generic, TypeVar
 
 _T = TypeVar("_T")
@@ -43,7 +44,7 @@ class Allowance:
 
 class Waiting(Generic[_T]):
     """Items waiting for a write, grouped by namespace, each namespace's in the order they came
-    (an ordered set per namespace): what ``FairTurns`` takes turns across. An item added again
+    (an ordered set per namespace): what ``turns.FairTurns`` takes turns across. An item added again
     keeps its place; one discarded and added again goes to the back."""
 
     def __init__(self, *, namespace: Callable[[_T], str]) -> None:
@@ -85,40 +86,3 @@ class Waiting(Generic[_T]):
 
     def __len__(self) -> int:
         return self._size
-
-
-class FairTurns:
-    """Which namespace's writes go next: round robin across the namespaces with writes ready.
-
-    ``take`` hands out one write per namespace per round, rounds after rounds, until it has
-    ``limit`` or none is left. Namespaces that have waited longest since their last turn come
-    first in each round (one never served, before any served), so a cap of one write a tick
-    still reaches every namespace in turn. Namespaces with nothing ready are forgotten: it
-    holds no more than the namespaces with writes waiting.
-    """
-
-    def __init__(self) -> None:
-        self._served: dict[str, None] = {}
-        """Namespaces that had turns, the least recently served first."""
-
-    def take(self, ready: Mapping[str, Iterable[_T]], *, limit: int) -> list[_T]:
-        """Up to ``limit`` of ``ready`` (each namespace's writes, in the order it would have
-        them go; iterated lazily, only as far as its turns reach), in turns."""
-        self._served = {namespace: None for namespace in self._served if namespace in ready}
-        order = [namespace for namespace in ready if namespace not in self._served]
-        order += self._served
-        queues = {namespace: iter(ready[namespace]) for namespace in order}
-        taken: list[_T] = []
-        while queues and len(taken) < limit:
-            for namespace in list(queues):
-                if len(taken) >= limit:
-                    break
-                try:
-                    item = next(queues[namespace])
-                except StopIteration:
-                    del queues[namespace]
-                    continue
-                taken.append(item)
-                self._served.pop(namespace, None)
-                self._served[namespace] = None
-        return taken

@@ -5,7 +5,7 @@ from datetime import datetime, timedelta
 
 from runtime_doubles import LOOPTIME, SECOND, TOLERANCE, FakeWall
 
-from punctual.runtime.timers import WallTimer
+from punctual.runtime.timers import WAKE_ROUND, WallTimer
 
 pytestmark = LOOPTIME
 
@@ -122,3 +122,63 @@ class TestAWallClockJump:
         assert target <= await waiter <= target + TOLERANCE
         elapsed = timedelta(seconds=asyncio.get_running_loop().time() - began)
         assert abs(elapsed - (HOUR + 10 * SECOND)) <= TOLERANCE
+
+
+class TestWaitersDueAtOnce:
+    """Due at one instant, waiters wake in turns across their namespaces: what each does next
+    queues behind those woken before it."""
+
+    async def test_wake_in_turns_across_namespaces_not_in_the_order_they_parked(
+        self, wall: FakeWall
+    ) -> None:
+        timer = WallTimer(wall=wall)
+        target = wall() + 10 * SECOND
+        woken: list[str] = []
+
+        async def wait(name: str, namespace: str) -> None:
+            await timer.wait_until(target, namespace=namespace)
+            woken.append(name)
+
+        parked = [(f"a{index}", "tenant-a") for index in range(1, 5)]
+        parked += [("b1", "tenant-b"), ("b2", "tenant-b")]
+        await asyncio.gather(*(wait(name, namespace) for name, namespace in parked))
+
+        assert woken == ["a1", "b1", "a2", "b2", "a3", "a4"]
+
+    async def test_the_turns_go_on_from_one_instant_to_the_next(self, wall: FakeWall) -> None:
+        timer = WallTimer(wall=wall)
+        start = wall()
+        woken: list[str] = []
+
+        async def wait(name: str, namespace: str, seconds: int) -> None:
+            await timer.wait_until(start + seconds * SECOND, namespace=namespace)
+            woken.append(name)
+
+        await asyncio.gather(
+            wait("a1 at 1s", "tenant-a", 1),
+            wait("a2 at 1s", "tenant-a", 1),
+            wait("b at 1s", "tenant-b", 1),
+            wait("a at 2s", "tenant-a", 2),
+            wait("b at 2s", "tenant-b", 2),
+        )
+
+        # tenant-a had the last turn at 1 s: tenant-b goes first at 2 s.
+        assert woken == ["a1 at 1s", "b at 1s", "a2 at 1s", "b at 2s", "a at 2s"]
+
+    async def test_wake_a_round_at_a_time_and_the_loop_serves_others_in_between(
+        self, wall: FakeWall
+    ) -> None:
+        timer = WallTimer(wall=wall)
+        target = wall() + 10 * SECOND
+        woken: list[str] = []
+
+        async def wait(index: int) -> None:
+            await timer.wait_until(target, namespace="tenant-a")
+            woken.append(f"a{index}")
+            if index == 0:  # the first woken's claim: work it hands to the loop
+                asyncio.get_running_loop().call_soon(woken.append, "claim of a0")
+
+        await asyncio.gather(*(wait(index) for index in range(3 * WAKE_ROUND)))
+
+        assert len(woken) == 3 * WAKE_ROUND + 1
+        assert woken.index("claim of a0") == WAKE_ROUND

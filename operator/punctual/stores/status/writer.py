@@ -10,7 +10,7 @@ seconds per replica that ran it, not one per run. And one replica writes at most
 (and every replica's, which sees each write as a watch event) is bounded. With more jobs than
 that rate allows, each job's status is written less often than ``interval`` (10,000 jobs: every
 100 s), condition changes first; what is pending meanwhile is coalesced by the ledger. The
-writes a tick starts are handed out in turns across namespaces (``pacing.FairTurns``), so a
+writes a tick starts are handed out in turns across namespaces (``turns.FairTurns``), so a
 namespace with 10,000 jobs waits for its own writes, and another's job is written within a
 tick of its interval.
 
@@ -41,7 +41,7 @@ from typing import Any
 
 from punctual.contracts import protocols, records
 from punctual.kube import objects, status_api
-from punctual.scheduling import slots
+from punctual.scheduling import slots, turns
 from punctual.stores import pacing
 from punctual.stores.status import ledger, patch
 
@@ -87,7 +87,7 @@ class StatusStore(protocols.RunStore):
         self._concurrency = concurrency
         self._writers = asyncio.Semaphore(concurrency)
         self._allowance = pacing.Allowance(rate=writes_per_second, tick=self._tick)
-        self._turns = pacing.FairTurns()
+        self._turns = turns.FairTurns()
         self._clock = clock or (lambda: asyncio.get_running_loop().time())
         self._ledger = ledger.Ledger(replica=replica, clock=self._clock)
         self._stated: dict[slots.JobRef, float] = {}
@@ -271,7 +271,7 @@ class StatusStore(protocols.RunStore):
                 self._ledger.note(job).heartbeat = True
 
     def _due(self, now: float, *, limit: int) -> list[slots.JobRef]:
-        """What the tick writes, in turns across namespaces (``pacing.FairTurns``): in each
+        """What the tick writes, in turns across namespaces (``turns.FairTurns``): in each
         namespace its urgent jobs, then the others whose interval is over, oldest first; at
         most a tick's share of all that is pending besides the urgent ones (and at least
         ``MIN_BATCH``), and ``limit`` in all.
