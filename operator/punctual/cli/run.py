@@ -58,7 +58,9 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "--redis-url",
         default=os.environ.get("PUNCTUAL_REDIS_URL"),
         metavar="URL",
-        help="redis:// or rediss:// URL (default: $PUNCTUAL_REDIS_URL)",
+        help="redis:// or rediss:// URL, or redis+sentinel://[user:password@]host:port[,host:"
+        "port...]/service (rediss+sentinel:// for TLS) for a primary behind Sentinel, followed "
+        "through failovers (default: $PUNCTUAL_REDIS_URL)",
     )
     parser.add_argument(
         "--replica-id",
