@@ -113,11 +113,6 @@ async def measure(url: str, arguments: argparse.Namespace) -> None:
     print(f"  WAIT adds {added:.3f} ms to the claim's p50")
 
 
-def online_replicas(primary: LocalRedis) -> int:
-    replication = sentinel.info(primary.port, "replication")
-    return sum("state=online" in v for k, v in replication.items() if k.startswith("slave"))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--claims", type=int, default=2000)
@@ -129,7 +124,7 @@ def main() -> None:
         LocalRedis(options=["--replicaof", primary.host, str(primary.port)]),
     ):
         # The replica's first sync: a WAIT before it would wait its whole timeout.
-        while not online_replicas(primary):
+        while not sentinel.LocalSentinelRedis.online_replicas(primary):
             time.sleep(0.1)
         uvloop.run(measure(primary.url, arguments))
 

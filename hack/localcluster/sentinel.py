@@ -9,7 +9,8 @@ timeouts (``DOWN_AFTER_MS``, ``FAILOVER_TIMEOUT_MS``), so that a failover takes 
 ``url`` is the operator's ``redis+sentinel://`` URL for them.
 
 ``primary()`` is the server the Sentinels name now; ``wait_for_failover(old)`` waits until they
-agree on another one that answers as a primary. The servers' processes are there for signals
+agree on another one that answers as a primary and takes a write (with a replica online: one
+left alone refuses writes, ``min-replicas-to-write``). The servers' processes are there for signals
 (``os.kill(server.pid, SIGKILL)``, ``SIGSTOP``); ``stop()`` removes every process, stopped or
 not.
 """
@@ -123,7 +124,7 @@ class LocalSentinelRedis(processes.Service):
             replica.start()
         processes.wait_until(
             primary.process,  # type: ignore[arg-type]
-            lambda: self._replicas_online(primary.port) == REPLICAS,
+            lambda: self.online_replicas(primary) == REPLICAS,
             f"{REPLICAS} replicas are online",
             READY_TIMEOUT,
         )
@@ -185,8 +186,9 @@ class LocalSentinelRedis(processes.Service):
         raise RuntimeError(f"no failover away from port {old.port} in {timeout:.0f} s")
 
     @staticmethod
-    def _replicas_online(port: int) -> int:
-        replication = info(port, "replication")
+    def online_replicas(server: LocalRedis) -> int:
+        """The replicas ``server`` (a primary) streams to now."""
+        replication = info(server.port, "replication")
         return sum(
             1
             for key, value in replication.items()
