@@ -19,6 +19,7 @@ Modules, one concept each:
 - ``node``: ``RealNode``, the real node: its namespaces, link, cgroups, daemons and clean-up.
 - ``cluster``: ``LocalCluster``, the whole control plane as a context manager.
 - ``redis``: ``LocalRedis``, a disposable redis-server.
+- ``sentinel``: ``LocalSentinelRedis``, a primary, two replicas and three Sentinels, for failovers.
 - ``manifests``: applying CRDs and examples with the built kubectl.
 - ``helm_release``: Punctual installed with Helm onto the real node, from images built here.
 - ``cli``: ``python -m localcluster up`` and ``python -m localcluster run`` (with ``hack`` on

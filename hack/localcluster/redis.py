@@ -16,7 +16,7 @@ import shutil
 import socket
 import ssl
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
@@ -41,7 +41,10 @@ class LocalRedis(processes.Service):
         run_dir: Path | None = None,
         executable: str | None = None,
         tls: bool = False,
+        options: Sequence[str] = (),
     ) -> None:
+        """``options``: more of redis-server's command-line options (``--replicaof``, ...)."""
+        self.options = tuple(options)
         self.password = password
         self.tls = tls
         self._given_run_dir = run_dir
@@ -149,6 +152,7 @@ class LocalRedis(processes.Service):
             "--maxmemory-policy",
             "noeviction",
         ]
+        argv += self.options
         if self.password:
             argv += ["--requirepass", self.password]
         if self.tls:

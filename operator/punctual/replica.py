@@ -62,10 +62,10 @@ from punctual.contracts import protocols
 from punctual.controller import admission, failures, reconciler, targets
 from punctual.kube import client, events, membership, objects, secrets, spec_api, status_api
 from punctual.locks import health, kubernetes, memory, metered, redis, redis_leases
-from punctual.redis_io import claim_notices
+from punctual.redis_io import claim_notices, pipelines
 from punctual.redis_io import connections as redis_connections
 from punctual.runtime import clocks, leases, supervisor
-from punctual.scheduling import overlap
+from punctual.scheduling import durations, overlap
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.stores import events as event_store
 from punctual.stores import fanout
@@ -80,6 +80,9 @@ from punctual.targets.queue import stream as queue_stream
 from punctual.targets.queue import wiring as queue_wiring
 
 logger = logging.getLogger(__name__)
+
+MOST_WAIT_TIMEOUT = timedelta(seconds=redis_connections.DEFAULT_SOCKET_TIMEOUT)
+"""A ``WAIT`` longer than a reply may take would time its connection out."""
 
 LockBackend = Literal["redis", "kubernetes", "memory"]
 LOCK_BACKENDS: tuple[LockBackend, ...] = get_args(LockBackend)
@@ -97,6 +100,11 @@ class ReplicaSettings:
     lock_backend: LockBackend = "kubernetes"
     redis_url: str | None = None
     """The Redis of the redis lock backend and of queue targets."""
+    redis_wait_replicas: int = 0
+    """The replicas that must have a claim (``WAIT``) before it counts; 0: none (a standalone
+    Redis)."""
+    redis_wait_timeout: timedelta = pipelines.NO_WAIT.timeout
+    """How long the primary waits for them; a claim they did not acknowledge is checked again."""
     stagger: timedelta = timedelta()
     """A fixed offset added to this replica's lock attempts."""
     bind_address: str = "0.0.0.0"
@@ -159,6 +167,20 @@ class ReplicaSettings:
             raise InvalidSpecError("--backup-delay", "must be more than 0")
         if self.max_runs_in_flight_per_namespace < 1:
             raise InvalidSpecError("--max-runs-in-flight-per-namespace", "must be at least 1")
+        if self.redis_wait_replicas < 0:
+            raise InvalidSpecError("--redis-wait-replicas", "must be at least 0")
+        if not timedelta() < self.redis_wait_timeout < MOST_WAIT_TIMEOUT:
+            raise InvalidSpecError(
+                "--redis-wait-timeout",
+                f"must be more than 0 and less than {durations.format(MOST_WAIT_TIMEOUT)} (the "
+                "reply's own timeout)",
+            )
+
+    @property
+    def acknowledgement(self) -> pipelines.Acknowledgement:
+        return pipelines.Acknowledgement(
+            replicas=self.redis_wait_replicas, timeout=self.redis_wait_timeout
+        )
 
     @property
     def liveness_endpoint(self) -> str | None:
@@ -360,6 +382,7 @@ class Replica:
                     password=shared.password,
                     owns_client=False,
                     scope=self._notice_scope(),
+                    acknowledgement=self.settings.acknowledgement,
                 )
                 self._stack.push_async_callback(lock.close)
                 if self.settings.sharding:
@@ -487,7 +510,9 @@ class Replica:
         shared = self.connect_redis()
         if shared is None:
             return None
-        streams = queue_stream.StreamClaims(shared, owns_client=False)
+        streams = queue_stream.StreamClaims(
+            shared, owns_client=False, acknowledgement=self.settings.acknowledgement
+        )
         self._stack.push_async_callback(streams.close)
         return streams
 

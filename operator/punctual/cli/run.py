@@ -58,7 +58,26 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "--redis-url",
         default=os.environ.get("PUNCTUAL_REDIS_URL"),
         metavar="URL",
-        help="redis:// or rediss:// URL (default: $PUNCTUAL_REDIS_URL)",
+        help="redis:// or rediss:// URL, or redis+sentinel://[user:password@]host:port[,host:"
+        "port...]/service (rediss+sentinel:// for TLS) for a primary behind Sentinel, followed "
+        "through failovers (default: $PUNCTUAL_REDIS_URL)",
+    )
+    parser.add_argument(
+        "--redis-wait-replicas",
+        type=int,
+        default=0,
+        metavar="N",
+        help="after each round trip of slot claims, WAIT until N replicas of the Redis primary "
+        "have them (default: 0, no WAIT: a standalone Redis); a claim they did not acknowledge "
+        "is not run until it is checked again after the failover (docs/replicas-and-locks.md)",
+    )
+    parser.add_argument(
+        "--redis-wait-timeout",
+        default=durations.format(replica.ReplicaSettings.redis_wait_timeout),
+        metavar="DURATION",
+        help="how long the primary waits for those replicas (default: "
+        f"{durations.format(replica.ReplicaSettings.redis_wait_timeout)}; less than "
+        f"{durations.format(replica.MOST_WAIT_TIMEOUT)})",
     )
     parser.add_argument(
         "--replica-id",
@@ -351,6 +370,10 @@ def _settings(arguments: argparse.Namespace) -> replica.ReplicaSettings:
         namespaces=tuple(arguments.namespace),
         lock_backend=arguments.lock_backend,
         redis_url=arguments.redis_url,
+        redis_wait_replicas=arguments.redis_wait_replicas,
+        redis_wait_timeout=durations.parse(
+            arguments.redis_wait_timeout, field="--redis-wait-timeout"
+        ),
         stagger=(
             durations.parse(arguments.replica_stagger, field="--replica-stagger")
             if arguments.replica_stagger

@@ -59,7 +59,6 @@ _POLL = 1.0
 
 @dataclass(slots=True, kw_only=True)
 class _Claim(pipelines.Request[bool]):
-    ttl_ms: int
     slot_ms: int
     channel: str = ""
     """The backup's channel, to tell when won; empty: nobody is told."""
@@ -80,6 +79,7 @@ class RedisLock(pipelines.PipelinedClaims[_Claim]):
         password: str | None = None,
         owns_client: bool = True,
         scope: str | None = None,
+        acknowledgement: pipelines.Acknowledgement = pipelines.NO_WAIT,
     ) -> None:
         """Use ``client`` (which this lock then owns: ``close()`` closes it; with
         ``owns_client`` false, a client the replica shares with its run leases and stream
@@ -88,7 +88,8 @@ class RedisLock(pipelines.PipelinedClaims[_Claim]):
         ``description`` names the server in errors and logs (a redacted URL); ``password``, when
         given, is scrubbed from every error message as a last line of defence. ``scope``, the
         installation's (``claim_notices.scope``), names the channels backups are told on; None:
-        claims tell nobody.
+        claims tell nobody. ``acknowledgement``: the replicas a claim waits for
+        (``redis_io.pipelines``).
         """
         super().__init__(
             client,
@@ -97,6 +98,7 @@ class RedisLock(pipelines.PipelinedClaims[_Claim]):
             name="redis slot claims",
             owns_client=owns_client,
             script=CLAIM_AND_TELL,
+            acknowledgement=acknowledgement,
         )
         self._scope = scope
         self._subscribed = False
@@ -212,19 +214,22 @@ class RedisLock(pipelines.PipelinedClaims[_Claim]):
 
     def _settle(self, request: _Claim, reply: object, holder: object) -> bool:
         if holder is not None and holder == request.holder:
-            self._answer(request, True)  # the earlier attempt had won it
+            self._won(request, True)  # the earlier attempt had won it
         elif reply == lock_memory.FORGOTTEN or (
             holder is not None and holder == request.holder + lock_memory.FORGOTTEN_MARK
         ):
-            self._forgot(request)
+            if not self._held(request):
+                self._forgot(request)
         elif self._script_missing(request, reply):
             return False
         elif isinstance(reply, redis.exceptions.RedisError):
             # Anything else (a read-only replica after a failover, OOM, ...) cannot tell who
             # owns the slot either.
             self._refuse([request], reply)
+        elif reply:
+            self._won(request, True)
         else:
-            self._answer(request, bool(reply))
+            self._answer(request, False)
         return True
 
     def _forgot(self, request: _Claim) -> None:

@@ -8,16 +8,32 @@ them can still make a client of its own (``from_url``: then its ``close`` closes
 Connections come from a ``BlockingConnectionPool`` (the pipelines need one; ``ping`` another).
 Socket timeouts are short so that a dead or unreachable Redis answers "unavailable" within a
 second or two rather than stalling the scheduler.
+
+A Redis behind Sentinel is named by ``redis+sentinel://[user:password@]host:port[,host:port...]
+/service[?db=N]`` (``rediss+sentinel://`` for TLS): the Sentinels at those addresses are asked
+for the service's primary each time a connection is made, so after a failover every new
+connection goes to the promoted replica. A connection still open to a demoted primary fails on
+its next write (``READONLY``: the driver drops it) or on its timeout (a primary that stopped), so
+every user of the client follows the failover within the timeouts below. The credentials and
+the TLS settings are the same for the Sentinels and the Redis servers (one secret for both, as
+Sentinel deployments usually set them up); the query options are redis-py's, as in a plain URL.
 """
 
 import urllib.parse
 from dataclasses import dataclass
+from typing import Any
 
 import redis.asyncio
+import redis.asyncio.connection
 import redis.asyncio.retry
+import redis.asyncio.sentinel
 import redis.backoff
 
 SCHEMES = frozenset({"redis", "rediss"})
+SENTINEL_SCHEMES = {"redis+sentinel": "redis", "rediss+sentinel": "rediss"}
+"""The Sentinel schemes, and the scheme of the same Redis without Sentinel (TLS or not)."""
+SENTINEL_PORT = 26379
+"""A Sentinel's port when its address names none (Sentinel's own default)."""
 
 DEFAULT_MAX_CONNECTIONS = 64
 SHARED_MAX_CONNECTIONS = DEFAULT_MAX_CONNECTIONS + 5
@@ -47,6 +63,63 @@ def redact_url(url: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class SentinelAddress:
+    """Where a Sentinel-managed primary is found: the Sentinels and the service they watch."""
+
+    sentinels: tuple[tuple[str, int], ...]
+    service: str
+    plain_url: str
+    """The same URL for one server, without Sentinel (``redis://`` or ``rediss://``, the first
+    Sentinel's address): its credentials, database and query options are the connections'."""
+
+
+def sentinel_address(url: str) -> SentinelAddress | None:
+    """The Sentinels and service of a ``redis+sentinel://`` or ``rediss+sentinel://`` URL;
+    ``None`` for another scheme. Raises ``ValueError`` (the redacted URL only) when the URL
+    names no Sentinel or no service, or an address is malformed."""
+    parts = urllib.parse.urlsplit(url)
+    plain_scheme = SENTINEL_SCHEMES.get(parts.scheme)
+    if plain_scheme is None:
+        return None
+    description = redact_url(url)
+    userinfo, at, hosts = parts.netloc.rpartition("@")
+    sentinels = tuple(_host_port(host, description) for host in hosts.split(","))
+    service = urllib.parse.unquote(parts.path.removeprefix("/"))
+    if not service or "/" in service:
+        raise ValueError(
+            f"a Sentinel URL ends with the service's name (/mymaster), got {description!r}"
+        )
+    host, port = sentinels[0]
+    first = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    netloc = f"{userinfo}{at}{first}"
+    plain_url = urllib.parse.urlunsplit((plain_scheme, netloc, "", parts.query, ""))
+    return SentinelAddress(sentinels=sentinels, service=service, plain_url=plain_url)
+
+
+def _host_port(address: str, description: str) -> tuple[str, int]:
+    host, colon, port = address.rpartition(":") if not address.endswith("]") else ("", "", "")
+    if not colon:
+        host, port = address, str(SENTINEL_PORT)
+    host = host.removeprefix("[").removesuffix("]")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"not a Sentinel address ({address!r}) in {description!r}")
+    return host, int(port)
+
+
+class _BlockingSentinelPool(
+    redis.asyncio.sentinel.SentinelConnectionPool, redis.asyncio.BlockingConnectionPool
+):
+    """A pool of connections to the service's current primary that waits for a free one (as
+    the plain URL's ``BlockingConnectionPool`` does) rather than failing at the limit. Closing
+    the client closes the Sentinels' connections too (the client is all its users hold)."""
+
+    async def disconnect(self, inuse_connections: bool = True) -> None:
+        await super().disconnect(inuse_connections)
+        if inuse_connections:  # a close, not the primary's change
+            await self.sentinel_manager.aclose()
+
+
+@dataclass(frozen=True, slots=True)
 class Connection:
     client: "redis.asyncio.Redis"
     description: str
@@ -70,24 +143,54 @@ def connect(
     """
     description = redact_url(url)
     parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in SCHEMES:
+    if parts.scheme not in SCHEMES and parts.scheme not in SENTINEL_SCHEMES:
         raise ValueError(
-            f"the Redis URL must start with redis:// or rediss://, got {description!r}"
+            "the Redis URL must start with redis:// or rediss:// (redis+sentinel:// or "
+            f"rediss+sentinel:// for a primary behind Sentinel), got {description!r}"
         )
     if max_connections < 1:
         raise ValueError(f"max_connections must be at least 1, got {max_connections}")
+    options: dict[str, Any] = {
+        "max_connections": max_connections,
+        "timeout": pool_timeout,
+        "socket_timeout": socket_timeout,
+        "socket_connect_timeout": connect_timeout,
+        # Retries are the callers' (see RedisLock.claim): a blind retry of SET NX could
+        # report a slot we won as lost, and then nobody would run it.
+        "retry": redis.asyncio.retry.Retry(redis.backoff.NoBackoff(), 0),
+    }
+    address = sentinel_address(url)
     try:
-        pool = redis.asyncio.BlockingConnectionPool.from_url(
-            url,
-            max_connections=max_connections,
-            timeout=pool_timeout,
-            socket_timeout=socket_timeout,
-            socket_connect_timeout=connect_timeout,
-            # Retries are the callers' (see RedisLock.claim): a blind retry of SET NX could
-            # report a slot we won as lost, and then nobody would run it.
-            retry=redis.asyncio.retry.Retry(redis.backoff.NoBackoff(), 0),
-        )
+        if address is None:
+            pool = redis.asyncio.BlockingConnectionPool.from_url(url, **options)
+        else:
+            pool = _sentinel_pool(address, options)
     except ValueError:
         raise ValueError(f"not a usable Redis URL: {description!r}") from None
     password = urllib.parse.unquote(parts.password) if parts.password else None
     return Connection(redis.asyncio.Redis.from_pool(pool), description, password)
+
+
+def _sentinel_pool(
+    address: SentinelAddress, options: dict[str, Any]
+) -> redis.asyncio.BlockingConnectionPool:
+    """The pool of connections to ``address``'s primary: the plain URL's options for the Redis
+    servers and for the Sentinels (their credentials, TLS and timeouts), whose own
+    connections make no retries either."""
+    kwargs = dict(options)
+    kwargs.update(redis.asyncio.connection.parse_url(address.plain_url))
+    kwargs.pop("host", None)
+    kwargs.pop("port", None)
+    if kwargs.pop("connection_class", None) is redis.asyncio.SSLConnection:
+        kwargs["ssl"] = True
+    sentinel_options = {
+        key: value
+        for key, value in kwargs.items()
+        if key.startswith(("socket_", "ssl")) or key in ("username", "password", "retry")
+    }
+    sentinel = redis.asyncio.sentinel.Sentinel(  # type: ignore[no-untyped-call]
+        list(address.sentinels), sentinel_kwargs=sentinel_options
+    )
+    return sentinel.master_for(  # type: ignore[no-any-return]
+        address.service, connection_pool_class=_BlockingSentinelPool, **kwargs
+    ).connection_pool

@@ -12,6 +12,18 @@ Whatever goes wrong fails closed: a claim that cannot be answered raises
 its connection is sent once more for each of its claims, each with a ``GET`` of its key: if the
 first attempt had landed, the key holds our holder and the slot is ours. Error messages carry
 the redacted URL only, and the password is scrubbed from the driver's text.
+
+Acknowledged claims (``Acknowledgement``, ``--redis-wait-replicas``): replication is
+asynchronous, so a claim a primary took may die with it, and the replica promoted in its place
+lets another replica claim the slot again. With ``replicas`` above 0 each round trip ends with
+``WAIT replicas timeout`` on the same connection: one more command per round trip, not per
+claim. A claim won in a round trip that fewer replicas acknowledged is not answered yet: it is
+in doubt, and checked again every ``RECHECK_AFTER`` seconds (its script sent again with a
+``GET`` of its key, as after a lost reply) until a round trip that is acknowledged answers it:
+won (the key survived with our holder, or was lost and is ours again) or lost (another replica
+claimed it after the failover). The caller waits meanwhile, and its lateness is the failover's.
+A claim in doubt for as long as its key lives (its TTL) fails closed: the key is gone by then,
+so the claims that count the slot missed later find it free.
 """
 
 import abc
@@ -40,6 +52,8 @@ PROBE_KEY = "punctual:probe"
 (out of memory under ``noeviction``, a read-only replica after a failover) takes no claim
 either, and must not be reported as answering."""
 _PROBE_TTL_MS = 1000
+RECHECK_AFTER = 0.5
+"""Seconds between the checks of a claim in doubt: a Sentinel failover takes a few seconds."""
 
 _Answer = TypeVar("_Answer")
 
@@ -47,6 +61,29 @@ _Answer = TypeVar("_Answer")
 def ttl_millis(ttl: timedelta) -> int:
     """``ttl`` for ``PX``: whole milliseconds, rounded up, at least 1 (``PX 0`` is refused)."""
     return max(1, -(-ttl // timedelta(milliseconds=1)))
+
+
+@dataclass(frozen=True, slots=True)
+class Acknowledgement:
+    """How many replicas must have a round trip's claims before they count (0: no ``WAIT``),
+    and how long the primary waits for them."""
+
+    replicas: int = 0
+    timeout: timedelta = timedelta(milliseconds=500)
+
+    def __post_init__(self) -> None:
+        if self.replicas < 0:
+            raise ValueError(f"replicas must be at least 0, got {self.replicas}")
+        if self.timeout <= timedelta():
+            raise ValueError(f"the timeout must be more than 0, got {self.timeout}")
+
+    @property
+    def timeout_ms(self) -> int:
+        return ttl_millis(self.timeout)
+
+
+NO_WAIT = Acknowledgement()
+"""No ``WAIT``: a standalone Redis, whose claims no replica could acknowledge."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -57,11 +94,16 @@ class Request(Generic[_Answer]):
     """The slot key (``slot_keys.slot_key``)."""
     holder: bytes
     slot_id: str
+    ttl_ms: int
+    """How long the claim's key lives: how long a claim in doubt is checked again."""
     answer: "asyncio.Future[_Answer]"
     failure: redis.exceptions.RedisError | None = field(default=None)
     """Why the previous attempt got no answer; ``None`` on the first attempt."""
     reloaded: bool = field(default=False)
     """Sent again once after ``NOSCRIPT``: a second ``NOSCRIPT`` fails it closed."""
+    doubt_until: float | None = field(default=None)
+    """The event loop's time after which a claim in doubt fails closed; ``None``: not in
+    doubt."""
 
 
 _Request = TypeVar("_Request", bound=Request[Any])
@@ -80,13 +122,15 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
         name: str,
         owns_client: bool = True,
         script: str = "",
+        acknowledgement: Acknowledgement = NO_WAIT,
     ) -> None:
         """Send through ``client`` (owned from now on: ``close()`` closes it; with
         ``owns_client`` false, a client shared with other users, left open for the one who made
         it). ``description`` names the server in errors (a redacted URL); ``password`` is
         scrubbed from them; ``name`` is the sender task's. ``script``: the Lua script claims
         may go by (``EVALSHA`` of ``self._sha``), loaded again before claims that met
-        ``NOSCRIPT`` go out again (``_script_missing``)."""
+        ``NOSCRIPT`` go out again (``_script_missing``). ``acknowledgement``: the replicas a
+        won claim waits for (see the module's docstring)."""
         self._script = script
         self._sha = hashlib.sha1(script.encode()).hexdigest()
         self._client = client
@@ -96,20 +140,38 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
         self._name = name
         self._queue: collections.deque[_Request] = collections.deque()
         self._sender: asyncio.Task[None] | None = None
+        self._acknowledgement = acknowledgement
+        self._acknowledged = True
+        """Whether the round trip being settled was acknowledged."""
+        self._closed = False
+        self._in_doubt: dict[int, tuple[asyncio.TimerHandle, _Request]] = {}
+        """The claims in doubt waiting to be checked again, by ``id``."""
 
     async def ping(self) -> None:
         """Raise ``LockUnavailableError`` unless Redis takes a write now, as a claim needs (the
         lock's health probe): a ``SET`` of ``PROBE_KEY``, not a ``PING``."""
+        wanted = self._acknowledgement.replicas
         try:
             await self._client.set(PROBE_KEY, b"", px=_PROBE_TTL_MS)
+            acknowledged = (
+                await self._client.wait(wanted, self._acknowledgement.timeout_ms) if wanted else 0
+            )
         except redis.exceptions.RedisError as error:
             raise self._unavailable(None, error) from None
+        if acknowledged < wanted:
+            raise self._unavailable(None, self._unacknowledged(acknowledged))
 
     async def close(self) -> None:
         """Stop sending (claims still waiting fail closed), then close the client and every
         pooled connection if it is this sender's own."""
+        self._closed = True
         await self._stop(self._sender)
-        self._refuse(list(self._queue), redis.exceptions.ConnectionError("the lock is closed"))
+        closed = redis.exceptions.ConnectionError("the lock is closed")
+        for handle, _ in self._in_doubt.values():
+            handle.cancel()
+        self._refuse([request for _, request in self._in_doubt.values()], closed)
+        self._in_doubt.clear()
+        self._refuse(list(self._queue), closed)
         self._queue.clear()
         if self._owns_client:
             await self._client.aclose()
@@ -124,9 +186,12 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
     async def _submit(self, request: _Request) -> Any:
         """Queue ``request`` for the next round trip and wait for its answer."""
         self._queue.append(request)
+        self._wake_sender()
+        return await request.answer
+
+    def _wake_sender(self) -> None:
         if self._sender is None or self._sender.done():
             self._sender = asyncio.create_task(self._send(), name=self._name)
-        return await request.answer
 
     @abc.abstractmethod
     def _add(self, pipeline: redis.asyncio.client.Pipeline, request: _Request) -> None:
@@ -135,7 +200,57 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
     @abc.abstractmethod
     def _settle(self, request: _Request, reply: object, holder: object) -> bool:
         """Answer ``request`` from its command's reply (an exception for an error reply) and,
-        on a second attempt, the holder its key shows; False to send it again (once)."""
+        on a second attempt, the holder its key shows; False to send it again (once). A claim
+        won is answered through ``_won`` (or after ``_held``), which holds it in doubt when the
+        round trip went unacknowledged."""
+
+    def _won(self, request: _Request, answer: Any) -> None:
+        """Answer a claim won, unless it is held in doubt (``_held``)."""
+        if not self._held(request):
+            self._answer(request, answer)
+
+    def _held(self, request: _Request) -> bool:
+        """Whether the round trip being settled went unacknowledged: then the claim it won is
+        in doubt, to be checked again (``_doubt``), and is not answered now."""
+        if self._acknowledged:
+            return False
+        self._doubt(request, self._unacknowledged(None))
+        return True
+
+    def _doubt(self, request: _Request, error: redis.exceptions.RedisError) -> None:
+        """Check ``request`` again in ``RECHECK_AFTER`` seconds, or fail it closed once its key
+        has expired (``error`` says why)."""
+        loop = asyncio.get_running_loop()
+        if request.doubt_until is None:
+            # From the reply on: the key was set before it, so it has expired by then.
+            request.doubt_until = loop.time() + request.ttl_ms / 1000
+            logger.info(
+                "claim of %s in doubt: %s; checking it again",
+                request.slot_id,
+                self._scrub(str(error)),
+            )
+        if loop.time() >= request.doubt_until:
+            request.doubt_until = None
+            self._refuse([request], error)
+            return
+        request.failure = error
+        request.reloaded = False
+        handle = loop.call_later(RECHECK_AFTER, self._check_again, request)
+        self._in_doubt[id(request)] = (handle, request)
+
+    def _check_again(self, request: _Request) -> None:
+        self._in_doubt.pop(id(request), None)
+        if request.answer.done():  # its caller was cancelled
+            return
+        self._queue.append(request)
+        self._wake_sender()
+
+    def _unacknowledged(self, acknowledged: int | None) -> redis.exceptions.RedisError:
+        got = "" if acknowledged is None else f" ({acknowledged})"
+        return redis.exceptions.RedisError(
+            f"fewer than {self._acknowledgement.replicas} replicas acknowledged the write{got} "
+            f"within {self._acknowledgement.timeout_ms} ms"
+        )
 
     async def _before_sending_again(self) -> None:
         """Called before claims ``_settle`` returned False for go out again: loads the script
@@ -183,6 +298,9 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
                 # The earlier attempt may have landed and lost only its reply: then the slot
                 # is ours, and answering "lost" would leave it run by nobody.
                 pipeline.get(request.key)
+        wanted = self._acknowledgement.replicas
+        if wanted:
+            pipeline.wait(wanted, self._acknowledgement.timeout_ms)
         try:
             replies = iter(await pipeline.execute(raise_on_error=False))
         except redis.exceptions.AuthenticationError as error:
@@ -194,12 +312,19 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
         except redis.exceptions.RedisError as error:
             self._refuse(batch, error)
             return
+        settled = [
+            (request, next(replies), next(replies) if request.failure is not None else None)
+            for request in batch
+        ]
+        acknowledged = next(replies, None) if wanted else wanted
+        self._acknowledged = isinstance(acknowledged, int) and acknowledged >= wanted
         again = []
-        for request in batch:
-            reply = next(replies)
-            holder = next(replies) if request.failure is not None else None
-            if not self._settle(request, reply, holder):
-                again.append(request)
+        try:
+            for request, reply, holder in settled:
+                if not self._settle(request, reply, holder):
+                    again.append(request)
+        finally:
+            self._acknowledged = True
         if again:
             await self._before_sending_again()
             self._queue.extendleft(reversed(again))
@@ -207,6 +332,9 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
     def _retry(self, batch: list[_Request], error: redis.exceptions.RedisError) -> None:
         """Once more, first in the next round trip; a second failure fails the claim closed."""
         for request in reversed(batch):
+            if request.doubt_until is not None:  # a failover under way: checked until it ends
+                self._doubt(request, error)
+                continue
             if request.failure is not None:
                 self._refuse([request], error)
                 continue
@@ -220,8 +348,12 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
             request.answer.set_result(answer)
 
     def _refuse(self, batch: Iterable[_Request], error: redis.exceptions.RedisError) -> None:
+        """Fail ``batch`` closed; a claim in doubt is checked again instead (a demoted primary
+        answers ``READONLY``, one cut off from its replicas ``NOREPLICAS``), unless closing."""
         for request in batch:
-            if not request.answer.done():
+            if request.doubt_until is not None and not self._closed:
+                self._doubt(request, error)
+            elif not request.answer.done():
                 request.answer.set_exception(self._unavailable(request.slot_id, error))
 
     def _unavailable(

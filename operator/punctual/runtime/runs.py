@@ -395,6 +395,23 @@ class JobRuns:
             )
             self._store.slots_missed(self._job, count=1, newest=slot)
             return None
+        # A claim held in doubt through a Redis failover (its write not acknowledged by the
+        # replicas) answers once the failover is over: a slot of the schedule that is past its
+        # starting deadline by then is missed, not run late.
+        plan = armed.plan
+        if (
+            slot not in self._tokens
+            and slot not in self._backfilled
+            and not missed.within_deadline(
+                slot, now=plan.nominal(self._wall()), rules=plan.missed_runs
+            )
+        ):
+            logger.warning(
+                "slot %s: its claim was answered past its starting deadline; not run",
+                self._slot_id(slot),
+            )
+            self._store.slots_missed(self._job, count=1, newest=slot)
+            return None
         return self._admit(slot, armed)
 
     def _admit(

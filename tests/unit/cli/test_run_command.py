@@ -1,7 +1,7 @@
 """``punctual run``'s options as the replica gets them: sharding on unless ``--sharding off``,
 the membership Leases' namespace, from the most explicit source there is, the bounds per job, the
-addresses HTTP targets never call beside the default ones, and the connections one namespace
-keeps busy."""
+addresses HTTP targets never call beside the default ones, the connections one namespace
+keeps busy, and the replicas of Redis a claim waits for."""
 
 import argparse
 from datetime import timedelta
@@ -12,6 +12,7 @@ import pytest
 from punctual import replica
 from punctual.api import planning
 from punctual.cli import run
+from punctual.redis_io import pipelines
 from punctual.scheduling.errors import InvalidSpecError
 
 
@@ -176,3 +177,34 @@ class TestConnectionsPerNamespace:
     def test_at_least_one(self) -> None:
         with pytest.raises(InvalidSpecError, match="--http-connections-per-namespace"):
             settings("--http-connections-per-namespace", "0")
+
+
+class TestTheReplicasAClaimWaitsFor:
+    def test_are_none_by_default_a_standalone_redis(self) -> None:
+        assert settings().acknowledgement == pipelines.Acknowledgement(
+            replicas=0, timeout=timedelta(milliseconds=500)
+        )
+        assert replica.ReplicaSettings(replica_id="r1").acknowledgement == pipelines.NO_WAIT
+
+    def test_are_taken_from_the_options(self) -> None:
+        chosen = settings("--redis-wait-replicas=1", "--redis-wait-timeout=200ms")
+
+        assert chosen.acknowledgement == pipelines.Acknowledgement(
+            replicas=1, timeout=timedelta(milliseconds=200)
+        )
+
+    @pytest.mark.parametrize(
+        ("argv", "field"),
+        [
+            (("--redis-wait-replicas=-1",), "--redis-wait-replicas"),
+            (("--redis-wait-timeout=0s",), "--redis-wait-timeout"),
+            (("--redis-wait-timeout=1s",), "--redis-wait-timeout"),
+        ],
+    )
+    def test_a_wait_no_claim_could_meet_is_refused_naming_the_flag(
+        self, argv: tuple[str, ...], field: str
+    ) -> None:
+        with pytest.raises(InvalidSpecError) as caught:
+            settings(*argv)
+
+        assert caught.value.field == field

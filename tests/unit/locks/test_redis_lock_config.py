@@ -1,4 +1,5 @@
-"""The Redis lock's configuration, without a server: URLs, keys and redaction."""
+"""The Redis lock's configuration, without a server: URLs (plain and Sentinel), keys and
+redaction."""
 
 import pytest
 
@@ -55,6 +56,17 @@ class TestOnlyRedisUrlsAreAccepted:
 
         assert PASSWORD not in str(raised.value)
 
+    @pytest.mark.parametrize(
+        "url",
+        [
+            "redis+sentinel://127.0.0.1:26379/mymaster",
+            f"rediss+sentinel://app:{PASSWORD}@s1:26380,s2:26380,s3:26380/mymaster?db=1",
+        ],
+    )
+    async def test_sentinel_urls(self, url: str) -> None:
+        lock = redis_lock.RedisLock.from_url(url)  # asks the Sentinels lazily: none needed
+        await lock.close()
+
     def test_a_pool_needs_a_connection(self) -> None:
         with pytest.raises(ValueError, match="max_connections"):
             redis_lock.RedisLock.from_url("redis://127.0.0.1:6379", max_connections=0)
@@ -82,5 +94,93 @@ class TestThePasswordIsNeverShown:
         lock = redis_lock.RedisLock.from_url(f"redis://:{PASSWORD}@127.0.0.1:6379/0")
         try:
             assert repr(lock) == "RedisLock(redis://:***@127.0.0.1:6379/0)"
+        finally:
+            await lock.close()
+
+
+class TestASentinelUrlNamesItsSentinelsAndService:
+    @pytest.mark.parametrize(
+        ("url", "sentinels", "service", "plain_url"),
+        [
+            (
+                "redis+sentinel://10.0.0.1:26379,10.0.0.2:26380/mymaster",
+                (("10.0.0.1", 26379), ("10.0.0.2", 26380)),
+                "mymaster",
+                "redis://10.0.0.1:26379",
+            ),
+            (
+                "redis+sentinel://sentinel.redis.svc/punctual",
+                (("sentinel.redis.svc", connections.SENTINEL_PORT),),
+                "punctual",
+                f"redis://sentinel.redis.svc:{connections.SENTINEL_PORT}",
+            ),
+            (
+                f"rediss+sentinel://app:{PASSWORD}@[::1]:26379,s2/mymaster?db=2",
+                (("::1", 26379), ("s2", connections.SENTINEL_PORT)),
+                "mymaster",
+                f"rediss://app:{PASSWORD}@[::1]:26379?db=2",
+            ),
+            (
+                "redis+sentinel://s1:1/my%20master?ssl_cert_reqs=none",
+                (("s1", 1),),
+                "my master",
+                "redis://s1:1?ssl_cert_reqs=none",
+            ),
+        ],
+    )
+    def test_sentinels_service_and_the_options_of_the_servers(
+        self,
+        url: str,
+        sentinels: tuple[tuple[str, int], ...],
+        service: str,
+        plain_url: str,
+    ) -> None:
+        assert connections.sentinel_address(url) == connections.SentinelAddress(
+            sentinels=sentinels, service=service, plain_url=plain_url
+        )
+
+    @pytest.mark.parametrize("url", ["redis://127.0.0.1:6379/0", "rediss://h/1"])
+    def test_a_plain_url_names_no_sentinel(self, url: str) -> None:
+        assert connections.sentinel_address(url) is None
+
+    @pytest.mark.parametrize(
+        ("url", "message"),
+        [
+            (f"redis+sentinel://:{PASSWORD}@s1:26379", "ends with the service's name"),
+            (f"redis+sentinel://:{PASSWORD}@s1:26379/", "ends with the service's name"),
+            (f"redis+sentinel://:{PASSWORD}@s1:26379/a/b", "ends with the service's name"),
+            (f"redis+sentinel://:{PASSWORD}@s1:port/mymaster", "not a Sentinel address"),
+            (f"redis+sentinel://:{PASSWORD}@s1:26379,/mymaster", "not a Sentinel address"),
+            (f"redis+sentinel://:{PASSWORD}@s1:70000/mymaster", "not a Sentinel address"),
+        ],
+    )
+    def test_a_malformed_sentinel_url_is_refused_without_its_password(
+        self, url: str, message: str
+    ) -> None:
+        with pytest.raises(ValueError, match=message) as raised:
+            redis_lock.RedisLock.from_url(url)
+
+        assert PASSWORD not in str(raised.value)
+
+    @pytest.mark.parametrize(
+        ("url", "shown"),
+        [
+            (
+                f"redis+sentinel://:{PASSWORD}@s1:26379,s2:26379/mymaster",
+                "redis+sentinel://:***@s1:26379,s2:26379/mymaster",
+            ),
+            (
+                f"rediss+sentinel://app:{PASSWORD}@s1/mymaster?db=1",
+                "rediss+sentinel://app:***@s1/mymaster?db=1",
+            ),
+        ],
+    )
+    def test_sentinel_urls_are_redacted(self, url: str, shown: str) -> None:
+        assert connections.redact_url(url) == shown
+
+    async def test_the_lock_repr_of_a_sentinel_url_is_redacted(self) -> None:
+        lock = redis_lock.RedisLock.from_url(f"redis+sentinel://:{PASSWORD}@s1,s2/mymaster")
+        try:
+            assert repr(lock) == "RedisLock(redis+sentinel://:***@s1,s2/mymaster)"
         finally:
             await lock.close()

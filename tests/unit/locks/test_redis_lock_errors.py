@@ -1,10 +1,11 @@
 """How the Redis lock answers when Redis misbehaves, with a scripted client in place of Redis.
 
 Failures a live server cannot be made to produce on cue: a reply lost after the write landed,
-a read-only replica, errors whose text carries the password.
+a read-only replica, errors whose text carries the password, claims no replica acknowledged.
 """
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
@@ -13,7 +14,7 @@ import redis.exceptions
 
 from punctual.contracts import protocols, records
 from punctual.locks import redis as redis_lock
-from punctual.redis_io import lock_memory, slot_keys
+from punctual.redis_io import lock_memory, pipelines, slot_keys
 from punctual.scheduling import slots
 
 JOB = slots.JobRef(namespace="reports", name="nightly", uid="5f0c1d2e-0000-4000-8000-00000000abcd")
@@ -61,8 +62,12 @@ def fails_with(error: Exception) -> Step:
 class ScriptedRedis:
     """Answers each SET with the next scripted step; GET reads what the steps stored."""
 
-    def __init__(self, *steps: Step, keys: dict[str, bytes] | None = None) -> None:
+    def __init__(
+        self, *steps: Step, keys: dict[str, bytes] | None = None, acks: list[int] | None = None
+    ) -> None:
         self.steps = list(steps)
+        self.acks = list(acks or [])
+        """What each ``WAIT`` answers, in order; once used up, as many as it asked for."""
         self.keys = dict(keys or {})
         self.sets: list[tuple[str, bytes, int]] = []
         self.round_trips: list[int] = []
@@ -110,6 +115,13 @@ class ScriptedPipeline:
     def get(self, key: str) -> None:
         self.commands.append(lambda: self.client.get(key))
 
+    def wait(self, replicas: int, timeout: int) -> None:
+        async def acknowledged() -> int:
+            return self.client.acks.pop(0) if self.client.acks else replicas
+
+        assert timeout > 0
+        self.commands.append(acknowledged)
+
     async def execute(self, *, raise_on_error: bool) -> list[object]:
         assert not raise_on_error
         self.client.round_trips.append(len(self.commands))
@@ -125,11 +137,12 @@ class ScriptedPipeline:
         return replies
 
 
-def lock_on(client: ScriptedRedis) -> redis_lock.RedisLock:
+def lock_on(client: ScriptedRedis, *, wait_for: int = 0) -> redis_lock.RedisLock:
     return redis_lock.RedisLock(
         client,  # type: ignore[arg-type]  # the subset of redis.asyncio.Redis the lock uses
         description="redis://:***@redis:6379/0",
         password=PASSWORD,
+        acknowledgement=pipelines.Acknowledgement(replicas=wait_for),
     )
 
 
@@ -320,3 +333,129 @@ class TestASlotTheServerCannotProveUnclaimedIsNotRun:
         client = ScriptedRedis(set_nx, keys={key: b"replica-b:9" + lock_memory.FORGOTTEN_MARK})
 
         assert not await lock_on(client).claim(CLAIM)
+
+
+def lost_in_the_failover(client: ScriptedRedis, key: str, value: bytes) -> bool | None:
+    """The new primary never had the key: the claim sets it again."""
+    client.keys.pop(key, None)
+    return set_nx(client, key, value)
+
+
+def claimed_by_another_after_the_failover(
+    client: ScriptedRedis, key: str, value: bytes
+) -> bool | None:
+    client.keys[key] = b"replica-b:9"
+    return set_nx(client, key, value)
+
+
+@pytest.mark.looptime(start=time.monotonic)
+class TestAClaimCountsOnceReplicasHaveIt:
+    async def test_one_wait_ends_each_round_trip_of_claims(self) -> None:
+        client = ScriptedRedis(*[set_nx] * 5)
+        lock = lock_on(client, wait_for=1)
+
+        won = await asyncio.gather(*(lock.claim(claim_of(slot)) for slot in SLOTS))
+
+        assert won == [True] * 5
+        assert client.round_trips == [6]
+
+    async def test_without_replicas_to_wait_for_there_is_no_wait(self) -> None:
+        client = ScriptedRedis(set_nx, acks=[0])
+
+        assert await lock_on(client).claim(CLAIM)
+        assert client.round_trips == [1]
+
+    async def test_an_unacknowledged_win_is_checked_again_and_is_ours_if_the_key_survived(
+        self,
+    ) -> None:
+        client = ScriptedRedis(set_nx, set_nx, acks=[0, 1])
+
+        assert await lock_on(client, wait_for=1).claim(CLAIM)
+        # The claim and its WAIT, then the claim again with a GET of its key and a WAIT.
+        assert client.round_trips == [2, 3]
+
+    async def test_a_key_the_failover_lost_is_claimed_again(self) -> None:
+        client = ScriptedRedis(set_nx, lost_in_the_failover, acks=[0, 1])
+
+        assert await lock_on(client, wait_for=1).claim(CLAIM)
+
+    async def test_a_slot_another_replica_claimed_after_the_failover_is_lost(self) -> None:
+        client = ScriptedRedis(set_nx, claimed_by_another_after_the_failover, acks=[0])
+
+        assert not await lock_on(client, wait_for=1).claim(CLAIM)
+
+    async def test_a_loss_needs_no_acknowledgement(self) -> None:
+        key = slot_keys.slot_key(CLAIM.slot_id)
+        client = ScriptedRedis(set_nx, keys={key: b"replica-b:9"}, acks=[0])
+
+        assert not await lock_on(client, wait_for=1).claim(CLAIM)
+        assert client.round_trips == [2]
+
+    async def test_a_failover_that_takes_several_round_trips_keeps_the_claim_in_doubt(
+        self,
+    ) -> None:
+        client = ScriptedRedis(
+            set_nx,
+            fails_with(redis.exceptions.ConnectionError("refused")),
+            fails_with(redis.exceptions.ConnectionError("No master found for 'punctual'")),
+            fails_with(redis.exceptions.TimeoutError("Timeout reading from socket")),
+            lost_in_the_failover,
+            acks=[0, 1],
+        )
+
+        assert await lock_on(client, wait_for=1).claim(CLAIM)
+        assert len(client.sets) == 5
+
+    @pytest.mark.parametrize(
+        "error",
+        [
+            redis.exceptions.ReadOnlyError("You can't write against a read only replica."),
+            redis.exceptions.ResponseError("NOREPLICAS Not enough good replicas to write."),
+        ],
+    )
+    async def test_a_refusal_of_a_claim_in_doubt_is_checked_again(
+        self, error: redis.exceptions.RedisError
+    ) -> None:
+        def refused_by_a_server_without_the_key(
+            client: ScriptedRedis, key: str, value: bytes
+        ) -> None:
+            client.keys.pop(key, None)
+            raise error
+
+        client = ScriptedRedis(set_nx, refused_by_a_server_without_the_key, set_nx, acks=[0, 1])
+
+        assert await lock_on(client, wait_for=1).claim(CLAIM)
+        assert len(client.sets) == 3
+
+    async def test_a_claim_in_doubt_for_as_long_as_its_key_lives_fails_closed(self) -> None:
+        claim = records.Claim(
+            job=JOB,
+            slot=SLOT,
+            slot_id=CLAIM.slot_id,
+            holder="replica-a:1",
+            ttl=timedelta(seconds=2),
+        )
+        client = ScriptedRedis(*[set_nx] * 100, acks=[0] * 100)
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+
+        with pytest.raises(protocols.LockUnavailableError, match="fewer than 1 replicas"):
+            await lock_on(client, wait_for=1).claim(claim)
+        assert 2 <= loop.time() - start < 2 + 2 * pipelines.RECHECK_AFTER
+
+    async def test_a_forgotten_slot_unacknowledged_is_checked_again_too(self) -> None:
+        client = ScriptedRedis(wins_a_slot_it_cannot_prove, set_nx, acks=[0, 1])
+
+        with pytest.raises(protocols.LockForgotError):
+            await lock_on(client, wait_for=1).claim(CLAIM)
+        assert client.round_trips == [2, 3]
+
+    async def test_claims_in_doubt_at_close_fail_closed(self) -> None:
+        lock = lock_on(ScriptedRedis(*[set_nx] * 3, acks=[0] * 3), wait_for=1)
+        claim = asyncio.ensure_future(lock.claim(CLAIM))
+        await asyncio.sleep(pipelines.RECHECK_AFTER / 2)  # held in doubt meanwhile
+
+        await lock.close()
+
+        with pytest.raises(protocols.LockUnavailableError):
+            await claim

@@ -149,6 +149,57 @@ class TestAnUnavailableLock:
         assert JOB in supervisor.armed
 
 
+class SlowToAnswerLock(GrantingLock):
+    """Grants every claim after ``delay``: a claim held in doubt through a Redis failover."""
+
+    def __init__(self, wall: FakeWall, *, delay: timedelta) -> None:
+        super().__init__(wall)
+        self.delay = delay
+
+    async def claim(self, claim: records.Claim) -> bool:
+        await self.wall.sleep(self.delay)
+        return await super().claim(claim)
+
+
+class TestAClaimAnsweredLate:
+    """The claim of each slot is answered 3 s late, as after a failover."""
+
+    @pytest.fixture
+    def lock(self, wall: FakeWall) -> SlowToAnswerLock:
+        return SlowToAnswerLock(wall, delay=3 * SECOND)
+
+    async def test_runs_late_within_the_starting_deadline(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        target = Target(wall)
+        plan = every(PERIOD, starting_deadline=5 * SECOND)
+        supervisor.arm(JOB, plan, target, resume_after=at(5))
+        await wall.sleep_until(at(25))
+
+        assert target.slots == ats(10, 20)
+        assert store.jobs[JOB].missed == 0
+
+    async def test_is_missed_past_the_starting_deadline(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        target = Target(wall)
+        plan = every(PERIOD, starting_deadline=2 * SECOND)
+        supervisor.arm(JOB, plan, target, resume_after=at(5))
+        await wall.sleep_until(at(25))
+
+        assert target.slots == []
+        assert store.jobs[JOB].missed == 2
+
+    async def test_without_a_deadline_runs_late(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        target = Target(wall)
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5))
+        await wall.sleep_until(at(25))
+
+        assert target.slots == ats(10, 20)
+
+
 class TestSlotsDueWhileTheLockCannotAnswer:
     """The lock cannot answer from 00:00:15 to 00:00:45: the slots 20, 30 and 40 get no claim.
     Two replicas schedule the job on the same lock."""

@@ -102,17 +102,21 @@ class _Request(pipelines.Request["str | None"]):
     fields."""
     run: bool
 
-    @property
-    def ttl_ms(self) -> int:
-        return int(self.arguments[1])
-
 
 class StreamClaims(pipelines.PipelinedClaims[_Request]):
     """The operator's Redis for queue targets: one client and script, one lock per job."""
 
-    def __init__(self, connection: connections.Connection, *, owns_client: bool = True) -> None:
+    def __init__(
+        self,
+        connection: connections.Connection,
+        *,
+        owns_client: bool = True,
+        acknowledgement: pipelines.Acknowledgement = pipelines.NO_WAIT,
+    ) -> None:
         """Use ``connection``'s client: this object's own (``close()`` closes it), or with
-        ``owns_client`` false one the replica shares with its slot lock and run leases."""
+        ``owns_client`` false one the replica shares with its slot lock and run leases.
+        ``acknowledgement``: the replicas a claim (and its entry) waits for
+        (``redis_io.pipelines``)."""
         super().__init__(
             connection.client,
             description=connection.description,
@@ -120,6 +124,7 @@ class StreamClaims(pipelines.PipelinedClaims[_Request]):
             name="redis stream claims",
             owns_client=owns_client,
             script=CLAIM_AND_ENQUEUE,
+            acknowledgement=acknowledgement,
         )
         self._warming: asyncio.Task[None] | None = None
 
@@ -162,6 +167,7 @@ class StreamClaims(pipelines.PipelinedClaims[_Request]):
             key=slot_keys.slot_key(claim.slot_id),
             holder=claim.holder.encode(),
             slot_id=claim.slot_id,
+            ttl_ms=ttl_ms,
             answer=asyncio.get_running_loop().create_future(),
             stream=stream,
             arguments=arguments,
@@ -191,7 +197,7 @@ class StreamClaims(pipelines.PipelinedClaims[_Request]):
         if reply == lock_memory.FORGOTTEN or (
             holder is not None and holder == request.holder + lock_memory.FORGOTTEN_MARK
         ):
-            if not request.answer.done():
+            if not self._held(request) and not request.answer.done():
                 request.answer.set_exception(
                     protocols.LockForgotError(
                         f"{self._description}: slot {request.slot_id} was due before the server "
@@ -200,9 +206,9 @@ class StreamClaims(pipelines.PipelinedClaims[_Request]):
                     )
                 )
         elif reply is not None and not isinstance(reply, redis.exceptions.RedisError):
-            self._answer(request, reply.decode() if isinstance(reply, bytes) else str(reply))
+            self._won(request, reply.decode() if isinstance(reply, bytes) else str(reply))
         elif holder is not None and holder == request.holder:
-            self._answer(request, UNKNOWN_ENTRY)  # the earlier attempt had won it
+            self._won(request, UNKNOWN_ENTRY)  # the earlier attempt had won it
         elif self._script_missing(request, reply):
             return False
         elif isinstance(reply, redis.exceptions.RedisError):
