@@ -119,7 +119,6 @@ class JobLoop:
             plan=plan,
             executor=executor,
             lock=lock or self._lock,
-            claim_ttl=plan.lock_ttl + (arms_ahead.warm_lead if arms_ahead else timedelta()),
             runs_view=executor if isinstance(executor, protocols.SeesRuns) else None,
             job_namer=executor if isinstance(executor, protocols.NamesJobs) else None,
             preparer=executor if isinstance(executor, protocols.PreparesRuns) else None,

@@ -63,9 +63,6 @@ class Armed:
     plan: plans.JobPlan
     executor: protocols.Executor
     lock: protocols.SlotLock
-    claim_ttl: timedelta
-    """How long a claim of this job lives: the plan's ``lock_ttl``, plus the lead of a target
-    that arms slots ahead (its claims are made that much earlier)."""
     # ``executor`` again, where it has these abilities: checked once per arm, not per slot (an
     # isinstance against a runtime-checkable protocol costs microseconds on every call).
     runs_view: protocols.SeesRuns | None = None
@@ -228,12 +225,13 @@ class JobRuns:
         replica wins the claim of the request: each slot claimed like any slot of the job (one
         that ran already, or runs elsewhere, is refused and skipped), admitted under the
         concurrency policy, and waited for before the next. Progress goes to the store."""
+        plan = armed.plan
         request_claim = records.Claim(
             job=self._job,
             slot=request.start,
             slot_id=slots.backfill_request_id(self._job, request.token),
             holder=f"{self._replica}:{next(_run_ids)}",
-            ttl=armed.claim_ttl,
+            ttl=plan.lock_ttl,
             run=False,
             backfill=request.token,
         )
@@ -386,7 +384,7 @@ class JobRuns:
             slot=slot,
             slot_id=self._slot_id(slot),
             holder=f"{self._replica}:{next(_run_ids)}",
-            ttl=armed.claim_ttl,
+            ttl=plan.lock_ttl,
             scheduled_time=slot if token is not None else slot + plan.offset,
             run=run,
             token=token,
@@ -432,7 +430,7 @@ class JobRuns:
         # Checked right before the effect: a replica paused (a long GC pause, SIGSTOP) while
         # its claim was out may wake once the claim has lapsed and another replica, which saw
         # it gone from the members, claimed the slot again. It gives the slot up instead.
-        if loop.time() - sent >= armed.claim_ttl.total_seconds():
+        if loop.time() - sent >= armed.plan.lock_ttl.total_seconds():
             logger.warning(
                 "slot %s: its claim took longer than it lasts; not run", self._slot_id(slot)
             )

@@ -127,15 +127,6 @@ class TestArmingAhead:
         assert (armed.slot, armed.started_at, armed.job_name) == (SLOT, at(30), None)
         assert target.slots == []  # nothing runs before its time
 
-    async def test_its_claim_lives_the_lead_longer(
-        self, supervisor: Supervisor, wall: FakeWall, lock: ClaimsOnce
-    ) -> None:
-        arm(supervisor, WarmTarget(wall))
-        await wall.sleep_until(at(31))
-
-        [claim] = lock.claims
-        assert claim.ttl == every(PERIOD).lock_ttl + LEAD
-
     async def test_the_run_starts_at_the_slot_and_says_how_it_started(
         self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
     ) -> None:
