@@ -285,7 +285,8 @@ class JobTarget(fields.ApiModel):
         default=None,
         description="Create each slot's Job lead ahead of its slot, with its pod template "
         "rewritten so that scheduling, image pulls and the pod's start happen before the slot "
-        "and the workload starts at it. Unset: the Job is created at the slot.",
+        "and the workload starts at it; not with concurrencyPolicy Queue (an armed Job counts "
+        "as running). Unset: the Job is created at the slot.",
     )
 
 

@@ -222,10 +222,19 @@ def _warm_lead(
 ) -> timedelta | None:
     """The warm start's lead, refused when an armed Job could meet the previous slot's run
     still going (the lead must fit in the shortest gap between two slots, less the timeout), and
-    its template when the rewrite cannot hold it (``warm_pods.check``)."""
+    its template when the rewrite cannot hold it (``warm_pods.check``). ``Queue`` is refused
+    beside it: a later slot's Job, armed during the lead, counts as a run in flight like any
+    unfinished Job of the job, so a queued slot would wait for it, and it for the queued one."""
     job = spec.target.job
     if job is None or job.warm_start is None:
         return None
+    if spec.concurrency_policy is overlap.ConcurrencyPolicy.QUEUE:
+        raise InvalidSpecError(
+            f"{SPEC}.concurrencyPolicy",
+            "Queue cannot go with spec.target.job.warmStart: the Job armed ahead of a later "
+            "slot counts as a run in flight, and would hold back the slot queued before it; "
+            "use Forbid, Allow or Replace",
+        )
     lead = warm_lead(job.warm_start)
     period = schedule.shortest_period
     room = max(period - timeout, timedelta())

@@ -46,10 +46,11 @@ class TestTheLeadReachesThePlan:
         assert plan(warm_start=None).warm_lead is None
 
     def test_the_slots_claim_lives_the_lead_longer(self) -> None:
-        # Queued runs keep a slot in play longer than two periods: the TTL is not the floor.
-        queued = {"timeout": "20s", "concurrencyPolicy": "Queue", "maxQueued": 5}
-        cold = plan(warm_start=None, **queued)
-        warm = plan(warm_start={"lead": "30s"}, **queued)
+        # A lost run's retry keeps a slot in play longer than two periods: the TTL is not the
+        # floor. (Queue, the other way to, cannot go with a warm start.)
+        retried = {"timeout": "20s", "retryLostRuns": True}
+        cold = plan(warm_start=None, **retried)
+        warm = plan(warm_start={"lead": "30s"}, **retried)
 
         assert warm.lock_ttl - cold.lock_ttl == timedelta(seconds=30)
 
@@ -127,6 +128,26 @@ class TestTheLeadFitsBetweenTwoSlotsLessTheTimeout:
         self, warm_start: dict[str, Any], field: str
     ) -> None:
         assert refused(warm_start=warm_start, timeout="20s").field == field
+
+
+class TestQueueCannotGoWithAWarmStart:
+    @pytest.mark.parametrize("policy", ["Forbid", "Allow", "Replace"])
+    def test_the_other_policies_are_accepted(self, policy: str) -> None:
+        accepted = plan(warm_start={"lead": "30s"}, timeout="20s", concurrencyPolicy=policy)
+
+        assert accepted.warm_lead == timedelta(seconds=30)
+
+    def test_queue_is_refused_at_the_policy_saying_why(self) -> None:
+        error = refused(
+            warm_start={"lead": "30s"}, timeout="20s", concurrencyPolicy="Queue", maxQueued=2
+        )
+
+        assert error.field == "spec.concurrencyPolicy"
+        assert "Queue cannot go with spec.target.job.warmStart" in error.problem
+        assert "would hold back the slot queued before it" in error.problem
+
+    def test_queue_without_a_warm_start_is_accepted(self) -> None:
+        assert plan(warm_start=None, timeout="20s", concurrencyPolicy="Queue").warm_lead is None
 
 
 NO_COMMAND = {"name": "report", "image": "registry.example/report:1"}

@@ -69,8 +69,10 @@ async def check(
             mode=warm_start.mode,
             gate_image=warm_start.gate_image or gate_image or warm_pods.GATE,
         )
-        template, active_deadline = armed.template, active_deadline + lead
+        template = armed.template
         added = _added_init_containers(template)
+    else:
+        lead = timedelta()
     request = manifests.BatchJobRequest.of(
         manifests.batch_job_manifest(
             template,
@@ -79,6 +81,7 @@ async def check(
             slot_id=slots.slot_id(owner, slot),
             scheduled_time=slot,
             active_deadline=active_deadline,
+            lead=lead,
         )
     )
     try:

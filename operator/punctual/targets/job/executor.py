@@ -224,7 +224,8 @@ class WarmBatchJobExecutor(BatchJobExecutor):
                 slot_id=context.slot_id,
                 scheduled_time=context.scheduled_time,
                 # Created a lead early: the run's timeout still counts from its slot.
-                active_deadline=self._active_deadline + self._lead,
+                active_deadline=self._active_deadline,
+                lead=self._lead,
                 token=context.token,
             )
         )

@@ -201,6 +201,37 @@ class TestAWarmStartsJob:
         assert job["spec"] == {**armed["spec"], "activeDeadlineSeconds": 330}
 
     @pytest.mark.parametrize(
+        ("templates", "deadline"),
+        [
+            pytest.param(None, 330, id="the-timeout-and-the-lead"),
+            pytest.param(60, 90, id="its-own-and-the-lead"),
+            pytest.param(3600, 330, id="longer-than-the-timeout"),
+        ],
+    )
+    async def test_with_the_deadline_it_will_be_armed_with(
+        self, templates: int | None, deadline: int
+    ) -> None:
+        api = DryRuns()
+        template = copy.deepcopy(WARM_TEMPLATE)
+        if templates is not None:
+            template["spec"]["activeDeadlineSeconds"] = templates
+
+        await check(api, template=template, warm_start=WARM_START, gate_image="gate:1")
+
+        [sent] = api.sent
+        assert json.loads(sent.body)["spec"]["activeDeadlineSeconds"] == deadline
+
+    async def test_a_cold_jobs_own_deadline_is_not_lengthened(self) -> None:
+        api = DryRuns()
+        template = copy.deepcopy(TEMPLATE)
+        template["spec"]["activeDeadlineSeconds"] = 60
+
+        await check(api, template=template)
+
+        [sent] = api.sent
+        assert json.loads(sent.body)["spec"]["activeDeadlineSeconds"] == 60
+
+    @pytest.mark.parametrize(
         ("given", "operators", "used"),
         [
             pytest.param("mine:2", "gate:1", "mine:2", id="the-scheduled-jobs-own"),
