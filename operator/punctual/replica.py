@@ -302,6 +302,8 @@ class Replica:
                 batch_jobs=batch_jobs,
                 batch_job_watcher=batch_watcher,
                 warm_start_gate_image=settings.warm_start_gate_image,
+                # Told by the job target itself, at the slot: the scheduler does not see pods.
+                warm_start_reports=fanout.FanoutStore(statuses, warnings),
                 streams=streams,
                 queue_max_len=settings.queue_max_len,
                 meter_lock=lambda lock: metered.MeteredLock(

@@ -232,6 +232,7 @@ JOBS = {
     "resources": ["jobs"],
     "verbs": ["create", "get", "list", "watch", "delete"],
 }
+PODS = {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}
 CRDS = {
     "apiGroups": ["apiextensions.k8s.io"],
     "resources": ["customresourcedefinitions"],
@@ -1008,6 +1009,7 @@ class TestRbacRules:
             RUN_EVENTS,
             SECRETS,
             JOBS,
+            PODS,
             CRDS,
         ]
         operator = [o for o in objects if not is_helm_test(o)]
@@ -1031,6 +1033,7 @@ class TestRbacRules:
                 RUN_EVENTS,
                 SECRETS,
                 JOBS,
+                PODS,
             ]
             one(
                 [o for o in objects if o["metadata"].get("namespace") == namespace],

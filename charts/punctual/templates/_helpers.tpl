@@ -275,6 +275,10 @@ namespaces) and the per-namespace Roles (watchNamespaces). Each rule names the c
 - apiGroups: ["batch"]
   resources: ["jobs"]
   verbs: ["create", "get", "list", "watch", "delete"]
+# warm start: a warm Job's few pods, listed once at its slot, to say WarmStartNotReady and why.
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
 {{- end }}
 {{- end -}}
 

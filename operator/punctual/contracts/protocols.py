@@ -204,6 +204,27 @@ class RunStore(Protocol):
         """This replica, ``job``'s backup, did not claim ``slot``: its owner said it had."""
         return
 
+    def warm_start_checked(
+        self, job: slots.JobRef, *, scheduled_time: datetime, not_ready: str | None
+    ) -> None:
+        """``WarmStartReports``: what a target armed ahead was at its gate at the run's
+        ``scheduled_time`` (``not_ready`` None), or why not."""
+        return
+
+
+class WarmStartReports(Protocol):
+    """Where a target that arms ahead (``ArmsAhead``) tells, at a run's scheduled time, whether
+    what it armed was ready there: users must see why a warm run starts late (an image that
+    cannot be pulled, a pod not scheduled), and that it no longer does. Never blocks. Every
+    ``RunStore`` is one."""
+
+    def warm_start_checked(
+        self, job: slots.JobRef, *, scheduled_time: datetime, not_ready: str | None
+    ) -> None:
+        """``not_ready``: why the work armed for the run due at ``scheduled_time`` was not at
+        its gate then (the pod's own reason); None: it was."""
+        ...
+
 
 class Warnings(Protocol):
     """Tells users, as a Warning Event on the ScheduledJob, what went wrong (aggregated per job

@@ -67,6 +67,17 @@ class FanoutStore:
     def claim_skipped(self, job: slots.JobRef, *, slot: datetime) -> None:
         self._each("claim_skipped", job, lambda store: store.claim_skipped(job, slot=slot))
 
+    def warm_start_checked(
+        self, job: slots.JobRef, *, scheduled_time: datetime, not_ready: str | None
+    ) -> None:
+        self._each(
+            "warm_start_checked",
+            job,
+            lambda store: store.warm_start_checked(
+                job, scheduled_time=scheduled_time, not_ready=not_ready
+            ),
+        )
+
     def _each(
         self, what: str, job: slots.JobRef, call: Callable[[protocols.RunStore], None]
     ) -> None:

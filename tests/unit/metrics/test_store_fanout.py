@@ -64,6 +64,21 @@ class TestEveryStoreHearsEverything:
             assert (history.missed, history.newest_missed) == (2, SLOT)
             assert history.missed_by_reason == {records.MissedReason.LOCK_FORGOT: 2}
 
+    def test_a_warm_starts_check_reaches_each_store(self) -> None:
+        told: list[tuple[str, str | None]] = []
+
+        class Checks(memory.MemoryStore):
+            def warm_start_checked(
+                self, job: slots.JobRef, *, scheduled_time: datetime, not_ready: str | None
+            ) -> None:
+                told.append((job.name, not_ready))
+
+        fanout.FanoutStore(Checks(), Checks()).warm_start_checked(
+            JOB, scheduled_time=SLOT, not_ready="pod p: ErrImagePull (container c)"
+        )
+
+        assert told == [("nightly", "pod p: ErrImagePull (container c)")] * 2
+
     def test_no_stores_is_fine(self) -> None:
         fanout.FanoutStore().run_finished(JOB, RECORD)
 

@@ -233,6 +233,14 @@ class Ledger:
         pending.urgent = True
         self.urgent.add(job)
 
+    def reported(self, job: slots.JobRef, condition: Condition) -> None:
+        """``condition``, of what the runs reported rather than of a spec (so of no generation
+        of its own), is to be written at the next tick, as the controller's are."""
+        pending = self.note(job)
+        pending.conditions[condition.type] = condition
+        pending.urgent = True
+        self.urgent.add(job)
+
     def reset_failures(self, job: slots.JobRef) -> None:
         """``consecutiveFailures`` is to be 0 again (the job was resumed), at the next tick."""
         pending = self.note(job)

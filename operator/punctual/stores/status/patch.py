@@ -146,13 +146,20 @@ def says(current: Mapping[str, Any], condition: ledger.Condition, *, generation:
     """Whether ``current`` has ``condition`` as it is, for ``generation``."""
     if current.get("observedGeneration") != generation:
         return False
+    return has(current, condition, generation=generation)
+
+
+def has(
+    current: Mapping[str, Any], condition: ledger.Condition, *, generation: int | None = None
+) -> bool:
+    """Whether ``current`` has ``condition`` as it is (and, given one, for ``generation``)."""
     for known in current.get("conditions") or []:
         if known.get("type") == condition.type:
             return bool(
                 known.get("status") == _condition_status(condition)
                 and known.get("reason") == condition.reason
                 and known.get("message") == condition.message
-                and known.get("observedGeneration") == generation
+                and (generation is None or known.get("observedGeneration") == generation)
             )
     return False
 

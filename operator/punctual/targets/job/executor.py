@@ -19,6 +19,10 @@ With ``spec.target.job.warmStart``, ``WarmBatchJobExecutor`` also arms slots ahe
 template rewritten by ``warm`` (built at the arm, off the firing path; the cold Job of a slot
 first seen too late keeps its template serialised once) and ``activeDeadlineSeconds`` of
 ``lead + timeout``; the run at the slot follows that Job. A warm Job's history counts as any.
+As the run starts following a warm Job, a check off its path reads the Job's pods once (a few,
+bounded in time) and reports whether its pod was at its gate (``readiness``): a pod still
+pulling its image or not scheduled is ``WarmStartNotReady``. The run goes on all the same: the
+gate releases at once when the pod does start, and the lateness is what it is.
 """
 
 import asyncio
@@ -29,13 +33,18 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from punctual.api import models
-from punctual.contracts import records
+from punctual.contracts import protocols, records
 from punctual.scheduling import slots
 from punctual.targets import prepared
-from punctual.targets.job import manifests, requests, states, warm
+from punctual.targets.job import manifests, readiness, requests, states, warm
 from punctual.targets.job import watcher as batch_job_watcher
 
 logger = logging.getLogger(__name__)
+
+CHECK_TIMEOUT = timedelta(seconds=5)
+"""The longest a warm Job's check at its slot may take: past it, nothing is reported."""
+CHECKED_PODS = 5
+"""The most pods of one warm Job read by its check (a Job's retries make more than one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +190,10 @@ class WarmBatchJobExecutor(BatchJobExecutor):
         mode: models.WarmStartMode,
         gate_image: str,
         history: BatchJobHistory = BatchJobHistory(),
+        reports: protocols.WarmStartReports | None = None,
     ) -> None:
+        """``reports``: where the check at each slot says whether its pod was at its gate
+        (``None``: not checked)."""
         super().__init__(
             api=api,
             watcher=watcher,
@@ -198,6 +210,9 @@ class WarmBatchJobExecutor(BatchJobExecutor):
         self._gate_image = gate_image
         self._armed: dict[str, states.BatchJobState] = {}
         """The Jobs this executor armed, by slot id, until their run follows them."""
+        self._reports = reports
+        self._checks: set[asyncio.Task[None]] = set()
+        """The checks at the slot in flight (kept: a task nobody holds may be collected)."""
 
     def __repr__(self) -> str:
         return f"WarmBatchJobExecutor({self._owner.namespace}/{self._owner.name})"
@@ -254,3 +269,31 @@ class WarmBatchJobExecutor(BatchJobExecutor):
 
     def _start_mode(self, state: states.BatchJobState) -> records.StartMode | None:
         return state.warm_start or records.StartMode.COLD
+
+    async def _follow(self, state: states.BatchJobState) -> records.Outcome:
+        """Follow the slot's Job; a warm one (armed here or elsewhere) is checked at once, in a
+        task of its own: the run's end is never waited for behind it."""
+        due = state.scheduled_time
+        if self._reports is not None and state.warm_start is not None and due is not None:
+            check = asyncio.create_task(self._check(state, due), name=f"check of {state.name}")
+            self._checks.add(check)
+            check.add_done_callback(self._checks.discard)
+        return await super()._follow(state)
+
+    async def _check(self, state: states.BatchJobState, due: datetime) -> None:
+        """Read the warm Job's pods (and, with none, its status) once, and report whether its
+        pod is at its gate; a read that fails or takes too long reports nothing (logged)."""
+        assert self._reports is not None
+        namespace, name = state.key
+        try:
+            async with asyncio.timeout(CHECK_TIMEOUT.total_seconds()):
+                pods = await self._api.pods_of(namespace, name, limit=CHECKED_PODS)
+                job_status = {} if pods else await self._api.status_of(namespace, name)
+        except (requests.BatchJobApiError, TimeoutError) as error:
+            logger.warning("Job %s/%s: its pod not checked at its slot: %s", namespace, name, error)
+            return
+        self._reports.warm_start_checked(
+            self._owner,
+            scheduled_time=due,
+            not_ready=readiness.not_ready(pods, job_status),
+        )

@@ -22,12 +22,15 @@ class BatchJobTargets:
         api: requests.BatchJobsApi | None = None,
         watcher: batch_job_watcher.BatchJobWatcher | None = None,
         gate_image: str | None = None,
+        warm_start_reports: protocols.WarmStartReports | None = None,
     ) -> None:
         """``gate_image``: the warm start's gate image when a spec names none (``None``: the
-        gate's bare name)."""
+        gate's bare name); ``warm_start_reports``: where warm jobs say whether their pod was at
+        its gate at each slot (``WarmStartNotReady``; ``None``: not checked)."""
         self._api = api
         self._watcher = watcher
         self._gate_image = gate_image or warm_pods.GATE
+        self._warm_start_reports = warm_start_reports
 
     def wire(
         self, owner: slots.JobRef, target: models.JobTarget, spec: models.ScheduledJobSpec
@@ -58,6 +61,7 @@ class BatchJobTargets:
                 mode=warm_start.mode,
                 gate_image=warm_start.gate_image or self._gate_image,
                 history=history,
+                reports=self._warm_start_reports,
             )
         return executor.BatchJobExecutor(
             api=self._api,

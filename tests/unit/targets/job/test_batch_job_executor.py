@@ -1,5 +1,6 @@
 """The job executor over a fake Jobs API and watcher: create or adopt, follow, clean up, abort."""
 
+import asyncio
 import dataclasses
 import json
 from dataclasses import dataclass, field
@@ -76,6 +77,19 @@ class FakeApi:
     async def delete(self, namespace: str, name: str, *, uid: str | None = None) -> bool:
         self.deleted.append((name, uid))
         return True
+
+    pods: list[dict[str, Any]] | Exception = field(default_factory=list)
+    job_status: dict[str, Any] = field(default_factory=dict)
+    pods_read: list[tuple[str, str, int]] = field(default_factory=list)
+
+    async def pods_of(self, namespace: str, job_name: str, *, limit: int) -> list[dict[str, Any]]:
+        self.pods_read.append((namespace, job_name, limit))
+        if isinstance(self.pods, Exception):
+            raise self.pods
+        return self.pods
+
+    async def status_of(self, namespace: str, name: str) -> dict[str, Any]:
+        return self.job_status
 
 
 @dataclass
@@ -342,7 +356,11 @@ WARM_TEMPLATE = {
 
 
 def warm_executor(
-    api: FakeApi, watcher: FakeWatcher, *, mode: models.WarmStartMode = models.WarmStartMode.AUTO
+    api: FakeApi,
+    watcher: FakeWatcher,
+    *,
+    mode: models.WarmStartMode = models.WarmStartMode.AUTO,
+    reports: protocols.WarmStartReports | None = None,
 ) -> batch_job_executor.WarmBatchJobExecutor:
     return batch_job_executor.WarmBatchJobExecutor(
         api=cast(batch_job_requests.BatchJobsApi, api),
@@ -353,6 +371,7 @@ def warm_executor(
         lead=LEAD,
         mode=mode,
         gate_image="registry.example/punctual-gate:1.0",
+        reports=reports,
     )
 
 
@@ -469,3 +488,91 @@ class TestAWarmStart:
         await warm_executor(api, watcher).disarm(context())
 
         assert api.deleted == []
+
+
+@dataclass
+class Checks:
+    told: list[tuple[slots.JobRef, datetime, str | None]] = field(default_factory=list)
+
+    def warm_start_checked(
+        self, job: slots.JobRef, *, scheduled_time: datetime, not_ready: str | None
+    ) -> None:
+        self.told.append((job, scheduled_time, not_ready))
+
+
+def a_pod(state: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "nightly-1796002200-x7k2p"},
+        "spec": {"containers": [{"name": "c", "command": [warm.GATE_BINARY, "--at", "1"]}]},
+        "status": {"containerStatuses": [{"name": "c", "state": state}]},
+    }
+
+
+async def run_checked(api: FakeApi, watcher: FakeWatcher, checks: Checks) -> records.Outcome:
+    """A warm slot's run, and its check at the slot let finish."""
+    outcome = await warm_executor(api, watcher, reports=checks)(context())
+    for _ in range(5):
+        await asyncio.sleep(0)
+    return outcome
+
+
+class TestAWarmRunChecksItsPodAtItsSlot:
+    async def test_a_pod_at_its_gate_is_reported_ready(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        api.existing, api.pods = warm_state(), [a_pod({"running": {}})]
+        checks = Checks()
+
+        await run_checked(api, watcher, checks)
+
+        assert checks.told == [(OWNER, SLOT, None)]
+        assert api.pods_read == [("reports", "nightly-1796002200", 5)]
+
+    async def test_a_pod_that_cannot_pull_its_image_is_reported_with_its_reason_and_runs_on(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        api.existing = warm_state()
+        api.pods = [a_pod({"waiting": {"reason": "ImagePullBackOff"}})]
+        checks = Checks()
+
+        outcome = await run_checked(api, watcher, checks)
+
+        assert checks.told == [
+            (OWNER, SLOT, "pod nightly-1796002200-x7k2p: ImagePullBackOff (container c)")
+        ]
+        assert outcome.succeeded  # the run is the Job's, whenever its pod starts
+
+    async def test_a_job_without_a_pod_says_so_with_its_conditions(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        api.existing = warm_state()
+        api.job_status = {"conditions": [{"type": "X", "status": "True", "reason": "Quota"}]}
+        checks = Checks()
+
+        await run_checked(api, watcher, checks)
+
+        [(_, _, told)] = checks.told
+        assert told == (
+            "no pod (the Job controller created none: see the Job's Events); the Job: Quota"
+        )
+
+    async def test_a_read_that_fails_reports_nothing_and_the_run_goes_on(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        api.existing = warm_state()
+        api.pods = batch_job_requests.BatchJobApiError("listing the pods: HTTP 403 Forbidden")
+        checks = Checks()
+
+        outcome = await run_checked(api, watcher, checks)
+
+        assert checks.told == []
+        assert outcome.succeeded
+
+    async def test_a_cold_run_is_not_checked(self, api: FakeApi, watcher: FakeWatcher) -> None:
+        checks = Checks()
+
+        outcome = await run_checked(api, watcher, checks)
+
+        assert outcome.start_mode == records.StartMode.COLD
+        assert checks.told == []
+        assert api.pods_read == []
