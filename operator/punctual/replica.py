@@ -44,6 +44,7 @@ The parts that need no Kubernetes can be built on their own (``connect_redis``, 
 
 import asyncio
 import contextlib
+import importlib.metadata
 import logging
 import os
 import socket
@@ -86,6 +87,9 @@ MOST_WAIT_TIMEOUT = timedelta(seconds=redis_connections.DEFAULT_SOCKET_TIMEOUT)
 
 LockBackend = Literal["redis", "kubernetes", "memory"]
 LOCK_BACKENDS: tuple[LockBackend, ...] = get_args(LockBackend)
+DEFAULT_WARM_START_GATE_IMAGE = f"punctual-gate:{importlib.metadata.version('punctual-operator')}"
+"""The gate image of the operator's own version (``make image`` builds it beside the operator's):
+the gate a warm Job runs must understand the command line this operator writes."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -145,6 +149,9 @@ class ReplicaSettings:
     """What the platform allows one job: checked at admission and before a job is armed."""
     max_runs_in_flight_per_namespace: int = overlap.MAX_RUNS_IN_FLIGHT_PER_NAMESPACE
     """The most runs of one namespace's jobs in flight at once on this replica."""
+    warm_start_gate_image: str = DEFAULT_WARM_START_GATE_IMAGE
+    """The image warm Jobs copy the gate from, pulled in the Job's namespace with its template's
+    imagePullSecrets; a ScheduledJob's own ``warmStart.gateImage`` wins over it."""
 
     def __post_init__(self) -> None:
         if self.webhook_port and self.webhook_cert_dir is None:
@@ -153,20 +160,18 @@ class ReplicaSettings:
             raise InvalidSpecError("--webhook-client-ca", "only with --webhook-port")
         if self.lock_backend == "redis" and not self.redis_url:
             raise InvalidSpecError("--redis-url", "required with --lock-backend redis")
-        if self.status_writes_per_second < 1:
-            raise InvalidSpecError("--status-writes-per-second", "must be at least 1")
-        if self.event_writes_per_second < 1:
-            raise InvalidSpecError("--event-writes-per-second", "must be at least 1")
-        if self.run_log_lines_per_second < 1:
-            raise InvalidSpecError("--run-log-lines-per-second", "must be at least 1")
-        if self.http_connections_per_namespace < 1:
-            raise InvalidSpecError("--http-connections-per-namespace", "must be at least 1")
-        if self.queue_max_len < 1:
-            raise InvalidSpecError("--queue-max-len", "must be at least 1")
+        for flag, value in (
+            ("--status-writes-per-second", self.status_writes_per_second),
+            ("--event-writes-per-second", self.event_writes_per_second),
+            ("--run-log-lines-per-second", self.run_log_lines_per_second),
+            ("--http-connections-per-namespace", self.http_connections_per_namespace),
+            ("--queue-max-len", self.queue_max_len),
+            ("--max-runs-in-flight-per-namespace", self.max_runs_in_flight_per_namespace),
+        ):
+            if value < 1:
+                raise InvalidSpecError(flag, "must be at least 1")
         if self.backup_delay <= timedelta():
             raise InvalidSpecError("--backup-delay", "must be more than 0")
-        if self.max_runs_in_flight_per_namespace < 1:
-            raise InvalidSpecError("--max-runs-in-flight-per-namespace", "must be at least 1")
         if self.redis_wait_replicas < 0:
             raise InvalidSpecError("--redis-wait-replicas", "must be at least 0")
         if not timedelta() < self.redis_wait_timeout < MOST_WAIT_TIMEOUT:
@@ -175,6 +180,8 @@ class ReplicaSettings:
                 f"must be more than 0 and less than {durations.format(MOST_WAIT_TIMEOUT)} (the "
                 "reply's own timeout)",
             )
+        if not self.warm_start_gate_image.strip():
+            raise InvalidSpecError("--warm-start-gate-image", "must name an image")
 
     @property
     def acknowledgement(self) -> pipelines.Acknowledgement:
@@ -299,7 +306,10 @@ class Replica:
         streams = self._open_streams()
         if settings.webhook_port:
             self._admission = admission.Admission(
-                batch_jobs=batch_jobs, wall=clocks.system_wall, bounds=settings.bounds
+                batch_jobs=batch_jobs,
+                wall=clocks.system_wall,
+                bounds=settings.bounds,
+                warm_start_gate_image=settings.warm_start_gate_image,
             )
         self._reconciler = reconciler.Reconciler(
             scheduler=scheduler,
@@ -311,6 +321,9 @@ class Replica:
                 guard=guard,
                 batch_jobs=batch_jobs,
                 batch_job_watcher=batch_watcher,
+                warm_start_gate_image=settings.warm_start_gate_image,
+                # Told by the job target itself, at the slot: the scheduler does not see pods.
+                warm_start_reports=fanout.FanoutStore(statuses, warnings),
                 streams=streams,
                 queue_max_len=settings.queue_max_len,
                 meter_lock=lambda lock: metered.MeteredLock(

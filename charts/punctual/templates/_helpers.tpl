@@ -94,6 +94,11 @@ else repository:tag. Called with (list $image $defaultTag).
 {{- include "punctual.imageRef" (list .Values.image .Chart.AppVersion) -}}
 {{- end -}}
 
+{{/* The gate image of warm Jobs, the operator's own version unless set. */}}
+{{- define "punctual.gateImage" -}}
+{{- include "punctual.imageRef" (list .Values.warmStart.gateImage .Chart.AppVersion) -}}
+{{- end -}}
+
 {{/* imagePullSecrets of a pod spec, [{name}] as Kubernetes has them; empty when none. */}}
 {{- define "punctual.imagePullSecrets" -}}
 {{- with .Values.imagePullSecrets }}
@@ -270,6 +275,10 @@ namespaces) and the per-namespace Roles (watchNamespaces). Each rule names the c
 - apiGroups: ["batch"]
   resources: ["jobs"]
   verbs: ["create", "get", "list", "watch", "delete"]
+# warm start: a warm Job's few pods, listed once at its slot, to say WarmStartNotReady and why.
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
 {{- end }}
 {{- end -}}
 

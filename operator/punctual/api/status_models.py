@@ -19,6 +19,13 @@ LAST_RUN_SUCCEEDED = "LastRunSucceeded"
 writer, ``punctual.stores.status.patch``, from the runs it writes)."""
 NO_RUN_YET = "NoRunYet"
 """LastRunSucceeded's reason, with status Unknown, until a run has finished."""
+WARM_START_READY = "WarmStartReady"
+"""The condition that tells whether the newest warm run checked had its pod at its gate at its
+scheduled time (written by the status writer from the job target's check at the slot)."""
+WARM_START_NOT_READY = "WarmStartNotReady"
+"""WarmStartReady's reason, with status False (and the Warning Event's): the pod's own reason."""
+AT_GATE = "AtGate"
+"""WarmStartReady's reason, with status True."""
 CONDITION_MESSAGE_MAX = 32768
 """The longest condition message (the Kubernetes ``metav1.Condition`` limit)."""
 
@@ -118,6 +125,14 @@ class RunRecord(fields.ApiModel):
     run_now_token: str | None = pydantic.Field(
         default=None,
         description="For a Manual run, the punctual.dev/run-now token that asked for it.",
+    )
+    warm_start: records.StartMode | None = pydantic.Field(
+        default=None,
+        description="For a job with spec.target.job.warmStart, how the run's Job started: Exec "
+        "or Init (created lead ahead of the slot, its workload released at the slot by the "
+        "gate's exec or by its last init container), or Cold (first seen too late to create it "
+        "ahead: created at the slot, as without warmStart). Unset for other jobs and for slots "
+        "that never ran.",
     )
 
 

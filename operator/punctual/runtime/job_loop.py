@@ -6,10 +6,11 @@ splits ``_process_schedules`` (what is due, and what to do with it) from ``_proc
 (running what was decided). Here: waiting toward each slot, which slots are due after a stall,
 a re-arm or a wall-clock jump, the missed-run policy and its starting deadline, which slots are
 given up (``runs`` claims them to count them once across replicas), and the order in which
-claims go out. Each slot to run is
-handed to ``runs.JobRuns`` with the ``runs.Armed`` it was decided under; the concurrency policy
-is applied there, to the runs in flight when its claim lands. The loop never looks into a run,
-and waits for one only when catching up: a slow run never delays the next slot.
+claims go out; for a target that arms slots ahead, waking its lead early for each slot. Each
+slot to run is handed to ``runs.JobRuns`` with the ``runs.Armed`` it was decided under; the
+concurrency policy is applied there, to the runs in flight when its claim lands. The loop never
+looks into a run, and waits for one only when catching up: a slow run never delays the next
+slot.
 """
 
 import asyncio
@@ -72,6 +73,7 @@ class JobLoop:
         self._runs = runs.JobRuns(
             job=job,
             wall=wall,
+            timer=timer,
             store=store,
             replica=replica,
             job_tasks=self._tasks,
@@ -113,6 +115,7 @@ class JobLoop:
         self.stop_scheduling()
         self._backing_up = delay > timedelta()
         self._noticed.clear()
+        arms_ahead = executor if isinstance(executor, protocols.ArmsAhead) else None
         armed = self._armed = runs.Armed(
             plan=plan,
             executor=executor,
@@ -120,6 +123,7 @@ class JobLoop:
             runs_view=executor if isinstance(executor, protocols.SeesRuns) else None,
             job_namer=executor if isinstance(executor, protocols.NamesJobs) else None,
             preparer=executor if isinstance(executor, protocols.PreparesRuns) else None,
+            arms_ahead=arms_ahead,
         )
         self._scheduling = self._tasks.spawn(
             self._schedule(
@@ -155,6 +159,10 @@ class JobLoop:
             return False
         self._noticed.add(slot)
         return True
+
+    def disarm_ahead(self) -> list[asyncio.Task[None]]:
+        """Give up the slots armed ahead and not released yet: see ``JobRuns.disarm_ahead``."""
+        return self._runs.disarm_ahead()
 
     def stop_scheduling(self) -> None:
         """Stop starting new slots; runs in flight and claimed slots go on."""
@@ -273,8 +281,10 @@ class JobLoop:
         self._handled_through = cursor
         keep = missed.keep_for(plan.missed_runs)
         # This replica's stagger and a backup's delay postpone its claims; they are not
-        # lateness of the job.
+        # lateness of the job. A target that arms slots ahead has them claimed its lead early.
         delay = plan.offset + self._stagger + delay
+        arms_ahead = armed.arms_ahead
+        wake_delay = delay - arms_ahead.warm_lead if arms_ahead is not None else delay
         first = plan.schedule.next_after(cursor)
         if first is None:
             self._run_out(cursor)
@@ -286,11 +296,12 @@ class JobLoop:
             following = _at(plan.schedule.next_after(upcoming))
             if not self._backing_up:  # a backup seldom runs a slot: that run does the work
                 self._runs.prepare(upcoming, armed)
-            waited = upcoming + delay > self._wall()
-            await self._timer.wait_until(upcoming + delay, namespace=self.job.namespace)
+            waited = upcoming + wake_delay > self._wall()
+            await self._timer.wait_until(upcoming + wake_delay, namespace=self.job.namespace)
             now = self._wall() - delay  # on the job's own timeline, like the deadline
-            if waited and (following is None or following > now):
-                # The normal case: woke for exactly one slot.
+            if (waited or upcoming > now) and (following is None or following > now):
+                # The normal case: woke for exactly one slot (or within its lead, for a target
+                # that arms slots ahead: first seen late, it is armed at once, a shorter lead).
                 if missed.within_deadline(upcoming, now=now, rules=plan.missed_runs):
                     decision = missed.Decision(run=(upcoming,), missed=0, given_up=())
                 else:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Final
 
+from punctual.api import status_models
 from punctual.contracts import protocols, records
 from punctual.kube import events, objects
 from punctual.scheduling import slots, timeline, turns
@@ -127,6 +128,16 @@ class EventStore(protocols.RunStore):
             reason=str(reason),
             message=ledger.missed_message(count=count, newest=newest, reason=reason),
         )
+
+    def warm_start_checked(
+        self, job: slots.JobRef, *, scheduled_time: datetime, not_ready: str | None
+    ) -> None:
+        if not_ready is not None:
+            self.warn(
+                job,
+                reason=status_models.WARM_START_NOT_READY,
+                message=f"run due {timeline.rfc3339(scheduled_time)}: {not_ready}",
+            )
 
     def warn(self, job: slots.JobRef, *, reason: str, message: str) -> None:
         """``protocols.Warnings``: the runs' Events above, and the controller's (an invalid

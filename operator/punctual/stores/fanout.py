@@ -27,6 +27,9 @@ class FanoutStore:
             lambda store: store.slot_upcoming(job, scheduled_time=scheduled_time),
         )
 
+    def slot_armed(self, job: slots.JobRef, run: records.ActiveRun) -> None:
+        self._each("slot_armed", job, lambda store: store.slot_armed(job, run))
+
     def run_started(self, job: slots.JobRef, run: records.ActiveRun) -> None:
         self._each("run_started", job, lambda store: store.run_started(job, run))
 
@@ -63,6 +66,17 @@ class FanoutStore:
 
     def claim_skipped(self, job: slots.JobRef, *, slot: datetime) -> None:
         self._each("claim_skipped", job, lambda store: store.claim_skipped(job, slot=slot))
+
+    def warm_start_checked(
+        self, job: slots.JobRef, *, scheduled_time: datetime, not_ready: str | None
+    ) -> None:
+        self._each(
+            "warm_start_checked",
+            job,
+            lambda store: store.warm_start_checked(
+                job, scheduled_time=scheduled_time, not_ready=not_ready
+            ),
+        )
 
     def _each(
         self, what: str, job: slots.JobRef, call: Callable[[protocols.RunStore], None]

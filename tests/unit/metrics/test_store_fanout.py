@@ -50,6 +50,7 @@ class TestEveryStoreHearsEverything:
         store = fanout.FanoutStore(first, second)
 
         store.slot_upcoming(JOB, scheduled_time=SLOT)
+        store.slot_armed(JOB, RUN)
         store.run_started(JOB, RUN)
         store.run_finished(JOB, RECORD)
         store.slots_missed(JOB, count=2, newest=SLOT, reason=records.MissedReason.LOCK_FORGOT)
@@ -57,10 +58,26 @@ class TestEveryStoreHearsEverything:
         for target in (first, second):
             history = target.jobs[JOB]
             assert history.upcoming == SLOT
+            assert history.armed == [RUN]
             assert history.started == [RUN]
             assert history.finished == [RECORD]
             assert (history.missed, history.newest_missed) == (2, SLOT)
             assert history.missed_by_reason == {records.MissedReason.LOCK_FORGOT: 2}
+
+    def test_a_warm_starts_check_reaches_each_store(self) -> None:
+        told: list[tuple[str, str | None]] = []
+
+        class Checks(memory.MemoryStore):
+            def warm_start_checked(
+                self, job: slots.JobRef, *, scheduled_time: datetime, not_ready: str | None
+            ) -> None:
+                told.append((job.name, not_ready))
+
+        fanout.FanoutStore(Checks(), Checks()).warm_start_checked(
+            JOB, scheduled_time=SLOT, not_ready="pod p: ErrImagePull (container c)"
+        )
+
+        assert told == [("nightly", "pod p: ErrImagePull (container c)")] * 2
 
     def test_no_stores_is_fine(self) -> None:
         fanout.FanoutStore().run_finished(JOB, RECORD)

@@ -166,6 +166,26 @@ class TestWhatRaisesAWarning:
 
         assert api.writes == []
 
+    async def test_a_warm_pod_not_at_its_gate_raises_a_warning_and_one_at_it_nothing(
+        self,
+    ) -> None:
+        api = FakeEventsApi()
+        events_ = store(api, JOB)
+        async with writing(events_):
+            events_.warm_start_checked(JOB, scheduled_time=SLOT, not_ready=None)
+            events_.warm_start_checked(
+                JOB, scheduled_time=SLOT, not_ready="pod p: ImagePullBackOff (container c)"
+            )
+            await asyncio.sleep(1)
+
+        assert api.said() == [
+            (
+                "WarmStartNotReady",
+                "run due 2026-11-30T01:30:00Z: pod p: ImagePullBackOff (container c)",
+                1,
+            )
+        ]
+
     async def test_an_object_this_replica_does_not_know_gets_no_event(self) -> None:
         api = FakeEventsApi()
         events_ = store(api)

@@ -122,6 +122,69 @@ async def test_an_object_without_status_gets_its_conditions() -> None:
     assert patches[0]["conditions"][0]["type"] == "Ready"
 
 
+async def warm_start_writes_after(
+    known: dict[str, Any], *not_ready: str | None
+) -> list[Mapping[str, Any]]:
+    """The patches after the job target's checks at warm slots said ``not_ready``, in turn."""
+    api = FakeStatusApi(known)
+    cache = objects.ObjectCache()
+    cache.remember(known)
+    store = status.StatusStore(
+        api=api,  # type: ignore[arg-type]
+        cache=cache,
+        replica="r1",
+        wall=lambda: NOW,
+        tick=timedelta(milliseconds=1),
+    )
+    for each in not_ready:
+        store.warm_start_checked(JOB, scheduled_time=NOW, not_ready=each)
+    writer = asyncio.create_task(store.run())
+    await asyncio.sleep(0.05)
+    writer.cancel()
+    await asyncio.gather(writer, return_exceptions=True)
+    return api.patches
+
+
+def warm_start_ready(patch: Mapping[str, Any]) -> dict[str, Any]:
+    [condition] = [c for c in patch["conditions"] if c["type"] == "WarmStartReady"]
+    return {key: condition[key] for key in ("status", "reason", "message")}
+
+
+class TestWarmStartReady:
+    async def test_a_pod_not_at_its_gate_is_false_with_its_reason(self) -> None:
+        [patch] = await warm_start_writes_after(
+            body(generation=3), "pod p: ErrImagePull (container c)"
+        )
+
+        assert warm_start_ready(patch) == {
+            "status": "False",
+            "reason": "WarmStartNotReady",
+            "message": "run due 2026-11-30T01:30:00Z: pod p: ErrImagePull (container c)",
+        }
+        assert "observedGeneration" not in patch  # of no spec: the controller states that
+
+    async def test_the_next_pod_at_its_gate_makes_it_true_again(self) -> None:
+        [patch] = await warm_start_writes_after(body(generation=3), "pod p: Unschedulable", None)
+
+        assert warm_start_ready(patch) == {
+            "status": "True",
+            "reason": "AtGate",
+            "message": status.AT_GATE_MESSAGE,
+        }
+
+    async def test_ready_again_and_again_is_written_once(self) -> None:
+        said = {
+            "type": "WarmStartReady",
+            "status": "True",
+            "reason": "AtGate",
+            "message": status.AT_GATE_MESSAGE,
+            "lastTransitionTime": "2026-11-29T00:00:00Z",
+        }
+        known = body(generation=3, conditions=[ready_as_written(3), said])
+
+        assert await warm_start_writes_after(known, None, None) == []
+
+
 def ticking_store(
     api: FakeStatusApi, clock: list[float], *, writes_per_second: int = 100
 ) -> status.StatusStore:

@@ -22,6 +22,7 @@ Other packages use the names below, from this package, whichever module holds th
 from punctual.stores.status import ledger, writer
 
 ACTIVE_HEARTBEAT = writer.ACTIVE_HEARTBEAT
+AT_GATE_MESSAGE = writer.AT_GATE_MESSAGE
 MIN_BATCH = writer.MIN_BATCH
 Condition = ledger.Condition
 History = ledger.History

@@ -233,6 +233,14 @@ class Ledger:
         pending.urgent = True
         self.urgent.add(job)
 
+    def reported(self, job: slots.JobRef, condition: Condition) -> None:
+        """``condition``, of what the runs reported rather than of a spec (so of no generation
+        of its own), is to be written at the next tick, as the controller's are."""
+        pending = self.note(job)
+        pending.conditions[condition.type] = condition
+        pending.urgent = True
+        self.urgent.add(job)
+
     def reset_failures(self, job: slots.JobRef) -> None:
         """``consecutiveFailures`` is to be 0 again (the job was resumed), at the next tick."""
         pending = self.note(job)
@@ -285,6 +293,12 @@ def missed_message(
         return (
             f"{said}: the lock's Redis started after they were due, so it cannot prove they did "
             "not run before it lost its data; not run (LockForgot)"
+        )
+    if reason is records.MissedReason.DISARMED:
+        return (
+            f"{said}: armed ahead of its time (spec.target.job.warmStart), then the job was "
+            "suspended, changed or deleted before it; what was armed was removed, not run "
+            "(Disarmed)"
         )
     if reason is records.MissedReason.LOCK_UNAVAILABLE:
         return (

@@ -146,13 +146,20 @@ def says(current: Mapping[str, Any], condition: ledger.Condition, *, generation:
     """Whether ``current`` has ``condition`` as it is, for ``generation``."""
     if current.get("observedGeneration") != generation:
         return False
+    return has(current, condition, generation=generation)
+
+
+def has(
+    current: Mapping[str, Any], condition: ledger.Condition, *, generation: int | None = None
+) -> bool:
+    """Whether ``current`` has ``condition`` as it is (and, given one, for ``generation``)."""
     for known in current.get("conditions") or []:
         if known.get("type") == condition.type:
             return bool(
                 known.get("status") == _condition_status(condition)
                 and known.get("reason") == condition.reason
                 and known.get("message") == condition.message
-                and known.get("observedGeneration") == generation
+                and (generation is None or known.get("observedGeneration") == generation)
             )
     return False
 
@@ -170,6 +177,7 @@ def _run_entry(record: records.RunRecord) -> dict[str, Any]:
         replica=record.replica,
         trigger=None if record.trigger == records.Trigger.SCHEDULED else record.trigger,
         run_now_token=record.token,
+        warm_start=record.start_mode,
     ).model_dump(mode="json", exclude_none=True)
 
 

@@ -39,9 +39,10 @@ from collections.abc import Callable, Coroutine, Iterator, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from punctual.api import status_models
 from punctual.contracts import protocols, records
 from punctual.kube import objects, status_api
-from punctual.scheduling import slots, turns
+from punctual.scheduling import slots, timeline, turns
 from punctual.stores import pacing
 from punctual.stores.status import ledger, patch
 
@@ -56,6 +57,9 @@ LAST_FLUSH = timedelta(seconds=3)
 """How long the last flush, at a replica's stop, may write: a replica with 10,000 jobs has
 nearly all of them pending (each written every 100 s at 100 writes a second), more than the
 API server takes in the few seconds a stop may last."""
+AT_GATE_MESSAGE = "the newest warm run checked had its pod at its gate at its scheduled time"
+"""WarmStartReady's message when True: the same every time, so a job whose warm runs are all
+ready costs no write for it after the first."""
 
 
 class StatusStore(protocols.RunStore):
@@ -129,6 +133,33 @@ class StatusStore(protocols.RunStore):
 
     def backfill_progressed(self, job: slots.JobRef, progress: records.BackfillProgress) -> None:
         self._ledger.backfill(job, progress)
+
+    def warm_start_checked(
+        self, job: slots.JobRef, *, scheduled_time: datetime, not_ready: str | None
+    ) -> None:
+        """``WarmStartReady``: False (``WarmStartNotReady``, the pod's reason) for a warm run
+        whose pod was not at its gate at its time, True again at the next one that was; written
+        only where the object does not say it already (a job warm and ready says it once)."""
+        if not_ready is None:
+            condition = ledger.Condition(
+                type=status_models.WARM_START_READY,
+                status=True,
+                reason=status_models.AT_GATE,
+                message=AT_GATE_MESSAGE,
+            )
+        else:
+            condition = ledger.Condition(
+                type=status_models.WARM_START_READY,
+                status=False,
+                reason=status_models.WARM_START_NOT_READY,
+                message=f"run due {timeline.rfc3339(scheduled_time)}: {not_ready}",
+            )
+        pending = self._ledger.pending.get(job)
+        if (pending is None or condition.type not in pending.conditions) and patch.has(
+            self._known_status(job), condition
+        ):
+            return
+        self._ledger.reported(job, condition)
 
     # slot_overlapped: the protocol's no-op; what the policy did shows in the run records, and
     # overlaps are counted in metrics.

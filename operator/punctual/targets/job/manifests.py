@@ -74,20 +74,25 @@ def batch_job_manifest(
     slot_id: str,
     scheduled_time: datetime,
     active_deadline: timedelta,
+    lead: timedelta = timedelta(),
     token: str | None = None,
 ) -> dict[str, Any]:
     """The batch Job for one slot, from a CronJob-style ``jobTemplate`` ({metadata, spec}).
 
     The template's labels and annotations are kept, ours added on top (the slot's annotations on
     the pod template's metadata too); its ``spec`` is used as is otherwise, with
-    ``activeDeadlineSeconds`` set to ``active_deadline`` (rounded up to whole seconds), or kept
-    when the template sets a shorter one. The template is not changed; the parts of it the Job
-    takes unchanged are shared with it, not copied (a manifest is serialised, never changed).
+    ``activeDeadlineSeconds`` set to ``active_deadline`` (rounded up to whole seconds), or the
+    template's own when it is shorter. A warm Job, created ``lead`` before its slot, has that
+    deadline lengthened by the lead, the template's own too: the Job controller counts it from
+    the Job's start, and the workload, released a lead later, keeps the whole of it. The
+    template is not changed; the parts of it the Job takes unchanged are shared with it, not
+    copied (a manifest is serialised, never changed).
     """
     return _manifest(
         template,
         owner=owner,
         active_deadline=active_deadline,
+        lead=lead,
         name=batch_job_name(owner.name, slot, token=token),
         scheduled_time=timeline.rfc3339(scheduled_time),
         slot_id=slot_id,
@@ -102,14 +107,18 @@ def _manifest(
     name: "str | _Slot",
     scheduled_time: "str | _Slot",
     slot_id: "str | _Slot",
+    lead: timedelta = timedelta(),
 ) -> dict[str, Any]:
     metadata = template.get("metadata") or {}
     spec = dict(template.get("spec") or {})
-    deadline = max(1, math.ceil(active_deadline.total_seconds()))
     given = spec.get("activeDeadlineSeconds")
-    if isinstance(given, int) and not isinstance(given, bool) and 0 < given < deadline:
-        deadline = given
-    spec["activeDeadlineSeconds"] = deadline
+    if (
+        isinstance(given, int)
+        and not isinstance(given, bool)
+        and 0 < given < active_deadline.total_seconds()
+    ):
+        active_deadline = timedelta(seconds=given)
+    spec["activeDeadlineSeconds"] = max(1, math.ceil((active_deadline + lead).total_seconds()))
     slot_annotations = {SCHEDULED_TIME_ANNOTATION: scheduled_time, SLOT_ID_ANNOTATION: slot_id}
     # On the pods too, where a container reads them through the downward API
     # (fieldRef metadata.annotations['punctual.dev/scheduled-time']).

@@ -1,6 +1,7 @@
 """Requests about the job target's batch Jobs, on the operator's API client: create (an
 existing batch Job of the same slot is adopted), read, delete, list a page, and the list
-function a watch streams (``watcher``)."""
+function a watch streams (``watcher``); and a few pods of one Job, with its status, for a warm
+start's check at the slot (``readiness``)."""
 
 import json
 import urllib.parse
@@ -17,6 +18,8 @@ from punctual.kube import watching
 from punctual.targets.job import manifests, states
 
 _MESSAGE_LIMIT = 500
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+"""The label the Job controller puts on a Job's pods: its name."""
 _UNREAD = frozenset({"spec", "managedFields"})
 """What a listing drops from every Job as it is parsed: nothing read of a Job is there, and it
 is most of what a Job weighs."""
@@ -38,6 +41,7 @@ class BatchJobsApi:
     def __init__(self, api: client.ApiClient) -> None:
         self._api = api
         self._batch = client.BatchV1Api(api)
+        self._core = client.CoreV1Api(api)
 
     async def create(self, request: manifests.BatchJobRequest) -> tuple[states.BatchJobState, bool]:
         """Create the batch Job; ``(state, True)`` when this call created it.
@@ -81,6 +85,35 @@ class BatchJobsApi:
         if status != 200:
             raise _refused(doing, status, body)
         return states.BatchJobState.from_body(body)
+
+    async def status_of(self, namespace: str, name: str) -> dict[str, Any]:
+        """The Job's ``status`` as it is (empty when it is gone)."""
+        doing = f"reading Job {name}"
+        status, body = await _call(
+            doing, self._batch.read_namespaced_job, name, namespace, unread=_UNREAD
+        )
+        if status == 404:
+            return {}
+        if status != 200:
+            raise _refused(doing, status, body)
+        found = body.get("status")
+        return found if isinstance(found, dict) else {}
+
+    async def pods_of(self, namespace: str, job_name: str, *, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` pods of the Job ``job_name`` (by the label the Job controller gives
+        them), without their ``managedFields``: the spec of each is read (its containers)."""
+        doing = f"listing the pods of Job {job_name}"
+        status, body = await _call(
+            doing,
+            self._core.list_namespaced_pod,
+            namespace,
+            label_selector=f"{JOB_NAME_LABEL}={job_name}",
+            limit=limit,
+            unread=frozenset({"managedFields"}),
+        )
+        if status != 200:
+            raise _refused(doing, status, body)
+        return [item for item in body.get("items") or [] if isinstance(item, dict)]
 
     async def delete(self, namespace: str, name: str, *, uid: str | None = None) -> bool:
         """Delete with background propagation (its pods follow); False if it was gone.

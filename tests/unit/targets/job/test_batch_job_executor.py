@@ -1,5 +1,7 @@
 """The job executor over a fake Jobs API and watcher: create or adopt, follow, clean up, abort."""
 
+import asyncio
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -7,10 +9,11 @@ from typing import Any, cast
 
 import pytest
 
+from punctual.api import models
 from punctual.contracts import protocols, records
 from punctual.scheduling import slots
 from punctual.targets.job import executor as batch_job_executor
-from punctual.targets.job import manifests, states
+from punctual.targets.job import manifests, states, warm
 from punctual.targets.job import requests as batch_job_requests
 from punctual.targets.job import watcher as batch_job_watcher
 
@@ -74,6 +77,19 @@ class FakeApi:
     async def delete(self, namespace: str, name: str, *, uid: str | None = None) -> bool:
         self.deleted.append((name, uid))
         return True
+
+    pods: list[dict[str, Any]] | Exception = field(default_factory=list)
+    job_status: dict[str, Any] = field(default_factory=dict)
+    pods_read: list[tuple[str, str, int]] = field(default_factory=list)
+
+    async def pods_of(self, namespace: str, job_name: str, *, limit: int) -> list[dict[str, Any]]:
+        self.pods_read.append((namespace, job_name, limit))
+        if isinstance(self.pods, Exception):
+            raise self.pods
+        return self.pods
+
+    async def status_of(self, namespace: str, name: str) -> dict[str, Any]:
+        return self.job_status
 
 
 @dataclass
@@ -327,3 +343,236 @@ class TestRunningSlots:
         watcher.cache = [state(SLOT), state(SLOT - timedelta(minutes=1), slot_id=slot_id)]
 
         assert executor(api, watcher).running_slots() == [SLOT]
+
+
+LEAD = timedelta(seconds=30)
+WARM_TEMPLATE = {
+    "spec": {
+        "template": {
+            "spec": {"containers": [{"name": "c", "image": "busybox", "command": ["true"]}]}
+        }
+    }
+}
+
+
+def warm_executor(
+    api: FakeApi,
+    watcher: FakeWatcher,
+    *,
+    mode: models.WarmStartMode = models.WarmStartMode.AUTO,
+    reports: protocols.WarmStartReports | None = None,
+) -> batch_job_executor.WarmBatchJobExecutor:
+    return batch_job_executor.WarmBatchJobExecutor(
+        api=cast(batch_job_requests.BatchJobsApi, api),
+        watcher=cast(batch_job_watcher.BatchJobWatcher, watcher),
+        owner=OWNER,
+        template=WARM_TEMPLATE,
+        active_deadline=timedelta(minutes=1),
+        lead=LEAD,
+        mode=mode,
+        gate_image="registry.example/punctual-gate:1.0",
+        reports=reports,
+    )
+
+
+def warm_state(mode: records.StartMode = records.StartMode.EXEC) -> states.BatchJobState:
+    return dataclasses.replace(state(), warm_start=mode)
+
+
+class TestAWarmStart:
+    def test_its_executor_arms_ahead_and_the_cold_one_does_not(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        assert isinstance(warm_executor(api, watcher), protocols.ArmsAhead)
+        assert warm_executor(api, watcher).warm_lead == LEAD
+        assert not isinstance(executor(api, watcher), protocols.ArmsAhead)
+
+    @pytest.mark.parametrize(
+        ("mode", "annotated"),
+        [(models.WarmStartMode.AUTO, "Exec"), (models.WarmStartMode.INIT, "Init")],
+    )
+    async def test_arming_creates_the_slots_job_rewritten_with_its_deadline_a_lead_longer(
+        self, api: FakeApi, watcher: FakeWatcher, mode: models.WarmStartMode, annotated: str
+    ) -> None:
+        await warm_executor(api, watcher, mode=mode).arm(context())
+
+        [manifest] = api.created
+        assert manifest["metadata"]["name"] == "nightly-1796002200"
+        assert manifest["metadata"]["annotations"][warm.WARM_START_ANNOTATION] == annotated
+        assert manifest["metadata"]["annotations"][warm.RELEASE_AT_ANNOTATION] == (
+            "2026-11-30T01:30:00Z"
+        )
+        assert manifest["metadata"]["annotations"][manifests.SLOT_ID_ANNOTATION] == (
+            slots.slot_id(OWNER, SLOT)
+        )
+        assert manifest["spec"]["activeDeadlineSeconds"] == 90  # lead + timeout
+        init = manifest["spec"]["template"]["spec"]["initContainers"]
+        assert init[0]["image"] == "registry.example/punctual-gate:1.0"
+
+    async def test_the_run_follows_the_job_it_armed_without_creating_it_again(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        target = warm_executor(api, watcher)
+        await target.arm(context())
+
+        outcome = await target(context())
+
+        assert len(api.created) == 1
+        assert watcher.followed == [state()]
+        assert outcome.succeeded
+
+    async def test_the_run_adopts_the_job_another_replica_armed_and_says_its_mode(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        api.existing = warm_state(records.StartMode.INIT)
+
+        outcome = await warm_executor(api, watcher)(context())
+
+        assert api.created == []
+        assert outcome.start_mode == records.StartMode.INIT
+
+    async def test_a_slot_not_armed_runs_cold_from_the_serialised_template_and_says_so(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        outcome = await warm_executor(api, watcher)(context())
+
+        [manifest] = api.created
+        assert warm.WARM_START_ANNOTATION not in manifest["metadata"]["annotations"]
+        assert manifest["spec"]["activeDeadlineSeconds"] == 60
+        assert outcome.start_mode == records.StartMode.COLD
+
+    async def test_the_cold_executor_says_nothing_of_a_start_mode(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        assert (await executor(api, watcher)(context())).start_mode is None
+
+    async def test_arming_adopts_the_slots_job_already_there(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        api.existing = warm_state()
+        target = warm_executor(api, watcher)
+
+        await target.arm(context())
+        await target(context())
+
+        assert api.created == []
+        assert watcher.followed == [warm_state()]
+
+    async def test_arming_refuses_a_job_by_that_name_that_is_not_the_slots(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        api.existing = state(owner="someone-else")
+
+        with pytest.raises(batch_job_requests.BatchJobApiError, match="not armed"):
+            await warm_executor(api, watcher).arm(context())
+
+    async def test_disarming_deletes_the_slots_job_by_uid_and_forgets_it(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        target = warm_executor(api, watcher)
+        await target.arm(context())
+        watcher.cache = [state()]
+
+        await target.disarm(context())
+
+        assert api.deleted == [("nightly-1796002200", "uid-1796002200")]
+        watcher.cache = []
+        await target(context())  # were it run after all: created anew, not the deleted one
+        assert len(api.created) == 2
+
+    async def test_disarming_leaves_a_job_that_is_not_the_slots_alone(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        api.existing = state(owner="someone-else")
+
+        await warm_executor(api, watcher).disarm(context())
+
+        assert api.deleted == []
+
+
+@dataclass
+class Checks:
+    told: list[tuple[slots.JobRef, datetime, str | None]] = field(default_factory=list)
+
+    def warm_start_checked(
+        self, job: slots.JobRef, *, scheduled_time: datetime, not_ready: str | None
+    ) -> None:
+        self.told.append((job, scheduled_time, not_ready))
+
+
+def a_pod(state: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "nightly-1796002200-x7k2p"},
+        "spec": {"containers": [{"name": "c", "command": [warm.GATE_BINARY, "--at", "1"]}]},
+        "status": {"containerStatuses": [{"name": "c", "state": state}]},
+    }
+
+
+async def run_checked(api: FakeApi, watcher: FakeWatcher, checks: Checks) -> records.Outcome:
+    """A warm slot's run, and its check at the slot let finish."""
+    outcome = await warm_executor(api, watcher, reports=checks)(context())
+    for _ in range(5):
+        await asyncio.sleep(0)
+    return outcome
+
+
+class TestAWarmRunChecksItsPodAtItsSlot:
+    async def test_a_pod_at_its_gate_is_reported_ready(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        api.existing, api.pods = warm_state(), [a_pod({"running": {}})]
+        checks = Checks()
+
+        await run_checked(api, watcher, checks)
+
+        assert checks.told == [(OWNER, SLOT, None)]
+        assert api.pods_read == [("reports", "nightly-1796002200", 5)]
+
+    async def test_a_pod_that_cannot_pull_its_image_is_reported_with_its_reason_and_runs_on(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        api.existing = warm_state()
+        api.pods = [a_pod({"waiting": {"reason": "ImagePullBackOff"}})]
+        checks = Checks()
+
+        outcome = await run_checked(api, watcher, checks)
+
+        assert checks.told == [
+            (OWNER, SLOT, "pod nightly-1796002200-x7k2p: ImagePullBackOff (container c)")
+        ]
+        assert outcome.succeeded  # the run is the Job's, whenever its pod starts
+
+    async def test_a_job_without_a_pod_says_so_with_its_conditions(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        api.existing = warm_state()
+        api.job_status = {"conditions": [{"type": "X", "status": "True", "reason": "Quota"}]}
+        checks = Checks()
+
+        await run_checked(api, watcher, checks)
+
+        [(_, _, told)] = checks.told
+        assert told == (
+            "no pod (the Job controller created none: see the Job's Events); the Job: Quota"
+        )
+
+    async def test_a_read_that_fails_reports_nothing_and_the_run_goes_on(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        api.existing = warm_state()
+        api.pods = batch_job_requests.BatchJobApiError("listing the pods: HTTP 403 Forbidden")
+        checks = Checks()
+
+        outcome = await run_checked(api, watcher, checks)
+
+        assert checks.told == []
+        assert outcome.succeeded
+
+    async def test_a_cold_run_is_not_checked(self, api: FakeApi, watcher: FakeWatcher) -> None:
+        checks = Checks()
+
+        outcome = await run_checked(api, watcher, checks)
+
+        assert outcome.start_mode == records.StartMode.COLD
+        assert checks.told == []
+        assert api.pods_read == []

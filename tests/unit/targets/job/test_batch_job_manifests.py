@@ -33,6 +33,7 @@ def manifest(
     owner: slots.JobRef = OWNER,
     deadline: timedelta = timedelta(minutes=10),
     scheduled: datetime = SLOT,
+    lead: timedelta = timedelta(),
 ) -> dict[str, Any]:
     return manifests.batch_job_manifest(
         template,
@@ -41,6 +42,7 @@ def manifest(
         slot_id=slots.slot_id(owner, SLOT),
         scheduled_time=scheduled,
         active_deadline=deadline,
+        lead=lead,
     )
 
 
@@ -165,6 +167,36 @@ class TestTheManifest:
         template = {**TEMPLATE, "spec": {**TEMPLATE["spec"], "activeDeadlineSeconds": 3600}}
 
         assert manifest(template)["spec"]["activeDeadlineSeconds"] == 600
+
+    @pytest.mark.parametrize(
+        ("templates", "timeout", "lead", "deadline"),
+        [
+            pytest.param(None, timedelta(minutes=10), timedelta(seconds=30), 630, id="the-timeout"),
+            pytest.param(30, timedelta(minutes=10), timedelta(seconds=30), 60, id="its-own"),
+            pytest.param(
+                3600, timedelta(minutes=10), timedelta(seconds=30), 630, id="longer-than-timeout"
+            ),
+            pytest.param(
+                None,
+                timedelta(milliseconds=1500),
+                timedelta(milliseconds=1500),
+                3,
+                id="rounded-up-once-summed",
+            ),
+            pytest.param(10**18, timedelta(minutes=10), timedelta(seconds=30), 630, id="huge"),
+            pytest.param(0, timedelta(minutes=10), timedelta(seconds=30), 630, id="zero-not-own"),
+        ],
+    )
+    def test_a_warm_jobs_deadline_is_a_lead_longer_the_templates_own_too(
+        self, templates: int | None, timeout: timedelta, lead: timedelta, deadline: int
+    ) -> None:
+        # Created a lead early: the workload, released at the slot, keeps its whole deadline.
+        spec = dict(TEMPLATE["spec"])
+        if templates is not None:
+            spec["activeDeadlineSeconds"] = templates
+        job = manifest({**TEMPLATE, "spec": spec}, deadline=timeout, lead=lead)
+
+        assert job["spec"]["activeDeadlineSeconds"] == deadline
 
     def test_a_template_without_metadata_is_fine(self) -> None:
         job = manifest({"spec": TEMPLATE["spec"]})
