@@ -103,6 +103,8 @@ MATRIX: dict[str, dict[str, Any]] = {
         "image": {"repository": "registry.example/punctual", "digest": "sha256:" + "ab" * 32},
         "imagePullSecrets": [{"name": "registry-pull"}],
         "podAntiAffinity": "hard",
+        # What "hard" needs on exactly replicaCount nodes (values.yaml, podAntiAffinity).
+        "strategy": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
         "topologySpreadConstraints": [],
         "nodeSelector": {"kubernetes.io/os": "linux"},
         "tolerations": [
@@ -146,6 +148,8 @@ MATRIX: dict[str, dict[str, Any]] = {
         }
     },
     "templated-crd": {"crds": {"install": True, "keep": True}},
+    "recreate-strategy": {"strategy": {"type": "Recreate"}},
+    "webhook-cert-manager": {"webhook": {"enabled": True, "certManager": {"enabled": True}}},
     "openshift-restricted": {
         "podSecurityContext": {"runAsUser": None, "runAsGroup": None, "fsGroup": None},
         "redis": {
@@ -236,18 +240,18 @@ CRDS = {
 NAMESPACES = {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]}
 
 
-def monitoring_crd(kind: str) -> dict[str, Any]:
-    """A minimal Prometheus Operator CRD, so that the server-side dry run of the chart's
-    ServiceMonitor, PodMonitor or PrometheusRule runs instead of failing on an unknown kind. It
-    checks the group, version, kind and that the object is namespaced, not the Prometheus
-    Operator's full schema (which is not vendored here)."""
+def monitoring_crd(kind: str, group: str = "monitoring.coreos.com") -> dict[str, Any]:
+    """A minimal Prometheus Operator (or cert-manager) CRD, so that the server-side dry run of the
+    chart's ServiceMonitor, PodMonitor, PrometheusRule, Certificate or Issuer runs instead of
+    failing on an unknown kind. It checks the group, version, kind and that the object is
+    namespaced, not the full schema (which is not vendored here)."""
     plural = f"{kind.lower()}s"
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.monitoring.coreos.com"},
+        "metadata": {"name": f"{plural}.{group}"},
         "spec": {
-            "group": "monitoring.coreos.com",
+            "group": group,
             "scope": "Namespaced",
             "names": {
                 "plural": plural,
@@ -273,6 +277,7 @@ def monitoring_crd(kind: str) -> dict[str, Any]:
 
 
 MONITORING_KINDS = ("ServiceMonitor", "PodMonitor", "PrometheusRule")
+CERT_MANAGER_KINDS = ("Certificate", "Issuer")
 
 
 # -- fixtures ------------------------------------------------------------------------------------
@@ -283,13 +288,16 @@ def chart_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
     with LocalCluster(kwok=True, run_dir=tmp_path_factory.mktemp("chart-cluster")) as local:
         for name in (*WATCHED, UNWATCHED):
             create_namespace(local, name)
-        for kind in MONITORING_KINDS:
-            local.kubectl("apply", "-f", "-", input=json.dumps(monitoring_crd(kind)))
+        crds = [monitoring_crd(kind) for kind in MONITORING_KINDS] + [
+            monitoring_crd(kind, "cert-manager.io") for kind in CERT_MANAGER_KINDS
+        ]
+        for crd in crds:
+            local.kubectl("apply", "-f", "-", input=json.dumps(crd))
         local.kubectl(
             "wait",
             "--for=condition=Established",
             "--timeout=60s",
-            *(f"crd/{kind.lower()}s.monitoring.coreos.com" for kind in MONITORING_KINDS),
+            *(f"crd/{crd['metadata']['name']}" for crd in crds),
         )
         # The monitoring case binds kube-state-metrics' ServiceAccount there.
         create_namespace(local, "monitoring")
@@ -373,6 +381,18 @@ class TestRendering:
             ],
             json.dumps(MATRIX[case]),
         )
+
+    def test_helm_renders_and_lints_without_being_told_the_kubernetes_version(
+        self, helm: Helm
+    ) -> None:
+        # As an official helm does: it knows its own version and assumes a real Kubernetes
+        # release (its client-go's), not 1.20, below the chart's kubeVersion.
+        version = helm.run("version", "--template={{ .Version }}").stdout
+        rendered = helm.run("template", "punctual", str(CHART)).stdout
+        helm.run("lint", "--strict", str(CHART))
+
+        assert version == "v3.22.0"
+        assert "kind: Deployment" in rendered
 
     @pytest.mark.parametrize("case", MATRIX)
     def test_every_rendered_object_passes_server_side_validation(
@@ -496,6 +516,23 @@ class TestRendering:
         # Only the operator pods carry an API token, and only because they ask for it.
         assert pod["automountServiceAccountToken"] is True
         assert one(objects, "ServiceAccount", "punctual")["automountServiceAccountToken"] is False
+
+    def test_the_rollout_strategy_surges_one_replica_by_default_and_is_a_value(
+        self, helm: Helm
+    ) -> None:
+        def strategy(values: dict[str, Any]) -> Any:
+            return one(helm.template(values), "Deployment")["spec"]["strategy"]
+
+        assert strategy({}) == {
+            "type": "RollingUpdate",
+            "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+        }
+        assert strategy(MATRIX["custom-resources"]) == {
+            "type": "RollingUpdate",
+            "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1},
+        }
+        # Helm merges the default rollingUpdate in; the API server refuses it beside Recreate.
+        assert strategy(MATRIX["recreate-strategy"]) == {"type": "Recreate"}
 
     def test_the_arguments_come_from_values_and_the_replica_id_from_the_pod_name(
         self, helm: Helm
@@ -849,8 +886,11 @@ class TestMonitoring:
 
         alerts = {rule["alert"]: rule for rule in group["rules"]}
         assert sorted(alerts) == [
+            "PunctualJobNeverSucceeded",
             "PunctualJobNoRecentSuccess",
+            "PunctualJobNotReady",
             "PunctualLockBackendDown",
+            "PunctualOperatorAbsent",
             "PunctualRunLatenessHigh",
             "PunctualRunsFailing",
             "PunctualRunsLost",
@@ -862,6 +902,32 @@ class TestMonitoring:
             in (alerts["PunctualJobNoRecentSuccess"]["expr"])
         )
         assert 'namespace="punctual-system"' in alerts["PunctualLockBackendDown"]["expr"]
+        assert alerts["PunctualJobNeverSucceeded"]["expr"].startswith(
+            '(sum by (namespace, scheduledjob) (kube_scheduledjob_status_runs{result!="succeeded"})'
+            " >= 3)"
+        )
+        assert 'type="Ready",status="False"' in alerts["PunctualJobNotReady"]["expr"]
+
+    @pytest.mark.parametrize("monitor", ["serviceMonitor", "podMonitor"])
+    def test_the_operator_absent_alert_selects_the_job_label_either_monitor_sets(
+        self, helm: Helm, monitor: str
+    ) -> None:
+        # Every other alert reads the operator's own series: with no replica they fall silent.
+        values = {"metrics": {monitor: {"enabled": True}, "prometheusRule": {"enabled": True}}}
+        objects = helm.template(values)
+        [group] = one(objects, "PrometheusRule")["spec"]["groups"]
+        [monitor_object] = [o for o in objects if o["kind"] in ("ServiceMonitor", "PodMonitor")]
+        [endpoint] = monitor_object["spec"].get("endpoints") or monitor_object["spec"].get(
+            "podMetricsEndpoints"
+        )
+
+        [absent] = [rule for rule in group["rules"] if rule["alert"] == "PunctualOperatorAbsent"]
+        assert absent["expr"] == 'absent(up{job="punctual",namespace="punctual-system"} == 1)'
+        assert {"action": "replace", "targetLabel": "job", "replacement": "punctual"} in endpoint[
+            "relabelings"
+        ]
+        unmonitored = helm.template({"metrics": {"prometheusRule": {"enabled": True}}})
+        assert "PunctualOperatorAbsent" not in json.dumps(unmonitored)
 
     def test_the_dashboard_and_kube_state_metrics_configuration_are_config_maps(
         self, helm: Helm
@@ -942,6 +1008,67 @@ class TestNetworkPolicy:
 
         assert operator["ingress"][2]["ports"][0]["port"] == "webhook"
         assert operator["ingress"][2]["from"] == values["networkPolicy"]["webhookFrom"]
+
+
+class TestWebhookCertificate:
+    def test_cert_manager_gets_no_common_name_over_its_64_bytes_only_the_dns_names(
+        self, helm: Helm
+    ) -> None:
+        long_namespace = "platform-batch-scheduling-prod"
+        objects = helm.template(
+            MATRIX["webhook-cert-manager"], release="batch-scheduling", namespace=long_namespace
+        )
+        certificate = one(objects, "Certificate")["spec"]
+
+        service = f"batch-scheduling-punctual-webhook.{long_namespace}.svc"
+        assert len(service) > 64
+        assert "commonName" not in certificate
+        assert service in certificate["dnsNames"]
+        short = one(helm.template(MATRIX["webhook-cert-manager"]), "Certificate")["spec"]
+        assert short["commonName"] == "punctual-webhook.punctual-system.svc"
+
+
+class TestNotes:
+    """What `helm install` prints names the Secret that really holds the Redis password or URL."""
+
+    @pytest.mark.parametrize(
+        ("values", "named", "not_named"),
+        [
+            (
+                MATRIX["bundled-redis"],
+                ["Secret punctual-redis, key password", "PUNCTUAL_REDIS_URL"],
+                ["Secret punctual-redis-url"],
+            ),
+            (
+                MATRIX["bundled-redis-existing-secret-network-policy"],
+                ["Secret my-redis-password, key password", "PUNCTUAL_REDIS_URL"],
+                ["Secret punctual-redis,", "made by the chart"],
+            ),
+            (
+                MATRIX["redis-url"],
+                ["Secret punctual-redis-url, key url"],
+                ["Secret punctual-redis,"],
+            ),
+            (
+                MATRIX["redis-existing-secret"],
+                ["Secret my-redis, key u"],
+                ["Secret punctual-redis"],
+            ),
+        ],
+        ids=["bundled", "bundled-existing-secret", "url", "existing-secret"],
+    )
+    def test_they_name_the_secret_that_holds_the_redis_password_or_url(
+        self,
+        helm: Helm,
+        release_namespace: str,
+        values: dict[str, Any],
+        named: list[str],
+        not_named: list[str],
+    ) -> None:
+        notes = helm.notes(values, namespace=release_namespace)
+
+        assert [text for text in named if text not in notes] == [], notes
+        assert [text for text in not_named if text in notes] == [], notes
 
 
 class TestHelmTestHook:

@@ -53,6 +53,14 @@ app.kubernetes.io/component: operator
 app.kubernetes.io/component: operator
 {{- end -}}
 
+{{/*
+The `job` label of the operator's series: the ServiceMonitor and the PodMonitor both set it (a
+relabeling), so the alerts select the same job whichever scrapes.
+*/}}
+{{- define "punctual.metricsJob" -}}
+{{- include "punctual.fullname" . -}}
+{{- end -}}
+
 {{- define "punctual.redis.fullname" -}}
 {{- printf "%s-redis" (include "punctual.fullname" .) -}}
 {{- end -}}

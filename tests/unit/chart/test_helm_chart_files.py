@@ -36,6 +36,7 @@ KUBERNETES_OBJECTS = {
     ("podSecurityContext",),
     ("securityContext",),
     ("affinity",),
+    ("strategy",),
     ("redis", "bundled", "podSecurityContext"),
     ("redis", "bundled", "securityContext"),
 }
@@ -141,7 +142,19 @@ def schema_paths(schema: dict[str, Any], path: tuple[str, ...] = ()) -> set[tupl
     return found
 
 
+REDIS_7_2_SECURITY_RELEASE = (7, 2, 16)
+"""The 7.2 line's newest security release: the line is the last BSD-licensed one, and each of its
+patch releases since 7.2.5 fixes CVEs; raise it with each new one."""
+
+
 class TestVersionsAndCopies:
+    def test_the_bundled_redis_is_the_7_2_lines_newest_security_release(self) -> None:
+        tag = VALUES["redis"]["bundled"]["image"]["tag"]
+        version = tuple(int(part) for part in tag.removesuffix("-alpine").split("."))
+
+        assert version >= REDIS_7_2_SECURITY_RELEASE
+        assert version[:2] == (7, 2)
+
     def test_the_app_version_is_the_package_version(self) -> None:
         chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
 
@@ -275,6 +288,33 @@ class TestMonitoringFiles:
 
         read = set(SERIES.findall(dashboard + rules))
         assert sorted(read - served_metrics()) == []
+
+    def test_each_dashboard_series_is_on_an_axis_of_its_unit(self) -> None:
+        # A count on a seconds axis reads as a duration, a 0/1 on an ops axis as a rate.
+        def unit_of(expr: str) -> str:
+            if "_seconds" in expr:
+                return "s"
+            if "rate(" in expr:
+                return "ops"
+            if "_up" in expr:
+                return "bool_on_off"
+            return "short"
+
+        dashboard = json.loads((CHART / "files" / "dashboard.json").read_text())
+        wrong = []
+        for panel in dashboard["panels"]:
+            if panel["type"] != "timeseries":
+                continue
+            config = panel["fieldConfig"]
+            for target in panel["targets"]:
+                unit = config["defaults"]["unit"]
+                for override in config["overrides"]:
+                    if override["matcher"] == {"id": "byFrameRefID", "options": target["refId"]}:
+                        unit = {p["id"]: p["value"] for p in override["properties"]}["unit"]
+                if unit != unit_of(target["expr"]):
+                    wrong.append((panel["title"], target["refId"], unit))
+
+        assert wrong == []
 
     def test_every_kube_state_metrics_path_is_in_the_status_schema(self) -> None:
         config = yaml.safe_load((CHART / "files" / "kube-state-metrics.yaml").read_text())
