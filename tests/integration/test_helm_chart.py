@@ -60,7 +60,7 @@ from chart_harness import (
 )
 
 from localcluster import LocalCluster, ports, processes
-from localcluster.binaries import kubernetes_version
+from localcluster.binaries import REPO_ROOT, kubernetes_version
 
 WATCHED = ("chart-team-a", "chart-team-b")
 """The namespaces of the namespaced-mode cases (created once in this module's cluster)."""
@@ -149,6 +149,39 @@ MATRIX: dict[str, dict[str, Any]] = {
     },
     "templated-crd": {"crds": {"install": True, "keep": True}},
     "recreate-strategy": {"strategy": {"type": "Recreate"}},
+    "conventions": {
+        "global": {"imageRegistry": "mirror.example/punctual"},
+        "namespaceOverride": UNWATCHED,
+        "commonLabels": {"example.com/team": "ops"},
+        # A YAML string, as users write them: it may include the chart's labels.
+        "extraObjects": [
+            "apiVersion: v1\n"
+            "kind: ConfigMap\n"
+            "metadata:\n"
+            "  name: {{ .Release.Name }}-extra\n"
+            "  labels:\n"
+            '    {{- include "punctual.labels" . | nindent 4 }}\n'
+            "    app.kubernetes.io/component: extra\n"
+            "data:\n"
+            '  fullname: {{ include "punctual.fullname" . }}\n'
+        ],
+        "operator": {"logLevel": "DEBUG", "logFormat": "json"},
+        "lock": {"backend": "redis"},
+        "redis": {"bundled": {"enabled": True}},
+        "networkPolicy": {"enabled": True, "egress": [{"ports": [{"port": 443}]}]},
+        "metrics": {
+            "serviceMonitor": {
+                "enabled": True,
+                "honorLabels": True,
+                "relabelings": [{"action": "replace", "targetLabel": "tier", "replacement": "ops"}],
+                "metricRelabelings": [
+                    {"action": "drop", "sourceLabels": ["__name__"], "regex": "python_gc_.*"}
+                ],
+            },
+            "prometheusRule": {"enabled": True},
+            "dashboard": {"enabled": True},
+        },
+    },
     "webhook-cert-manager": {"webhook": {"enabled": True, "certManager": {"enabled": True}}},
     "openshift-restricted": {
         "podSecurityContext": {"runAsUser": None, "runAsGroup": None, "fsGroup": None},
@@ -555,6 +588,8 @@ class TestRendering:
             "--run-log-lines-per-second=1",
             "--queue-max-len=100000",
             "--bind-address=0.0.0.0",
+            "--log-level=INFO",
+            "--log-format=text",
             "--min-period=1s",
             "--max-timeout=24h",
             "--max-runs-in-flight-per-job=10",
@@ -574,7 +609,7 @@ class TestRendering:
         assert container["image"] == "registry.example/punctual@sha256:" + "ab" * 32
         # An empty limit is left out rather than rendered as an invalid "".
         assert container["resources"] == {
-            "requests": {"cpu": "100m", "memory": "200Mi"},
+            "requests": {"cpu": "100m", "memory": "200Mi", "ephemeral-storage": "64Mi"},
             "limits": {"memory": "384Mi"},
         }
 
@@ -1008,6 +1043,115 @@ class TestNetworkPolicy:
 
         assert operator["ingress"][2]["ports"][0]["port"] == "webhook"
         assert operator["ingress"][2]["from"] == values["networkPolicy"]["webhookFrom"]
+
+
+class TestConventions:
+    """What users of cert-manager's and kube-prometheus-stack's charts expect to find."""
+
+    def test_one_registry_before_every_image(self, helm: Helm) -> None:
+        objects = helm.template(MATRIX["conventions"])
+        pods = [
+            o["spec"].get("template", o)["spec"]
+            for o in objects
+            if o["kind"] in ("Deployment", "Pod")
+        ]
+        images = [container["image"] for pod in pods for container in pod["containers"]]
+
+        assert sorted(images) == [
+            "mirror.example/punctual/punctual:0.1.0",
+            "mirror.example/punctual/punctual:0.1.0",
+            "mirror.example/punctual/redis:7.2.16-alpine",
+        ]
+
+    def test_common_labels_and_the_namespace_override_reach_every_object(self, helm: Helm) -> None:
+        objects = helm.template(MATRIX["conventions"], namespace="punctual-system")
+
+        unlabelled = [
+            o for o in objects if o["metadata"].get("labels", {}).get("example.com/team") != "ops"
+        ]
+        assert kind_names(unlabelled) == []
+        namespaces = {o["metadata"]["namespace"] for o in objects if "namespace" in o["metadata"]}
+        assert namespaces == {UNWATCHED}
+        subjects = one(objects, "ClusterRoleBinding", "punctual")["subjects"]
+        assert subjects[0]["namespace"] == UNWATCHED
+        container = operator_container(objects)
+        assert f"--membership-namespace={UNWATCHED}" in container["args"]
+        assert (
+            f"@punctual-redis.{UNWATCHED}.svc:6379/0"
+            in env_of(container, "PUNCTUAL_REDIS_URL")["value"]
+        )
+
+    def test_extra_objects_are_rendered_with_the_releases_values(self, helm: Helm) -> None:
+        extra = one(helm.template(MATRIX["conventions"]), "ConfigMap", "punctual-extra")
+
+        assert extra["data"] == {"fullname": "punctual"}
+
+    def test_log_level_and_format_ephemeral_storage_and_a_startup_probe(self, helm: Helm) -> None:
+        objects = helm.template(MATRIX["conventions"])
+        operator = operator_container(objects)
+        [redis] = containers(objects, "punctual-redis")["containers"]
+
+        assert [a for a in operator["args"] if a.startswith("--log-")] == [
+            "--log-level=DEBUG",
+            "--log-format=json",
+        ]
+        assert operator["resources"]["requests"]["ephemeral-storage"] == "64Mi"
+        assert redis["resources"]["requests"]["ephemeral-storage"] == "64Mi"
+        assert operator["startupProbe"] == {
+            "httpGet": {"path": "/healthz", "port": "health"},
+            "periodSeconds": 2,
+            "timeoutSeconds": 5,
+            "failureThreshold": 30,
+        }
+
+    def test_every_alert_has_a_runbook_section(self, helm: Helm) -> None:
+        [group] = one(helm.template(MATRIX["monitoring"]), "PrometheusRule")["spec"]["groups"]
+        runbooks = (REPO_ROOT / "docs" / "runbooks.md").read_text()
+
+        base = "https://github.com/punctual-dev/punctual/blob/main/docs/runbooks.md"
+        for rule in group["rules"]:
+            assert rule["annotations"]["runbook_url"] == f"{base}#{rule['alert'].lower()}"
+            assert f"\n## {rule['alert']}\n" in runbooks
+
+    def test_the_monitors_relabel_and_keep_one_job_label(self, helm: Helm) -> None:
+        values = MATRIX["conventions"]["metrics"]["serviceMonitor"]
+        objects = helm.template(MATRIX["conventions"])
+        [endpoint] = one(objects, "ServiceMonitor")["spec"]["endpoints"]
+
+        assert endpoint["honorLabels"] is True
+        assert endpoint["relabelings"] == [
+            {"action": "replace", "targetLabel": "job", "replacement": "punctual"},
+            *values["relabelings"],
+        ]
+        assert endpoint["metricRelabelings"] == values["metricRelabelings"]
+        # With a jobLabel the job is that label's value on the scraped objects, and the alert
+        # selects it.
+        labelled = {
+            "commonLabels": {"example.com/job": "batch"},
+            "metrics": {
+                "podMonitor": {"enabled": True, "jobLabel": "example.com/job"},
+                "prometheusRule": {"enabled": True},
+            },
+        }
+        objects = helm.template(labelled)
+        monitor = one(objects, "PodMonitor")["spec"]
+        [endpoint] = monitor["podMetricsEndpoints"]
+        assert monitor["jobLabel"] == "example.com/job"
+        assert "relabelings" not in endpoint
+        [group] = one(objects, "PrometheusRule")["spec"]["groups"]
+        [absent] = [rule for rule in group["rules"] if rule["alert"] == "PunctualOperatorAbsent"]
+        assert absent["expr"].startswith('absent(up{job="batch",')
+        with pytest.raises(HelmError, match="the scraped objects carry no such label"):
+            helm.template({"metrics": {"podMonitor": {"enabled": True, "jobLabel": "nope"}}})
+
+    def test_a_restricted_egress_reaches_the_bundled_redis(self, helm: Helm) -> None:
+        operator = one(helm.template(MATRIX["conventions"]), "NetworkPolicy", "punctual")["spec"]
+
+        [to_redis] = [rule for rule in operator["egress"] if "to" in rule]
+        assert to_redis["ports"] == [{"port": 6379, "protocol": "TCP"}]
+        assert to_redis["to"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == (
+            "redis"
+        )
 
 
 class TestWebhookCertificate:
