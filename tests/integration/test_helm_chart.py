@@ -957,7 +957,8 @@ class TestMonitoring:
         )
 
         [absent] = [rule for rule in group["rules"] if rule["alert"] == "PunctualOperatorAbsent"]
-        assert absent["expr"] == 'absent(up{job="punctual",namespace="punctual-system"} == 1)'
+        up = 'up{job="punctual",namespace="punctual-system"}'
+        assert absent["expr"] == f"(max by (job, namespace) ({up}) == 0) or absent({up})"
         assert {"action": "replace", "targetLabel": "job", "replacement": "punctual"} in endpoint[
             "relabelings"
         ]
@@ -1140,7 +1141,7 @@ class TestConventions:
         assert "relabelings" not in endpoint
         [group] = one(objects, "PrometheusRule")["spec"]["groups"]
         [absent] = [rule for rule in group["rules"] if rule["alert"] == "PunctualOperatorAbsent"]
-        assert absent["expr"].startswith('absent(up{job="batch",')
+        assert absent["expr"].startswith('(max by (job, namespace) (up{job="batch",')
         with pytest.raises(HelmError, match="the scraped objects carry no such label"):
             helm.template({"metrics": {"podMonitor": {"enabled": True, "jobLabel": "nope"}}})
 
