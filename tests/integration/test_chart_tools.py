@@ -1,6 +1,8 @@
 """The chart's output read by the tools that consume it, built here from their Go modules
 (``hack/build-go-tools.sh``, versions in ``hack/programs.tsv``).
 
+- ``promtool check metrics`` lints what a live replica serves on ``/metrics`` (names, types, help)
+  after it has run a job, as Prometheus' own conventions have it.
 - ``promtool check rules`` loads the rendered PrometheusRule's groups as Prometheus would, and
   ``promtool test rules`` plays series into them: each alert fires on a series that should fire
   it (the operator absent, a job that never succeeded, a job failing, lateness p99 high, the lock
@@ -22,11 +24,14 @@ from typing import Any
 
 import pytest
 import yaml
-from chart_harness import Helm, one
+from chart_harness import Helm, eventually, one
+from operator_harness import Operators, Receiver, apply, http_target, scheduled_job
 from test_helm_chart import MATRIX
 
 from localcluster import LocalCluster
 from localcluster.binaries import locate_go_tool
+
+pytest_plugins = ["operator_fixtures"]
 
 NAMESPACE = "punctual-system"
 ALERTING_VALUES: dict[str, Any] = {
@@ -78,6 +83,35 @@ def run(tool: Path, *args: str, stdin: str | None = None) -> "subprocess.Complet
 
 
 # -- promtool --------------------------------------------------------------------------------------
+
+
+def test_promtool_accepts_what_a_live_replica_serves_on_metrics(  # noqa: PLR0917 - fixtures
+    promtool: Path,
+    cluster: LocalCluster,
+    scheduled_job_crd: list[Path],
+    module_namespace: str,
+    receiver: Receiver,
+    tmp_path: Path,
+) -> None:
+    target = http_target(receiver, module_namespace, "tick")
+    with Operators(cluster, tmp_path, namespace=module_namespace) as operators:
+        apply(cluster, scheduled_job(module_namespace, "tick", {"every": "1s", "target": target}))
+
+        def after_a_success() -> str | None:
+            served = operators["r1"].metrics()
+            succeeded = [
+                line
+                for line in served.splitlines()
+                if line.startswith("punctual_runs_total{") and 'result="Succeeded"' in line
+            ]
+            return served if any(float(line.split()[-1]) >= 1 for line in succeeded) else None
+
+        served = eventually(after_a_success, timeout=60, what="a successful run on /metrics")
+
+    result = run(promtool, "check", "metrics", stdin=served)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "punctual_runs_total" in served
 
 
 @pytest.fixture(scope="module")
