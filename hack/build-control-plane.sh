@@ -48,13 +48,25 @@ for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet
 done
 # The real node's DNS: CoreDNS with only the plugins it uses (hack/coredns/main.go).
 build coredns "$hack/coredns" .
+# Helm's release flags (its Makefile's): the version it reports, and the Kubernetes version it
+# assumes where it asks no cluster (`helm template`, `helm lint`), which official binaries take
+# from the client-go they are built with; without them it assumes 1.20, below the chart's
+# kubeVersion.
+helm_gomod=$(go mod download -json "helm.sh/helm/v3@${helm_version}" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+client_go=$(awk '$1 == "k8s.io/client-go" { print $2 }' "$helm_gomod")  # v0.<minor>.<patch>
+helm_k8s_minor=${client_go#v0.}; helm_k8s_minor=${helm_k8s_minor%%.*}
+helm_ldflags="-X helm.sh/helm/v3/internal/version.version=${helm_version}"
+helm_ldflags+=" -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
+  helm_ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=${helm_k8s_minor}"
+done
 # helm and kwok carry no replace directives: `go install` of a pinned version is reproducible
 # (the checksum database pins the content).
-for tool in "helm helm.sh/helm/v3/cmd/helm@${helm_version}" "kwok sigs.k8s.io/kwok/cmd/kwok@${kwok_version}"; do
-  read -r name module <<<"$tool"
+for tool in "helm helm.sh/helm/v3/cmd/helm@${helm_version} ${helm_ldflags}" "kwok sigs.k8s.io/kwok/cmd/kwok@${kwok_version}"; do
+  read -r name module ldflags <<<"$tool"
   if [[ ! -x "$bin/$name" ]]; then
     step "building $name ($module) ..."
-    GOBIN="$bin" go install -trimpath -ldflags "-s -w" "$module"
+    GOBIN="$bin" go install -trimpath -ldflags "-s -w ${ldflags:-}" "$module"
     step "built $name"
   fi
 done

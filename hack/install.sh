@@ -2,9 +2,10 @@
 # Installs everything the project needs on a fresh machine, idempotently and quickly when done:
 # uv and the locked Python environment, every program hack/programs.tsv lists (Debian's packages:
 # redis-server, and for the real node containerd, runc, the CNI plugins, iptables, nftables, umoci,
-# skopeo and the image tools), the Go-built local control plane (cached outside the clone) and the
-# real node's images (hack/image/build-node-images.sh). It ends by checking that every listed
-# program is there, and fails naming the ones that are not.
+# skopeo and the image tools), the Go-built local control plane and the Go-built tools the tests
+# run on the chart (promtool, kubeconform: hack/build-go-tools.sh), both cached outside the clone,
+# and the real node's images (hack/image/build-node-images.sh). It ends by checking that every
+# listed program is there, and fails naming the ones that are not.
 # PUNCTUAL_SKIP_CONTROL_PLANE=1 installs only the "base" part (lint and unit tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,11 +15,13 @@ say() { printf '[install %4ds] %s\n' "$(( $(date +%s) - started ))" "$*" >&2; }
 parts=(base)
 if [[ "${PUNCTUAL_SKIP_CONTROL_PLANE:-}" != 1 ]]; then parts+=(cluster); fi
 
-# present PROGRAM SOURCE: a name on PATH, an absolute path that is executable, or a program of the
-# project's Python environment.
+# present PROGRAM SOURCE: a name on PATH, an absolute path that is executable, a program of the
+# project's Python environment, or a Go-built tool in its cache (the script only prints its path
+# once it is built).
 present() {
   local program=$1 source=$2
   if [[ $source == uv.lock ]]; then [[ -x .venv/bin/$program ]]
+  elif [[ $source == go:* ]]; then hack/build-go-tools.sh "$program" >/dev/null 2>&1
   elif [[ $program == /* ]]; then [[ -x $program ]]
   else command -v "$program" >/dev/null 2>&1
   fi
@@ -61,6 +64,8 @@ fi
 if [[ " ${parts[*]} " == *" cluster "* ]]; then
   say "building the local control plane"
   hack/build-control-plane.sh >/dev/null
+  say "building the Go tools the tests run on the chart"
+  hack/build-go-tools.sh >/dev/null
   say "building the real node's images"
   hack/image/build-node-images.sh >/dev/null
 fi

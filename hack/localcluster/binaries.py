@@ -1,5 +1,6 @@
-"""Where the control-plane binaries and the real node's images are: whatever
-``hack/build-control-plane.sh`` and ``hack/image/build-node-images.sh`` say.
+"""Where the control-plane binaries, the real node's images and the Go-built tools are: whatever
+``hack/build-control-plane.sh``, ``hack/image/build-node-images.sh`` and
+``hack/build-go-tools.sh`` say.
 
 Each script builds once per pinned input into a cache outside the clone and afterwards only
 prints the folder, so asking it is both the lookup and the (rare) build.
@@ -16,6 +17,7 @@ HACK_DIR = Path(__file__).resolve().parent.parent
 REPO_ROOT = HACK_DIR.parent
 BUILD_SCRIPT = HACK_DIR / "build-control-plane.sh"
 IMAGES_SCRIPT = HACK_DIR / "image" / "build-node-images.sh"
+GO_TOOLS_SCRIPT = HACK_DIR / "build-go-tools.sh"
 K8S_VERSION_FILE = HACK_DIR / "k8s" / "VERSION"
 
 
@@ -103,8 +105,16 @@ def locate_node_images(*, progress: Callable[[str], None] | None = None) -> Node
     return NodeImages(_built_folder(IMAGES_SCRIPT, "the node's images", progress))
 
 
-def _built_folder(script: Path, what: str, progress: Callable[[str], None] | None) -> Path:
-    """The folder a build script prints on its last line, once it has built what is missing.
+def locate_go_tool(name: str, *, progress: Callable[[str], None] | None = None) -> Path:
+    """Runs the tools' script for ``name`` (a program of ``hack/programs.tsv`` with a ``go:``
+    source; a no-op once built) and returns the program's path."""
+    return _built_folder(GO_TOOLS_SCRIPT, name, progress, name)
+
+
+def _built_folder(
+    script: Path, what: str, progress: Callable[[str], None] | None, *arguments: str
+) -> Path:
+    """The path a build script prints on its last line, once it has built what is missing.
 
     With ``progress`` the script's own progress lines go to our stderr as they come, and a
     heartbeat goes to ``progress`` every minute: a cold build is silent for minutes at a time.
@@ -112,7 +122,7 @@ def _built_folder(script: Path, what: str, progress: Callable[[str], None] | Non
     """
     started = time.monotonic()
     with subprocess.Popen(
-        [str(script)],
+        [str(script), *arguments],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         stderr=None if progress else subprocess.PIPE,

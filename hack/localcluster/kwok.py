@@ -37,7 +37,9 @@ def fake_node(*, tainted: bool = False) -> dict[str, Any]:
         "value": FAKE_NODE_ANNOTATION_VALUE,
         "effect": "NoSchedule",
     }
-    resources = {"cpu": "32", "memory": "256Gi", "pods": "110"}
+    # Every kubelet reports its root filesystem as ephemeral-storage: without it a pod that
+    # requests some (the chart's do) would never be scheduled here.
+    resources = {"cpu": "32", "memory": "256Gi", "ephemeral-storage": "100Gi", "pods": "110"}
     return {
         "apiVersion": "v1",
         "kind": "Node",

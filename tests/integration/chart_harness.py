@@ -90,14 +90,20 @@ class Helm:
             release,
             str(CHART),
             f"--namespace={namespace}",
-            # This helm is built from source without the linker flags that set its default
-            # Kubernetes version (1.20), below the chart's kubeVersion: name the real one.
+            # The cluster's version, not the one helm assumes by default (its client-go's).
             f"--kube-version={kubernetes_version()}",
             "--values=-",
         ]
         if include_crds:
             args.append("--include-crds")
         return _documents(self.run_with_input(args, json.dumps(dict(values))).stdout)
+
+    def notes(self, values: Mapping[str, Any], *, namespace: str, release: str = "punctual") -> str:
+        """What ``helm install`` prints after the objects (NOTES.txt), from a server-side dry
+        run: rendered as for a real install, nothing created."""
+        args = ["install", release, str(CHART), f"--namespace={namespace}", "--dry-run=server"]
+        output = self.run_with_input([*args, "--values=-"], json.dumps(dict(values))).stdout
+        return output.split("\nNOTES:\n", 1)[1]
 
     def run_with_input(self, args: Sequence[str], stdin: str) -> "subprocess.CompletedProcess[str]":
         result = subprocess.run(

@@ -60,7 +60,7 @@ from chart_harness import (
 )
 
 from localcluster import LocalCluster, ports, processes
-from localcluster.binaries import kubernetes_version
+from localcluster.binaries import REPO_ROOT, kubernetes_version
 
 WATCHED = ("chart-team-a", "chart-team-b")
 """The namespaces of the namespaced-mode cases (created once in this module's cluster)."""
@@ -107,6 +107,8 @@ MATRIX: dict[str, dict[str, Any]] = {
         },
         "imagePullSecrets": [{"name": "registry-pull"}],
         "podAntiAffinity": "hard",
+        # What "hard" needs on exactly replicaCount nodes (values.yaml, podAntiAffinity).
+        "strategy": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
         "topologySpreadConstraints": [],
         "nodeSelector": {"kubernetes.io/os": "linux"},
         "tolerations": [
@@ -150,6 +152,41 @@ MATRIX: dict[str, dict[str, Any]] = {
         }
     },
     "templated-crd": {"crds": {"install": True, "keep": True}},
+    "recreate-strategy": {"strategy": {"type": "Recreate"}},
+    "conventions": {
+        "global": {"imageRegistry": "mirror.example/punctual"},
+        "namespaceOverride": UNWATCHED,
+        "commonLabels": {"example.com/team": "ops"},
+        # A YAML string, as users write them: it may include the chart's labels.
+        "extraObjects": [
+            "apiVersion: v1\n"
+            "kind: ConfigMap\n"
+            "metadata:\n"
+            "  name: {{ .Release.Name }}-extra\n"
+            "  labels:\n"
+            '    {{- include "punctual.labels" . | nindent 4 }}\n'
+            "    app.kubernetes.io/component: extra\n"
+            "data:\n"
+            '  fullname: {{ include "punctual.fullname" . }}\n'
+        ],
+        "operator": {"logLevel": "DEBUG", "logFormat": "json"},
+        "lock": {"backend": "redis"},
+        "redis": {"bundled": {"enabled": True}},
+        "networkPolicy": {"enabled": True, "egress": [{"ports": [{"port": 443}]}]},
+        "metrics": {
+            "serviceMonitor": {
+                "enabled": True,
+                "honorLabels": True,
+                "relabelings": [{"action": "replace", "targetLabel": "tier", "replacement": "ops"}],
+                "metricRelabelings": [
+                    {"action": "drop", "sourceLabels": ["__name__"], "regex": "python_gc_.*"}
+                ],
+            },
+            "prometheusRule": {"enabled": True},
+            "dashboard": {"enabled": True},
+        },
+    },
+    "webhook-cert-manager": {"webhook": {"enabled": True, "certManager": {"enabled": True}}},
     "openshift-restricted": {
         "podSecurityContext": {"runAsUser": None, "runAsGroup": None, "fsGroup": None},
         "redis": {
@@ -241,18 +278,18 @@ CRDS = {
 NAMESPACES = {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]}
 
 
-def monitoring_crd(kind: str) -> dict[str, Any]:
-    """A minimal Prometheus Operator CRD, so that the server-side dry run of the chart's
-    ServiceMonitor, PodMonitor or PrometheusRule runs instead of failing on an unknown kind. It
-    checks the group, version, kind and that the object is namespaced, not the Prometheus
-    Operator's full schema (which is not vendored here)."""
+def monitoring_crd(kind: str, group: str = "monitoring.coreos.com") -> dict[str, Any]:
+    """A minimal Prometheus Operator (or cert-manager) CRD, so that the server-side dry run of the
+    chart's ServiceMonitor, PodMonitor, PrometheusRule, Certificate or Issuer runs instead of
+    failing on an unknown kind. It checks the group, version, kind and that the object is
+    namespaced, not the full schema (which is not vendored here)."""
     plural = f"{kind.lower()}s"
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.monitoring.coreos.com"},
+        "metadata": {"name": f"{plural}.{group}"},
         "spec": {
-            "group": "monitoring.coreos.com",
+            "group": group,
             "scope": "Namespaced",
             "names": {
                 "plural": plural,
@@ -278,6 +315,7 @@ def monitoring_crd(kind: str) -> dict[str, Any]:
 
 
 MONITORING_KINDS = ("ServiceMonitor", "PodMonitor", "PrometheusRule")
+CERT_MANAGER_KINDS = ("Certificate", "Issuer")
 
 
 # -- fixtures ------------------------------------------------------------------------------------
@@ -288,13 +326,16 @@ def chart_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
     with LocalCluster(kwok=True, run_dir=tmp_path_factory.mktemp("chart-cluster")) as local:
         for name in (*WATCHED, UNWATCHED):
             create_namespace(local, name)
-        for kind in MONITORING_KINDS:
-            local.kubectl("apply", "-f", "-", input=json.dumps(monitoring_crd(kind)))
+        crds = [monitoring_crd(kind) for kind in MONITORING_KINDS] + [
+            monitoring_crd(kind, "cert-manager.io") for kind in CERT_MANAGER_KINDS
+        ]
+        for crd in crds:
+            local.kubectl("apply", "-f", "-", input=json.dumps(crd))
         local.kubectl(
             "wait",
             "--for=condition=Established",
             "--timeout=60s",
-            *(f"crd/{kind.lower()}s.monitoring.coreos.com" for kind in MONITORING_KINDS),
+            *(f"crd/{crd['metadata']['name']}" for crd in crds),
         )
         # The monitoring case binds kube-state-metrics' ServiceAccount there.
         create_namespace(local, "monitoring")
@@ -378,6 +419,18 @@ class TestRendering:
             ],
             json.dumps(MATRIX[case]),
         )
+
+    def test_helm_renders_and_lints_without_being_told_the_kubernetes_version(
+        self, helm: Helm
+    ) -> None:
+        # As an official helm does: it knows its own version and assumes a real Kubernetes
+        # release (its client-go's), not 1.20, below the chart's kubeVersion.
+        version = helm.run("version", "--template={{ .Version }}").stdout
+        rendered = helm.run("template", "punctual", str(CHART)).stdout
+        helm.run("lint", "--strict", str(CHART))
+
+        assert version == "v3.22.0"
+        assert "kind: Deployment" in rendered
 
     @pytest.mark.parametrize("case", MATRIX)
     def test_every_rendered_object_passes_server_side_validation(
@@ -502,6 +555,23 @@ class TestRendering:
         assert pod["automountServiceAccountToken"] is True
         assert one(objects, "ServiceAccount", "punctual")["automountServiceAccountToken"] is False
 
+    def test_the_rollout_strategy_surges_one_replica_by_default_and_is_a_value(
+        self, helm: Helm
+    ) -> None:
+        def strategy(values: dict[str, Any]) -> Any:
+            return one(helm.template(values), "Deployment")["spec"]["strategy"]
+
+        assert strategy({}) == {
+            "type": "RollingUpdate",
+            "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+        }
+        assert strategy(MATRIX["custom-resources"]) == {
+            "type": "RollingUpdate",
+            "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1},
+        }
+        # Helm merges the default rollingUpdate in; the API server refuses it beside Recreate.
+        assert strategy(MATRIX["recreate-strategy"]) == {"type": "Recreate"}
+
     def test_the_arguments_come_from_values_and_the_replica_id_from_the_pod_name(
         self, helm: Helm
     ) -> None:
@@ -523,6 +593,8 @@ class TestRendering:
             "--run-log-lines-per-second=1",
             "--queue-max-len=100000",
             "--bind-address=0.0.0.0",
+            "--log-level=INFO",
+            "--log-format=text",
             "--min-period=1s",
             "--max-timeout=24h",
             "--max-runs-in-flight-per-job=10",
@@ -543,7 +615,7 @@ class TestRendering:
         assert container["image"] == "registry.example/punctual@sha256:" + "ab" * 32
         # An empty limit is left out rather than rendered as an invalid "".
         assert container["resources"] == {
-            "requests": {"cpu": "100m", "memory": "200Mi"},
+            "requests": {"cpu": "100m", "memory": "200Mi", "ephemeral-storage": "64Mi"},
             "limits": {"memory": "384Mi"},
         }
 
@@ -874,8 +946,11 @@ class TestMonitoring:
 
         alerts = {rule["alert"]: rule for rule in group["rules"]}
         assert sorted(alerts) == [
+            "PunctualJobNeverSucceeded",
             "PunctualJobNoRecentSuccess",
+            "PunctualJobNotReady",
             "PunctualLockBackendDown",
+            "PunctualOperatorAbsent",
             "PunctualRunLatenessHigh",
             "PunctualRunsFailing",
             "PunctualRunsLost",
@@ -887,6 +962,33 @@ class TestMonitoring:
             in (alerts["PunctualJobNoRecentSuccess"]["expr"])
         )
         assert 'namespace="punctual-system"' in alerts["PunctualLockBackendDown"]["expr"]
+        assert alerts["PunctualJobNeverSucceeded"]["expr"].startswith(
+            '(sum by (namespace, scheduledjob) (kube_scheduledjob_status_runs{result!="succeeded"})'
+            " >= 3)"
+        )
+        assert 'type="Ready",status="False"' in alerts["PunctualJobNotReady"]["expr"]
+
+    @pytest.mark.parametrize("monitor", ["serviceMonitor", "podMonitor"])
+    def test_the_operator_absent_alert_selects_the_job_label_either_monitor_sets(
+        self, helm: Helm, monitor: str
+    ) -> None:
+        # Every other alert reads the operator's own series: with no replica they fall silent.
+        values = {"metrics": {monitor: {"enabled": True}, "prometheusRule": {"enabled": True}}}
+        objects = helm.template(values)
+        [group] = one(objects, "PrometheusRule")["spec"]["groups"]
+        [monitor_object] = [o for o in objects if o["kind"] in ("ServiceMonitor", "PodMonitor")]
+        [endpoint] = monitor_object["spec"].get("endpoints") or monitor_object["spec"].get(
+            "podMetricsEndpoints"
+        )
+
+        [absent] = [rule for rule in group["rules"] if rule["alert"] == "PunctualOperatorAbsent"]
+        up = 'up{job="punctual",namespace="punctual-system"}'
+        assert absent["expr"] == f"(max by (job, namespace) ({up}) == 0) or absent({up})"
+        assert {"action": "replace", "targetLabel": "job", "replacement": "punctual"} in endpoint[
+            "relabelings"
+        ]
+        unmonitored = helm.template({"metrics": {"prometheusRule": {"enabled": True}}})
+        assert "PunctualOperatorAbsent" not in json.dumps(unmonitored)
 
     def test_the_dashboard_and_kube_state_metrics_configuration_are_config_maps(
         self, helm: Helm
@@ -967,6 +1069,176 @@ class TestNetworkPolicy:
 
         assert operator["ingress"][2]["ports"][0]["port"] == "webhook"
         assert operator["ingress"][2]["from"] == values["networkPolicy"]["webhookFrom"]
+
+
+class TestConventions:
+    """What users of cert-manager's and kube-prometheus-stack's charts expect to find."""
+
+    def test_one_registry_before_every_image(self, helm: Helm) -> None:
+        objects = helm.template(MATRIX["conventions"])
+        pods = [
+            o["spec"].get("template", o)["spec"]
+            for o in objects
+            if o["kind"] in ("Deployment", "Pod")
+        ]
+        images = [container["image"] for pod in pods for container in pod["containers"]]
+
+        assert sorted(images) == [
+            "mirror.example/punctual/punctual:0.1.0",
+            "mirror.example/punctual/punctual:0.1.0",
+            "mirror.example/punctual/redis:7.2.16-alpine",
+        ]
+
+    def test_common_labels_and_the_namespace_override_reach_every_object(self, helm: Helm) -> None:
+        objects = helm.template(MATRIX["conventions"], namespace="punctual-system")
+
+        unlabelled = [
+            o for o in objects if o["metadata"].get("labels", {}).get("example.com/team") != "ops"
+        ]
+        assert kind_names(unlabelled) == []
+        namespaces = {o["metadata"]["namespace"] for o in objects if "namespace" in o["metadata"]}
+        assert namespaces == {UNWATCHED}
+        subjects = one(objects, "ClusterRoleBinding", "punctual")["subjects"]
+        assert subjects[0]["namespace"] == UNWATCHED
+        container = operator_container(objects)
+        assert f"--membership-namespace={UNWATCHED}" in container["args"]
+        assert (
+            f"@punctual-redis.{UNWATCHED}.svc:6379/0"
+            in env_of(container, "PUNCTUAL_REDIS_URL")["value"]
+        )
+
+    def test_extra_objects_are_rendered_with_the_releases_values(self, helm: Helm) -> None:
+        extra = one(helm.template(MATRIX["conventions"]), "ConfigMap", "punctual-extra")
+
+        assert extra["data"] == {"fullname": "punctual"}
+
+    def test_log_level_and_format_ephemeral_storage_and_a_startup_probe(self, helm: Helm) -> None:
+        objects = helm.template(MATRIX["conventions"])
+        operator = operator_container(objects)
+        [redis] = containers(objects, "punctual-redis")["containers"]
+
+        assert [a for a in operator["args"] if a.startswith("--log-")] == [
+            "--log-level=DEBUG",
+            "--log-format=json",
+        ]
+        assert operator["resources"]["requests"]["ephemeral-storage"] == "64Mi"
+        assert redis["resources"]["requests"]["ephemeral-storage"] == "64Mi"
+        assert operator["startupProbe"] == {
+            "httpGet": {"path": "/healthz", "port": "health"},
+            "periodSeconds": 2,
+            "timeoutSeconds": 5,
+            "failureThreshold": 30,
+        }
+
+    def test_every_alert_has_a_runbook_section(self, helm: Helm) -> None:
+        [group] = one(helm.template(MATRIX["monitoring"]), "PrometheusRule")["spec"]["groups"]
+        runbooks = (REPO_ROOT / "docs" / "runbooks.md").read_text()
+
+        base = "https://github.com/punctual-dev/punctual/blob/main/docs/runbooks.md"
+        for rule in group["rules"]:
+            assert rule["annotations"]["runbook_url"] == f"{base}#{rule['alert'].lower()}"
+            assert f"\n## {rule['alert']}\n" in runbooks
+
+    def test_the_monitors_relabel_and_keep_one_job_label(self, helm: Helm) -> None:
+        values = MATRIX["conventions"]["metrics"]["serviceMonitor"]
+        objects = helm.template(MATRIX["conventions"])
+        [endpoint] = one(objects, "ServiceMonitor")["spec"]["endpoints"]
+
+        assert endpoint["honorLabels"] is True
+        assert endpoint["relabelings"] == [
+            {"action": "replace", "targetLabel": "job", "replacement": "punctual"},
+            *values["relabelings"],
+        ]
+        assert endpoint["metricRelabelings"] == values["metricRelabelings"]
+        # With a jobLabel the job is that label's value on the scraped objects, and the alert
+        # selects it.
+        labelled = {
+            "commonLabels": {"example.com/job": "batch"},
+            "metrics": {
+                "podMonitor": {"enabled": True, "jobLabel": "example.com/job"},
+                "prometheusRule": {"enabled": True},
+            },
+        }
+        objects = helm.template(labelled)
+        monitor = one(objects, "PodMonitor")["spec"]
+        [endpoint] = monitor["podMetricsEndpoints"]
+        assert monitor["jobLabel"] == "example.com/job"
+        assert "relabelings" not in endpoint
+        [group] = one(objects, "PrometheusRule")["spec"]["groups"]
+        [absent] = [rule for rule in group["rules"] if rule["alert"] == "PunctualOperatorAbsent"]
+        assert absent["expr"].startswith('(max by (job, namespace) (up{job="batch",')
+        with pytest.raises(HelmError, match="the scraped objects carry no such label"):
+            helm.template({"metrics": {"podMonitor": {"enabled": True, "jobLabel": "nope"}}})
+
+    def test_a_restricted_egress_reaches_the_bundled_redis(self, helm: Helm) -> None:
+        operator = one(helm.template(MATRIX["conventions"]), "NetworkPolicy", "punctual")["spec"]
+
+        [to_redis] = [rule for rule in operator["egress"] if "to" in rule]
+        assert to_redis["ports"] == [{"port": 6379, "protocol": "TCP"}]
+        assert to_redis["to"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == (
+            "redis"
+        )
+
+
+class TestWebhookCertificate:
+    def test_cert_manager_gets_no_common_name_over_its_64_bytes_only_the_dns_names(
+        self, helm: Helm
+    ) -> None:
+        long_namespace = "platform-batch-scheduling-prod"
+        objects = helm.template(
+            MATRIX["webhook-cert-manager"], release="batch-scheduling", namespace=long_namespace
+        )
+        certificate = one(objects, "Certificate")["spec"]
+
+        service = f"batch-scheduling-punctual-webhook.{long_namespace}.svc"
+        assert len(service) > 64
+        assert "commonName" not in certificate
+        assert service in certificate["dnsNames"]
+        short = one(helm.template(MATRIX["webhook-cert-manager"]), "Certificate")["spec"]
+        assert short["commonName"] == "punctual-webhook.punctual-system.svc"
+
+
+class TestNotes:
+    """What `helm install` prints names the Secret that really holds the Redis password or URL."""
+
+    @pytest.mark.parametrize(
+        ("values", "named", "not_named"),
+        [
+            (
+                MATRIX["bundled-redis"],
+                ["Secret punctual-redis, key password", "PUNCTUAL_REDIS_URL"],
+                ["Secret punctual-redis-url"],
+            ),
+            (
+                MATRIX["bundled-redis-existing-secret-network-policy"],
+                ["Secret my-redis-password, key password", "PUNCTUAL_REDIS_URL"],
+                ["Secret punctual-redis,", "made by the chart"],
+            ),
+            (
+                MATRIX["redis-url"],
+                ["Secret punctual-redis-url, key url"],
+                ["Secret punctual-redis,"],
+            ),
+            (
+                MATRIX["redis-existing-secret"],
+                ["Secret my-redis, key u"],
+                ["Secret punctual-redis"],
+            ),
+        ],
+        ids=["bundled", "bundled-existing-secret", "url", "existing-secret"],
+    )
+    def test_they_name_the_secret_that_holds_the_redis_password_or_url(
+        self,
+        helm: Helm,
+        release_namespace: str,
+        values: dict[str, Any],
+        named: list[str],
+        not_named: list[str],
+    ) -> None:
+        notes = helm.notes(values, namespace=release_namespace)
+
+        assert [text for text in named if text not in notes] == [], notes
+        assert [text for text in not_named if text in notes] == [], notes
 
 
 class TestHelmTestHook:

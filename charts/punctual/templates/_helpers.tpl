@@ -24,6 +24,14 @@ contains the chart name. 63 characters at most (DNS label); the Redis objects ad
 {{- end -}}
 {{- end -}}
 
+{{/*
+The namespace of every namespaced object: namespaceOverride, else the release's (where Helm
+keeps its release record whatever the override).
+*/}}
+{{- define "punctual.namespace" -}}
+{{- default .Release.Namespace .Values.namespaceOverride -}}
+{{- end -}}
+
 {{- define "punctual.chart" -}}
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
@@ -36,6 +44,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: punctual
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{/*
@@ -51,6 +62,51 @@ app.kubernetes.io/component: operator
 {{- define "punctual.operatorLabels" -}}
 {{ include "punctual.labels" . }}
 app.kubernetes.io/component: operator
+{{- end -}}
+
+{{/*
+The `job` label of the operator's series, which the alerts select: `<fullname>`, set by a
+relabeling of the ServiceMonitor or the PodMonitor alike; or, with the monitor's jobLabel, the
+value of that label on what it scrapes (the metrics Service's labels, or the pods' with podLabels).
+*/}}
+{{- define "punctual.metricsJob" -}}
+{{- $monitor := .Values.metrics.serviceMonitor -}}
+{{- $labels := include "punctual.operatorLabels" . | fromYaml -}}
+{{- if .Values.metrics.podMonitor.enabled -}}
+{{- $monitor = .Values.metrics.podMonitor -}}
+{{- $labels = merge (dict) .Values.podLabels $labels -}}
+{{- end -}}
+{{- if $monitor.jobLabel -}}
+{{- required (printf "jobLabel %q: the scraped objects carry no such label (add it with commonLabels or podLabels)" $monitor.jobLabel) (get $labels $monitor.jobLabel) -}}
+{{- else -}}
+{{- include "punctual.fullname" . -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+A monitor's endpoint settings after its port and path (servicemonitor.yaml, podmonitor.yaml):
+honorLabels, the job relabeling (unless jobLabel names a label for it) and the user's
+relabelings and metricRelabelings. Called with (list $root $monitor).
+*/}}
+{{- define "punctual.monitorEndpoint" -}}
+{{- $root := index . 0 -}}
+{{- $monitor := index . 1 -}}
+{{- $relabelings := $monitor.relabelings -}}
+{{- $job := include "punctual.metricsJob" $root -}}
+{{- if not $monitor.jobLabel -}}
+{{- $relabelings = prepend $relabelings (dict "action" "replace" "targetLabel" "job" "replacement" $job) -}}
+{{- end -}}
+interval: {{ $monitor.interval }}
+scrapeTimeout: {{ $monitor.scrapeTimeout }}
+honorLabels: {{ $monitor.honorLabels }}
+{{- with $relabelings }}
+relabelings:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $monitor.metricRelabelings }}
+metricRelabelings:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end -}}
 
 {{- define "punctual.redis.fullname" -}}
@@ -78,20 +134,25 @@ app.kubernetes.io/component: redis
 
 {{/*
 An image reference from {repository, tag, digest}: repository@digest when a digest pins it,
-else repository:tag. Called with (list $image $defaultTag).
+else repository:tag, after global.imageRegistry when set. Called with (list $image $defaultTag
+$root).
 */}}
 {{- define "punctual.imageRef" -}}
 {{- $image := index . 0 -}}
+{{- $repository := $image.repository -}}
+{{- with ((index . 2).Values.global).imageRegistry -}}
+{{- $repository = printf "%s/%s" (trimSuffix "/" .) $repository -}}
+{{- end -}}
 {{- if $image.digest -}}
-{{- printf "%s@%s" $image.repository $image.digest -}}
+{{- printf "%s@%s" $repository $image.digest -}}
 {{- else -}}
-{{- printf "%s:%s" $image.repository (default (index . 1) $image.tag) -}}
+{{- printf "%s:%s" $repository (default (index . 1) $image.tag) -}}
 {{- end -}}
 {{- end -}}
 
 {{/* The operator image (also the helm test's). */}}
 {{- define "punctual.image" -}}
-{{- include "punctual.imageRef" (list .Values.image .Chart.AppVersion) -}}
+{{- include "punctual.imageRef" (list .Values.image .Chart.AppVersion .) -}}
 {{- end -}}
 
 {{/* The gate image of warm Jobs, the operator's own version unless set. */}}
@@ -131,7 +192,7 @@ one although they are different templates.
 {{- define "punctual.redis.generatedPassword" -}}
 {{- $memo := .Values.redis.bundled -}}
 {{- if not (hasKey $memo "generatedPassword") -}}
-{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "punctual.redis.fullname" .) -}}
+{{- $existing := lookup "v1" "Secret" (include "punctual.namespace" .) (include "punctual.redis.fullname" .) -}}
 {{- if and $existing $existing.data (hasKey $existing.data "password") -}}
 {{- $_ := set $memo "generatedPassword" (index $existing.data "password" | b64dec) -}}
 {{- else -}}
@@ -151,7 +212,7 @@ yourself after changing such a Secret (README, The bundled Redis).
 {{- define "punctual.secretChecksum" -}}
 {{- $root := index . 0 -}}
 {{- $source := index . 1 -}}
-{{- $secret := lookup "v1" "Secret" $root.Release.Namespace (dir $source) -}}
+{{- $secret := lookup "v1" "Secret" (include "punctual.namespace" $root) (dir $source) -}}
 {{- if and $secret $secret.data (hasKey $secret.data (base $source)) -}}
 {{- printf "%s|%s" $source (index $secret.data (base $source)) | sha256sum | trunc 16 -}}
 {{- else -}}
@@ -181,7 +242,7 @@ yourself after changing such a Secret (README, The bundled Redis).
 
 {{/* Where the bundled Redis listens, as the operator's URL has it (no password). */}}
 {{- define "punctual.redis.address" -}}
-{{- printf "%s.%s.svc:%d" (include "punctual.redis.fullname" .) .Release.Namespace (int .Values.redis.bundled.port) -}}
+{{- printf "%s.%s.svc:%d" (include "punctual.redis.fullname" .) (include "punctual.namespace" .) (int .Values.redis.bundled.port) -}}
 {{- end -}}
 
 {{/* The namespace the helm test's ScheduledJob goes to: one the operator watches. */}}
@@ -189,7 +250,7 @@ yourself after changing such a Secret (README, The bundled Redis).
 {{- if .Values.watchNamespaces -}}
 {{- first .Values.watchNamespaces -}}
 {{- else -}}
-{{- .Release.Namespace -}}
+{{- (include "punctual.namespace" .) -}}
 {{- end -}}
 {{- end -}}
 
@@ -304,7 +365,8 @@ namespaces) and the per-namespace Roles (watchNamespaces). Each rule names the c
 {{- range $kind := list "requests" "limits" -}}
 {{- $values := dict -}}
 {{- range $name, $value := (get $ $kind | default dict) -}}
-{{- if $value }}{{ $_ := set $values $name $value }}{{ end -}}
+{{- /* values.yaml keys are camelCase: ephemeralStorage is Kubernetes' ephemeral-storage. */ -}}
+{{- if $value }}{{ $_ := set $values (ternary "ephemeral-storage" $name (eq $name "ephemeralStorage")) $value }}{{ end -}}
 {{- end -}}
 {{- if $values }}{{ $_ := set $resources $kind $values }}{{ end -}}
 {{- end -}}

@@ -36,6 +36,7 @@ KUBERNETES_OBJECTS = {
     ("podSecurityContext",),
     ("securityContext",),
     ("affinity",),
+    ("strategy",),
     ("redis", "bundled", "podSecurityContext"),
     ("redis", "bundled", "securityContext"),
 }
@@ -49,6 +50,11 @@ KUBERNETES_LISTS = {
     ("networkPolicy", "redisFrom"),
     ("networkPolicy", "webhookFrom"),
     ("networkPolicy", "egress"),
+    ("extraObjects",),
+    ("metrics", "serviceMonitor", "relabelings"),
+    ("metrics", "serviceMonitor", "metricRelabelings"),
+    ("metrics", "podMonitor", "relabelings"),
+    ("metrics", "podMonitor", "metricRelabelings"),
 }
 """Lists of Kubernetes objects (EnvVar, Volume, NetworkPolicyPeer, ...), passed through."""
 KEY_LINE = re.compile(r"^(?P<indent>\s*)(?P<item>- )?(?P<key>[A-Za-z][A-Za-z0-9]*):")
@@ -141,7 +147,19 @@ def schema_paths(schema: dict[str, Any], path: tuple[str, ...] = ()) -> set[tupl
     return found
 
 
+REDIS_7_2_SECURITY_RELEASE = (7, 2, 16)
+"""The 7.2 line's newest security release: the line is the last BSD-licensed one, and each of its
+patch releases since 7.2.5 fixes CVEs; raise it with each new one."""
+
+
 class TestVersionsAndCopies:
+    def test_the_bundled_redis_is_the_7_2_lines_newest_security_release(self) -> None:
+        tag = VALUES["redis"]["bundled"]["image"]["tag"]
+        version = tuple(int(part) for part in tag.removesuffix("-alpine").split("."))
+
+        assert version >= REDIS_7_2_SECURITY_RELEASE
+        assert version[:2] == (7, 2)
+
     def test_the_app_version_is_the_package_version(self) -> None:
         chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
 
@@ -160,6 +178,19 @@ class TestVersionsAndCopies:
 
         assert license_text.split()[:5] == ["Apache", "License", "Version", "2.0,", "January"]
         assert 'org.opencontainers.image.licenses="Apache-2.0"' in (REPO / "Dockerfile").read_text()
+
+    def test_the_artifact_hub_images_are_the_default_images(self) -> None:
+        chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+        images = yaml.safe_load(chart["annotations"]["artifacthub.io/images"])
+        redis = VALUES["redis"]["bundled"]["image"]
+
+        assert chart["icon"].startswith("https://")
+        assert chart["icon"].endswith("/docs/punctual.svg")
+        assert (REPO / "docs" / "punctual.svg").is_file()
+        assert images == [
+            {"name": "punctual", "image": f"{VALUES['image']['repository']}:{package_version()}"},
+            {"name": "redis", "image": f"{redis['repository']}:{redis['tag']}"},
+        ]
 
     def test_the_chart_says_where_it_comes_from_and_what_it_runs_on(self) -> None:
         chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
@@ -275,6 +306,52 @@ class TestMonitoringFiles:
 
         read = set(SERIES.findall(dashboard + rules))
         assert sorted(read - served_metrics()) == []
+
+    def test_each_dashboard_series_is_on_an_axis_of_its_unit(self) -> None:
+        # A count on a seconds axis reads as a duration, a 0/1 on an ops axis as a rate.
+        def unit_of(expr: str) -> str:
+            if "_seconds" in expr:
+                return "s"
+            if "rate(" in expr:
+                return "ops"
+            if "_up" in expr:
+                return "bool_on_off"
+            return "short"
+
+        dashboard = json.loads((CHART / "files" / "dashboard.json").read_text())
+        wrong = []
+        for panel in dashboard["panels"]:
+            if panel["type"] != "timeseries":
+                continue
+            config = panel["fieldConfig"]
+            for target in panel["targets"]:
+                unit = config["defaults"]["unit"]
+                for override in config["overrides"]:
+                    if override["matcher"] == {"id": "byFrameRefID", "options": target["refId"]}:
+                        unit = {p["id"]: p["value"] for p in override["properties"]}["unit"]
+                if unit != unit_of(target["expr"]):
+                    wrong.append((panel["title"], target["refId"], unit))
+
+        assert wrong == []
+
+    def test_every_dashboard_query_selects_the_cluster_variable(self) -> None:
+        # One Grafana for many clusters: each query is filtered by the cluster label, and "All"
+        # (.*) also matches series with no cluster label.
+        dashboard = json.loads((CHART / "files" / "dashboard.json").read_text())
+        variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+        exprs = [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
+
+        assert variables["cluster"]["allValue"] == ".*"
+        assert [e for e in exprs if 'cluster=~"$cluster"' not in e] == []
+        assert "$cluster" in variables["namespace"]["definition"]
+
+    def test_every_alert_has_its_runbook_section_and_no_section_is_left_over(self) -> None:
+        alerts = re.findall(
+            r'"alert" "(\w+)"', (CHART / "templates" / "prometheusrule.yaml").read_text()
+        )
+        sections = re.findall(r"^## (\w+)$", (REPO / "docs" / "runbooks.md").read_text(), re.M)
+
+        assert sorted(sections) == sorted(alerts)
 
     def test_every_kube_state_metrics_path_is_in_the_status_schema(self) -> None:
         config = yaml.safe_load((CHART / "files" / "kube-state-metrics.yaml").read_text())
