@@ -157,7 +157,7 @@ $root).
 
 {{/* The gate image of warm Jobs, the operator's own version unless set. */}}
 {{- define "punctual.gateImage" -}}
-{{- include "punctual.imageRef" (list .Values.warmStart.gateImage .Chart.AppVersion) -}}
+{{- include "punctual.imageRef" (list .Values.warmStart.gateImage .Chart.AppVersion .) -}}
 {{- end -}}
 
 {{/* imagePullSecrets of a pod spec, [{name}] as Kubernetes has them; empty when none. */}}

@@ -183,12 +183,14 @@ class TestVersionsAndCopies:
         chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
         images = yaml.safe_load(chart["annotations"]["artifacthub.io/images"])
         redis = VALUES["redis"]["bundled"]["image"]
+        gate = VALUES["warmStart"]["gateImage"]
 
         assert chart["icon"].startswith("https://")
         assert chart["icon"].endswith("/docs/punctual.svg")
         assert (REPO / "docs" / "punctual.svg").is_file()
         assert images == [
             {"name": "punctual", "image": f"{VALUES['image']['repository']}:{package_version()}"},
+            {"name": "punctual-gate", "image": f"{gate['repository']}:{package_version()}"},
             {"name": "redis", "image": f"{redis['repository']}:{redis['tag']}"},
         ]
 
