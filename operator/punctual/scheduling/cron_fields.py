@@ -17,6 +17,12 @@ value (croniter: the whole field); a wrapping range with a step is spelled out a
 (croniter drops or shifts the values after the wrap: ``50-10/20`` is minutes 50 and 10);
 ``nL`` becomes ``Ln``; ``#`` on a range becomes one ``#`` per weekday.
 
+The two day fields combine by one rule (``day_fields``; docs/time.md has its table): when either
+is unrestricted (an item ``*``, ``?`` or ``*/1``) the other alone decides, otherwise a day matches
+when either does. CronJob's cron library (robfig/cron v3) reads them so; croniter's own reading
+of a field covering every day depends on whether the other field's text holds a ``*``, so it is
+never given the chance.
+
 Refused, saying what is not supported: ``L``, ``W``, ``#`` and ``?`` in fields without that
 meaning, ``L-n``, ``LW``, ``W`` in a list or range, day-of-week lists that mix plain weekdays
 with ``#`` or ``L`` ones, and ``W``, ``#`` or a weekday's ``L`` beside a restricted other day
@@ -49,7 +55,6 @@ _RANGE = re.compile(r"(?P<low>[a-z0-9]+)-(?P<high>[a-z0-9]+)(?:/(?P<step>[0-9]+)
 _NEAREST_WEEKDAY = re.compile(r"[0-9]+w|w[0-9]+")
 _NTH_WEEKDAY = re.compile(r"(?P<days>[a-z0-9]+(?:-[a-z0-9]+)?)#(?P<nth>[0-9]+)")
 _LAST_WEEKDAY = re.compile(r"(?P<day>[a-z]+|[0-9]+)l|l(?P<number>[0-9]+)")
-_ANY = ("*", "?")
 
 
 def strip_names(value: str) -> str:
@@ -66,7 +71,43 @@ def canonical(fields: Sequence[str], names: Sequence[str], *, field: str) -> lis
     result = [_field(name, value, field=field) for name, value in zip(names, fields, strict=True)]
     by_name = dict(zip(names, fields, strict=True))
     _check_day_fields(by_name[DAY_OF_MONTH], by_name[DAY_OF_WEEK], field=field)
+    days = day_fields(result[names.index(DAY_OF_MONTH)], result[names.index(DAY_OF_WEEK)])
+    result[names.index(DAY_OF_MONTH)], result[names.index(DAY_OF_WEEK)] = days
     return result
+
+
+def unrestricted(value: str) -> bool:
+    """Whether a day field leaves the day to the other one: an item of its list is ``*``, ``?``
+    or ``*/1``, as CronJob's cron library reads it (a full range such as ``1-31`` is not)."""
+    return any(item in ("*", "?", "*/1") for item in value.split(","))
+
+
+def day_fields(day_of_month: str, day_of_week: str) -> tuple[str, str]:
+    """The two day fields spelled so that croniter applies the rule, whatever its own reading.
+
+    The rule: when either field is unrestricted, the other alone decides; otherwise a day
+    matches when either does. An unrestricted field becomes ``*`` (``?`` stays: croniter reads
+    it as ``*``). When both are restricted,
+    their ``*/n`` items are spelled as ranges (``1-31/n``, ``0-6/n``): croniter turns a field
+    that covers every day into ``*`` (and then takes the other field alone) whenever the other
+    field's text holds a ``*``, which would drop the union.
+    """
+    if unrestricted(day_of_month):
+        return _any_day(day_of_month), day_of_week
+    if unrestricted(day_of_week):
+        return day_of_month, _any_day(day_of_week)
+    return _spelled_steps(DAY_OF_MONTH, day_of_month), _spelled_steps(DAY_OF_WEEK, day_of_week)
+
+
+def _any_day(value: str) -> str:
+    return value if value == "?" else "*"
+
+
+def _spelled_steps(name: str, value: str) -> str:
+    first, last = _BOUNDS[name]
+    if name == DAY_OF_WEEK:
+        last = 6
+    return value.replace("*/", f"{first}-{last}/")
 
 
 def _field(name: str, value: str, *, field: str) -> str:
@@ -243,7 +284,9 @@ def _number(name: str, token: str) -> int | None:
 def _check_day_fields(day_of_month: str, day_of_week: str, *, field: str) -> None:
     by_weekday = "w" in day_of_month.lower()
     by_nth = "#" in day_of_week or "l" in strip_names(day_of_week).lower()
-    if (by_weekday and day_of_week not in _ANY) or (by_nth and day_of_month not in _ANY):
+    if (by_weekday and not unrestricted(day_of_week)) or (
+        by_nth and not unrestricted(day_of_month)
+    ):
         raise InvalidSpecError(
             field,
             f"day-of-month {day_of_month!r} with day-of-week {day_of_week!r} is not supported: "
