@@ -50,7 +50,14 @@ _NAMES = {
     "month": {name: number for number, name in enumerate(_MONTHS, start=1)},
     DAY_OF_WEEK: {name: number for number, name in enumerate(_WEEKDAYS)},
 }
-_NAME = re.compile("|".join(_MONTHS + _WEEKDAYS), re.IGNORECASE)
+_FULL_NAMES = (
+    "january", "february", "march", "april", "june", "july", "august", "september", "october",
+    "november", "december", "sunday", "monday", "tuesday", "wednesday", "thursday", "friday",
+    "saturday",
+)  # fmt: skip
+"""Spelled out, which cron does not take (``may`` is both)."""
+_FULL_NAME = re.compile("|".join(_FULL_NAMES), re.IGNORECASE)
+_NAME = re.compile("|".join(_FULL_NAMES + _MONTHS + _WEEKDAYS), re.IGNORECASE)
 _RANGE = re.compile(r"(?P<low>[a-z0-9]+)-(?P<high>[a-z0-9]+)(?:/(?P<step>[0-9]+))?")
 _NEAREST_WEEKDAY = re.compile(r"[0-9]+w|w[0-9]+")
 _NTH_WEEKDAY = re.compile(r"(?P<days>[a-z0-9]+(?:-[a-z0-9]+)?)#(?P<nth>[0-9]+)")
@@ -58,7 +65,8 @@ _LAST_WEEKDAY = re.compile(r"(?P<day>[a-z]+|[0-9]+)l|l(?P<number>[0-9]+)")
 
 
 def strip_names(value: str) -> str:
-    """``value`` without month and weekday names, whose letters are no markers (JUL, WED)."""
+    """``value`` without month and weekday names, whose letters are no markers (JUL, WED;
+    spelled out too, so that ``thursday`` is refused as a name, not for its R)."""
     return _NAME.sub("", value)
 
 
@@ -126,7 +134,13 @@ def _field(name: str, value: str, *, field: str) -> str:
 
 def _check_markers(name: str, value: str, *, field: str) -> None:
     bare = strip_names(value).lower()
-    if "?" in bare and not (value == "?" and name in (DAY_OF_MONTH, DAY_OF_WEEK)):
+    if full_name := _FULL_NAME.search(value):
+        written = full_name[0]
+        problem = (
+            f"{written!r} is a full name, which cron does not take: write its first three "
+            f"letters ({written[:3].upper()})"
+        )
+    elif "?" in bare and not (value == "?" and name in (DAY_OF_MONTH, DAY_OF_WEEK)):
         problem = (
             "'?' (no specific value) is only supported as the whole day-of-month or day-of-week"
         )
