@@ -17,6 +17,11 @@ What a ScheduledJob is given (the README's "Moving from CronJob" has the table):
   written, else ``Defaults.time_zone`` (UTC: the zone kube-controller-manager usually runs
   in). Cron schedules get ``dst: {nonexistent: Skip, ambiguous: Both}``, what CronJob's
   cron library does (a skipped local time does not run; a repeated one runs twice).
+  ``spec.schedule`` reads the two day fields as CronJob does (docs/time.md), so the slots are
+  CronJob's, DST included: ``tests/unit/api/test_convert_differential.py`` checks them against
+  CronJob's own library. Refused, as the operator's check of ``spec.schedule``: ``?`` inside a
+  list (CronJob reads it as ``*``), and a schedule with no slot (CronJob accepts it and never
+  runs it).
 - ``concurrencyPolicy`` as written, else ``Allow`` (CronJob's default, not ours); ``suspend``;
   ``missedRuns.policy: RunOnce`` (CronJob runs only the newest missed slot) with
   ``startingDeadlineSeconds`` as ``missedRuns.startingDeadline``; ``history`` from the two

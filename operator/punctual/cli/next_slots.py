@@ -78,6 +78,13 @@ def _take(schedule: timeline.Schedule, *, after: datetime, count: int) -> list[t
     return occurrences
 
 
+EARLIEST_AFTER = datetime(2, 1, 1, tzinfo=UTC)
+"""``--after`` from here on: a year of margin, so that local times in any zone exist."""
+LATEST_AFTER = datetime(9000, 1, 1, tzinfo=UTC)
+"""``--after`` before this: the search for slots never looks past it (``timeline``), and local
+times near year 9999 would fall off the calendar."""
+
+
 def _parse_after(text: str | None) -> datetime:
     if text is None:
         return datetime.now(UTC)
@@ -87,6 +94,15 @@ def _parse_after(text: str | None) -> datetime:
         raise InvalidSpecError("--after", f"{text!r} is not an RFC 3339 timestamp") from None
     if instant.tzinfo is None:
         raise InvalidSpecError("--after", f"{text!r} needs an offset, e.g. 2026-10-25T00:00:00Z")
+    try:
+        in_range = EARLIEST_AFTER <= instant < LATEST_AFTER
+    except OverflowError:  # an offset that takes it past year 1 or 9999 in UTC
+        in_range = False
+    if not in_range:
+        raise InvalidSpecError(
+            "--after",
+            f"{text!r} is not between {EARLIEST_AFTER.date()} and {LATEST_AFTER.date()}",
+        )
     return instant
 
 

@@ -17,6 +17,12 @@ value (croniter: the whole field); a wrapping range with a step is spelled out a
 (croniter drops or shifts the values after the wrap: ``50-10/20`` is minutes 50 and 10);
 ``nL`` becomes ``Ln``; ``#`` on a range becomes one ``#`` per weekday.
 
+The two day fields combine by one rule (``day_fields``; docs/time.md has its table): when either
+is unrestricted (an item ``*``, ``?`` or ``*/1``) the other alone decides, otherwise a day matches
+when either does. CronJob's cron library (robfig/cron v3) reads them so; croniter's own reading
+of a field covering every day depends on whether the other field's text holds a ``*``, so it is
+never given the chance.
+
 Refused, saying what is not supported: ``L``, ``W``, ``#`` and ``?`` in fields without that
 meaning, ``L-n``, ``LW``, ``W`` in a list or range, day-of-week lists that mix plain weekdays
 with ``#`` or ``L`` ones, and ``W``, ``#`` or a weekday's ``L`` beside a restricted other day
@@ -44,16 +50,23 @@ _NAMES = {
     "month": {name: number for number, name in enumerate(_MONTHS, start=1)},
     DAY_OF_WEEK: {name: number for number, name in enumerate(_WEEKDAYS)},
 }
-_NAME = re.compile("|".join(_MONTHS + _WEEKDAYS), re.IGNORECASE)
+_FULL_NAMES = (
+    "january", "february", "march", "april", "june", "july", "august", "september", "october",
+    "november", "december", "sunday", "monday", "tuesday", "wednesday", "thursday", "friday",
+    "saturday",
+)  # fmt: skip
+"""Spelled out, which cron does not take (``may`` is both)."""
+_FULL_NAME = re.compile("|".join(_FULL_NAMES), re.IGNORECASE)
+_NAME = re.compile("|".join(_FULL_NAMES + _MONTHS + _WEEKDAYS), re.IGNORECASE)
 _RANGE = re.compile(r"(?P<low>[a-z0-9]+)-(?P<high>[a-z0-9]+)(?:/(?P<step>[0-9]+))?")
 _NEAREST_WEEKDAY = re.compile(r"[0-9]+w|w[0-9]+")
 _NTH_WEEKDAY = re.compile(r"(?P<days>[a-z0-9]+(?:-[a-z0-9]+)?)#(?P<nth>[0-9]+)")
 _LAST_WEEKDAY = re.compile(r"(?P<day>[a-z]+|[0-9]+)l|l(?P<number>[0-9]+)")
-_ANY = ("*", "?")
 
 
 def strip_names(value: str) -> str:
-    """``value`` without month and weekday names, whose letters are no markers (JUL, WED)."""
+    """``value`` without month and weekday names, whose letters are no markers (JUL, WED;
+    spelled out too, so that ``thursday`` is refused as a name, not for its R)."""
     return _NAME.sub("", value)
 
 
@@ -66,7 +79,43 @@ def canonical(fields: Sequence[str], names: Sequence[str], *, field: str) -> lis
     result = [_field(name, value, field=field) for name, value in zip(names, fields, strict=True)]
     by_name = dict(zip(names, fields, strict=True))
     _check_day_fields(by_name[DAY_OF_MONTH], by_name[DAY_OF_WEEK], field=field)
+    days = day_fields(result[names.index(DAY_OF_MONTH)], result[names.index(DAY_OF_WEEK)])
+    result[names.index(DAY_OF_MONTH)], result[names.index(DAY_OF_WEEK)] = days
     return result
+
+
+def unrestricted(value: str) -> bool:
+    """Whether a day field leaves the day to the other one: an item of its list is ``*``, ``?``
+    or ``*/1``, as CronJob's cron library reads it (a full range such as ``1-31`` is not)."""
+    return any(item in ("*", "?", "*/1") for item in value.split(","))
+
+
+def day_fields(day_of_month: str, day_of_week: str) -> tuple[str, str]:
+    """The two day fields spelled so that croniter applies the rule, whatever its own reading.
+
+    The rule: when either field is unrestricted, the other alone decides; otherwise a day
+    matches when either does. An unrestricted field becomes ``*`` (``?`` stays: croniter reads
+    it as ``*``). When both are restricted,
+    their ``*/n`` items are spelled as ranges (``1-31/n``, ``0-6/n``): croniter turns a field
+    that covers every day into ``*`` (and then takes the other field alone) whenever the other
+    field's text holds a ``*``, which would drop the union.
+    """
+    if unrestricted(day_of_month):
+        return _any_day(day_of_month), day_of_week
+    if unrestricted(day_of_week):
+        return day_of_month, _any_day(day_of_week)
+    return _spelled_steps(DAY_OF_MONTH, day_of_month), _spelled_steps(DAY_OF_WEEK, day_of_week)
+
+
+def _any_day(value: str) -> str:
+    return value if value == "?" else "*"
+
+
+def _spelled_steps(name: str, value: str) -> str:
+    first, last = _BOUNDS[name]
+    if name == DAY_OF_WEEK:
+        last = 6
+    return value.replace("*/", f"{first}-{last}/")
 
 
 def _field(name: str, value: str, *, field: str) -> str:
@@ -85,7 +134,13 @@ def _field(name: str, value: str, *, field: str) -> str:
 
 def _check_markers(name: str, value: str, *, field: str) -> None:
     bare = strip_names(value).lower()
-    if "?" in bare and not (value == "?" and name in (DAY_OF_MONTH, DAY_OF_WEEK)):
+    if full_name := _FULL_NAME.search(value):
+        written = full_name[0]
+        problem = (
+            f"{written!r} is a full name, which cron does not take: write its first three "
+            f"letters ({written[:3].upper()})"
+        )
+    elif "?" in bare and not (value == "?" and name in (DAY_OF_MONTH, DAY_OF_WEEK)):
         problem = (
             "'?' (no specific value) is only supported as the whole day-of-month or day-of-week"
         )
@@ -243,7 +298,9 @@ def _number(name: str, token: str) -> int | None:
 def _check_day_fields(day_of_month: str, day_of_week: str, *, field: str) -> None:
     by_weekday = "w" in day_of_month.lower()
     by_nth = "#" in day_of_week or "l" in strip_names(day_of_week).lower()
-    if (by_weekday and day_of_week not in _ANY) or (by_nth and day_of_month not in _ANY):
+    if (by_weekday and not unrestricted(day_of_week)) or (
+        by_nth and not unrestricted(day_of_month)
+    ):
         raise InvalidSpecError(
             field,
             f"day-of-month {day_of_month!r} with day-of-week {day_of_week!r} is not supported: "

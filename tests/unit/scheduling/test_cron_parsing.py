@@ -333,3 +333,35 @@ class TestAnExpressionThatNeverFiresIsRejected:
         assert cron.parse("0 0 29 2 *", zone=UTC_ZONE).shortest_period == timedelta(
             days=4 * 365 + 1
         )
+
+
+class TestAFullMonthOrWeekdayNameIsRejectedAsOne:
+    @pytest.mark.parametrize(
+        ("expression", "message"),
+        [
+            pytest.param(
+                "0 9 * * thursday",
+                "day-of-week field 'thursday': 'thursday' is a full name, which cron does not "
+                "take: write its first three letters (THU)",
+                id="a-weekday",
+            ),
+            pytest.param(
+                "0 9 1 march *",
+                "month field 'march': 'march' is a full name, which cron does not take: write "
+                "its first three letters (MAR)",
+                id="a-month",
+            ),
+            pytest.param(
+                "0 9 * * MON-Friday",
+                "day-of-week field 'MON-Friday': 'Friday' is a full name",
+                id="one-end-of-a-range",
+            ),
+        ],
+    )
+    def test_the_error_says_it_is_a_full_name(self, expression: str, message: str) -> None:
+        error = _parse_error(expression)
+        assert message in error.problem
+        assert "hashed" not in error.problem
+
+    def test_may_is_its_own_abbreviation(self) -> None:
+        assert cron.parse("0 9 1 may *", zone=ZoneInfo("UTC")).expression == "0 9 1 may *"

@@ -1,0 +1,41 @@
+"""``punctual next``: its ``--after`` instant is checked like any option, near the calendar's
+ends too: an error naming the option, never a traceback."""
+
+import pytest
+
+from punctual.cli import main
+
+
+class TestAnAfterNearTheCalendarsEndsIsRefusedNamingTheOption:
+    @pytest.mark.parametrize(
+        "after",
+        [
+            pytest.param("9999-12-31T23:59:00Z", id="year-9999"),
+            pytest.param("9000-01-01T00:00:00Z", id="where-the-search-stops"),
+            pytest.param("0001-01-01T00:00:00Z", id="year-1"),
+            pytest.param("0001-01-01T00:00:00+05:00", id="an-offset-before-year-1-in-utc"),
+            pytest.param("9999-12-31T23:59:00-05:00", id="an-offset-past-year-9999-in-utc"),
+        ],
+    )
+    @pytest.mark.parametrize("zone", ["UTC", "America/New_York"])
+    def test_the_error_names_after(
+        self, after: str, zone: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        status = main.main(["next", "0 0 * * *", "--tz", zone, "--after", after])
+        assert status == 2
+        assert capsys.readouterr().err == (
+            f"punctual next: --after: {after!r} is not between 0002-01-01 and 9000-01-01\n"
+        )
+
+    @pytest.mark.parametrize(
+        ("after", "first"),
+        [
+            pytest.param("0002-01-01T00:00:00Z", "0002-01-02T00:00:00Z", id="the-earliest"),
+            pytest.param("8999-12-30T12:00:00Z", "8999-12-31T00:00:00Z", id="near-the-latest"),
+        ],
+    )
+    def test_an_instant_within_them_is_answered(
+        self, after: str, first: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert main.main(["next", "0 0 * * *", "-n", "1", "--after", after]) == 0
+        assert capsys.readouterr().out.split()[-1] == first
