@@ -58,8 +58,14 @@ if (( ${#packages[@]} )); then
   apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
   # The packages start system services; the project starts its own servers on free ports, and
   # each real node runs its own containerd.
-  for service in redis-server containerd; do (service "$service" stop || true) >/dev/null 2>&1; done
+  for service in redis-server redis-sentinel containerd; do (service "$service" stop || true) >/dev/null 2>&1; done
 fi
+
+# The small Go programs the unit tests run: built now, so that no test waits for a build or
+# fetches a module (cronref's robfig/cron comes from the Go module proxy).
+say "building the warm-start gate and the cron reference"
+hack/gate/build.sh >/dev/null
+hack/cronref/build.sh >/dev/null
 
 if [[ " ${parts[*]} " == *" cluster "* ]]; then
   say "building the local control plane"
