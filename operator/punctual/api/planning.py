@@ -148,9 +148,16 @@ def parse_spec(raw: Mapping[str, object]) -> models.ScheduledJobSpec:
 
 
 def plan_for(
-    spec: models.ScheduledJobSpec, *, uid: str, bounds: Bounds = DEFAULT_BOUNDS
+    spec: models.ScheduledJobSpec,
+    *,
+    uid: str,
+    hash_key: str | None = None,
+    bounds: Bounds = DEFAULT_BOUNDS,
 ) -> plans.JobPlan:
-    """The plan for the object with ``uid``; its jitter offset derives from the uid.
+    """The plan for the object with ``uid``; its jitter offset derives from the uid, the
+    values of its schedule's ``H`` from ``hash_key`` (``hashed.job_key``: its namespace and
+    name, which outlive the uid; None: no job is named, and an ``H`` is refused). The plan's
+    cron schedule carries its expression with every ``H`` resolved.
 
     Raises ``InvalidSpecError`` for a cron expression or time zone that does not parse, for
     a jitter that is not shorter than the schedule's shortest period (a jittered slot must
@@ -163,6 +170,7 @@ def plan_for(
         time_zone=spec.time_zone,
         rules=dst.DstRules(nonexistent=spec.dst.nonexistent, ambiguous=spec.dst.ambiguous),
         field_prefix=f"{SPEC}.",
+        hash_key=hash_key,
     )
     schedule_field = f"{SPEC}.every" if spec.every is not None else f"{SPEC}.schedule"
     if spec.target.job is not None and schedule.shortest_period < JOB_MINIMUM_PERIOD:

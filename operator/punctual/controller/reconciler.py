@@ -17,7 +17,7 @@ from punctual.controller import failures, targets, validation
 from punctual.kube import objects, resources
 from punctual.locks import health
 from punctual.runtime import supervisor
-from punctual.scheduling import slots, timeline
+from punctual.scheduling import hashed, slots, timeline
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.stores import status
 from punctual.targets import errors as target_errors
@@ -107,7 +107,11 @@ class Reconciler:
         self._stopped.pop(job, None)
         try:
             checked = validation.check(
-                body.get("spec") or {}, uid=job.uid, bounds=self._bounds, now=self._wall()
+                body.get("spec") or {},
+                uid=job.uid,
+                hash_key=hashed.job_key(namespace=job.namespace, name=job.name),
+                bounds=self._bounds,
+                now=self._wall(),
             )
             spec, plan = checked.spec, checked.plan
             wiring = self._targets.wire(job, spec)
