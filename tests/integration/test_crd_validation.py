@@ -139,6 +139,16 @@ class TestValidObjectsAreAccepted:
             pytest.param({"every": "10s", "target": HTTP}, id="minimal-every"),
             pytest.param(
                 {
+                    "schedule": "H H * * *",
+                    "startsAt": "2026-07-01T00:00:00Z",
+                    "endsAt": "2026-08-01T00:00:00Z",
+                    "target": HTTP,
+                },
+                id="hashed-schedule-in-a-window",
+            ),
+            pytest.param({"startsAt": "2026-12-24T17:00:00Z", "target": HTTP}, id="one-off"),
+            pytest.param(
+                {
                     "every": "1h30m",
                     "jitter": "250ms",
                     "concurrencyPolicy": "Queue",
@@ -188,7 +198,9 @@ class TestValidObjectsAreAccepted:
         stored = get_json(cluster, "sj", "valid", "-n", namespace)["spec"]
         # Free-form objects are kept verbatim, and the server's defaults are the models'.
         assert planning.parse_spec(stored) == planning.parse_spec(spec)
-        planning.plan_for(planning.parse_spec(stored), uid=f"uid-of-{namespace}")
+        planning.plan_for(
+            planning.parse_spec(stored), uid=f"uid-of-{namespace}", hash_key=f"{namespace}/valid"
+        )
 
     def test_the_api_server_fills_in_the_documented_defaults(
         self, cluster: LocalCluster, namespace: str
@@ -305,6 +317,29 @@ class TestInvalidObjectsAreRefusedWithAUsefulMessage:
                 "spec.jitter",
                 ["spec.jitter: Invalid value", "jitter must be shorter than every"],
                 id="jitter-above-every",
+            ),
+            pytest.param(
+                {
+                    "every": "10s",
+                    "startsAt": "2026-07-01T00:00:00Z",
+                    "endsAt": "2026-07-01T02:00:00+02:00",
+                    "target": HTTP,
+                },
+                "spec.endsAt",
+                ["spec.endsAt: Invalid value", "endsAt must be after startsAt"],
+                id="an-empty-window",
+            ),
+            pytest.param(
+                {"endsAt": "2026-07-01T00:00:00Z", "target": HTTP},
+                "spec.schedule",
+                ["spec: Invalid value", "or neither with startsAt for a one-off run"],
+                id="an-end-alone",
+            ),
+            pytest.param(
+                {"every": "10s", "startsAt": "2026-07-01T00:00:00", "target": HTTP},
+                "spec.startsAt",
+                ["spec.startsAt: Invalid value", "should match"],
+                id="a-start-without-an-offset",
             ),
             pytest.param(
                 {"every": "10s", "bogus": True, "target": HTTP},
@@ -510,4 +545,4 @@ class TestKubectlExplainShowsTheDescriptions:
         text = " ".join(eventually(explained, timeout=60, what="kubectl explain output").split())
 
         assert "concurrencyPolicy" in text
-        assert "Exactly one of schedule or every" in text
+        assert "At most one of schedule or every" in text

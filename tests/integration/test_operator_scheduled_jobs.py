@@ -15,6 +15,7 @@ import signal
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from operator_harness import (
@@ -46,6 +47,7 @@ from operator_harness import (
 )
 
 from localcluster import LocalCluster
+from punctual.scheduling import cron, hashed
 
 # The harness's fixtures: the CRD (once per session), a namespace and a receiver per module;
 # the module's two replicas (``two_replicas``).
@@ -551,6 +553,85 @@ class TestDeleting:
         assert late == []
         assert all(replica.running() for replica in two_replicas.replicas.values())
         assert two_replicas.problems() == {}, f"see {two_replicas.logs()}"
+
+
+class TestAWindowAndAOneOff:
+    def ended(self, cluster: LocalCluster, namespace: str, name: str) -> dict[str, Any]:
+        def found() -> dict[str, Any] | None:
+            ready = condition(read(cluster, namespace, name), "Ready")
+            return ready if ready is not None and ready["reason"] == "Ended" else None
+
+        return eventually(found, timeout=30, what=f"{name} Ready with reason Ended")
+
+    def test_a_window_runs_its_slots_from_its_start_to_before_its_end_then_ends(
+        self,
+        cluster: LocalCluster,
+        two_replicas: Operators,
+        receiver: Receiver,
+        module_namespace: str,
+    ) -> None:
+        name = "windowed"
+        starts_at = (now() + 4 * SECOND).replace(microsecond=0)
+        ends_at = starts_at + 3 * SECOND
+        spec = {
+            "every": "1s",
+            "startsAt": starts_at.isoformat(),
+            "endsAt": ends_at.isoformat(),
+            "target": http_target(receiver, module_namespace, name),
+        }
+        apply(cluster, scheduled_job(module_namespace, name, spec))
+
+        ready = self.ended(cluster, module_namespace, name)
+        sleep_until(ends_at + 2 * SECOND)
+        calls = receiver.calls(f"{module_namespace}/{name}")
+        assert slots_of(calls) == [millis(starts_at + offset * SECOND) for offset in range(3)]
+        assert ready["status"] == "True"
+        assert events(cluster, module_namespace, name=name, reason="Ended") == []
+
+    def test_a_one_off_runs_once_at_its_instant_then_ends(
+        self,
+        cluster: LocalCluster,
+        two_replicas: Operators,
+        receiver: Receiver,
+        module_namespace: str,
+    ) -> None:
+        name = "one-off"
+        starts_at = (now() + 4 * SECOND).replace(microsecond=0)
+        spec = {
+            "startsAt": starts_at.isoformat(),
+            "target": http_target(receiver, module_namespace, name),
+        }
+        apply(cluster, scheduled_job(module_namespace, name, spec))
+
+        ready = self.ended(cluster, module_namespace, name)
+        sleep_until(starts_at + 3 * SECOND)
+        [call] = receiver.calls(f"{module_namespace}/{name}")
+        assert call.slot == starts_at
+        assert ready["status"] == "True"
+
+    def test_a_hashed_schedule_fires_on_the_values_of_the_jobs_namespace_and_name(
+        self,
+        cluster: LocalCluster,
+        two_replicas: Operators,
+        receiver: Receiver,
+        module_namespace: str,
+    ) -> None:
+        name = "hashed"
+        spec = {
+            "schedule": "H/5 * * * * *",
+            "target": http_target(receiver, module_namespace, name),
+        }
+        apply(cluster, scheduled_job(module_namespace, name, spec))
+        resolved = cron.parse(
+            "H/5 * * * * *",
+            zone=ZoneInfo("UTC"),
+            hash_key=hashed.job_key(namespace=module_namespace, name=name),
+        )
+        seconds = {int(second) for second in resolved.expression.split()[0].split(",")}
+        job = f"{module_namespace}/{name}"
+
+        eventually(lambda: len(receiver.calls(job)) >= 3, timeout=30, what="three calls")
+        assert {call.slot.second for call in receiver.calls(job)} <= seconds
 
 
 class TestStoppingTheOperators:

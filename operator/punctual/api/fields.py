@@ -84,6 +84,26 @@ Timestamp = Annotated[
 """An RFC 3339 instant (``format: date-time``), written in UTC with a ``Z``."""
 
 
+INSTANT_PATTERN = r"(Z|z|[+-][0-9]{2}:[0-9]{2})$"
+"""An instant users write ends with its offset: without one it would mean different instants
+in different zones (the API server's date-time format takes a local time too)."""
+MAX_INSTANT_LENGTH = 64
+"""Bounds the cost the API server estimates for the CEL rules that compare instants."""
+
+Instant = Annotated[
+    Timestamp,
+    pydantic.WithJsonSchema(
+        {
+            "type": "string",
+            "format": "date-time",
+            "pattern": INSTANT_PATTERN,
+            "maxLength": MAX_INSTANT_LENGTH,
+        }
+    ),
+]
+"""A ``Timestamp`` written by users (``spec.startsAt``): RFC 3339 with an offset, bounded."""
+
+
 class ApiModel(pydantic.BaseModel):
     """Frozen, strict about unknown fields, camelCase on the wire.
 

@@ -328,10 +328,20 @@ class Target(fields.ApiModel):
         return self
 
 
+_ONE_SCHEDULE = (
+    "set exactly one of schedule (a cron expression) or every (an interval), or neither with "
+    "startsAt for a one-off run"
+)
+_WINDOW_RISES = "endsAt must be after startsAt"
 _SPEC_RULES: list[pydantic.JsonValue] = [
     {
-        "rule": "has(self.schedule) != has(self.every)",
-        "message": "set exactly one of schedule (a cron expression) or every (an interval)",
+        "rule": "has(self.schedule) ? !has(self.every) : (has(self.every) || has(self.startsAt))",
+        "message": _ONE_SCHEDULE,
+    },
+    {
+        "rule": "!has(self.startsAt) || !has(self.endsAt) || self.endsAt > self.startsAt",
+        "message": _WINDOW_RISES,
+        "fieldPath": ".endsAt",
     },
     {
         # Malformed durations are reported on their own fields; compare only well-formed ones.
@@ -358,7 +368,8 @@ class ScheduledJobSpec(fields.ApiModel):
         "day-of-month month day-of-week), or 6 with leading seconds, or one of @hourly, "
         "@daily, @weekly, @monthly, @yearly. Day fields also take L (last day: L, 15-L), nW "
         "(nearest weekday: 15W), nL (last weekday: 5L), n#k (k-th weekday: 1#2) and ?; ranges "
-        "may wrap (FRI-MON). Not supported: H/R, L-n, LW, a year field. Exactly one of "
+        "may wrap (FRI-MON); H, H(a-b), H/n take a value fixed per job from its namespace and "
+        "name (docs/time.md). Not supported: R, L-n, LW, a year field. At most one of "
         "schedule or every. Checked by the operator, which reports a bad expression on the "
         "Ready condition (reason InvalidSpec).",
     )
@@ -366,9 +377,20 @@ class ScheduledJobSpec(fields.ApiModel):
         default=None,
         description="A fixed interval instead of a cron schedule, as a positive Go-style "
         "duration (250ms, 10s, 5m, 1h30m). Slots are the multiples of it since the Unix epoch "
-        "(UTC), so every replica computes the same slots. Exactly one of schedule or every. The "
+        "(UTC), so every replica computes the same slots. At most one of schedule or every. The "
         "operator refuses slots closer than its minimum period (punctual run --min-period, "
         "1s by default), whether from every or from a cron seconds field.",
+    )
+    starts_at: fields.Instant | None = pydantic.Field(
+        default=None,
+        description="No slot before this instant (RFC 3339 with an offset, e.g. "
+        "2026-12-24T18:00:00+01:00); a slot exactly at it runs. Without schedule and every: "
+        "one run, exactly once, at this instant (if the job exists before it).",
+    )
+    ends_at: fields.Instant | None = pydantic.Field(
+        default=None,
+        description="No slot at or after this instant (RFC 3339 with an offset); after startsAt. "
+        "Past it the job is Ready with reason Ended.",
     )
     time_zone: str = pydantic.Field(
         default="UTC",
@@ -452,11 +474,18 @@ class ScheduledJobSpec(fields.ApiModel):
     )
 
     @pydantic.model_validator(mode="after")
-    def _exactly_one_schedule(self) -> "ScheduledJobSpec":
-        if not _exactly_one_set(self.schedule, self.every):
-            raise InvalidSpecError(
-                "schedule", "set exactly one of schedule (a cron expression) or every (an interval)"
-            )
+    def _one_schedule(self) -> "ScheduledJobSpec":
+        if self.schedule is not None and self.every is not None:
+            raise InvalidSpecError("schedule", _ONE_SCHEDULE)
+        if self.schedule is None and self.every is None and self.starts_at is None:
+            raise InvalidSpecError("schedule", _ONE_SCHEDULE)
+        return self
+
+    @pydantic.model_validator(mode="after")
+    def _window_rises(self) -> "ScheduledJobSpec":
+        starts_at, ends_at = self.starts_at, self.ends_at
+        if starts_at is not None and ends_at is not None and ends_at <= starts_at:
+            raise InvalidSpecError("endsAt", _WINDOW_RISES)
         return self
 
     @pydantic.model_validator(mode="after")

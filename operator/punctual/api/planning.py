@@ -14,7 +14,7 @@ import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pydantic
 import pydantic_core
@@ -29,6 +29,8 @@ from punctual.scheduling import (
     schedules,
     slots,
     timeline,
+    windows,
+    zones,
 )
 from punctual.scheduling.errors import InvalidSpecError
 
@@ -148,23 +150,30 @@ def parse_spec(raw: Mapping[str, object]) -> models.ScheduledJobSpec:
 
 
 def plan_for(
-    spec: models.ScheduledJobSpec, *, uid: str, bounds: Bounds = DEFAULT_BOUNDS
+    spec: models.ScheduledJobSpec,
+    *,
+    uid: str,
+    hash_key: str | None = None,
+    bounds: Bounds = DEFAULT_BOUNDS,
 ) -> plans.JobPlan:
-    """The plan for the object with ``uid``; its jitter offset derives from the uid.
+    """The plan for the object with ``uid``; its jitter offset derives from the uid, the
+    values of its schedule's ``H`` from ``hash_key`` (``hashed.job_key``: its namespace and
+    name, which outlive the uid; None: no job is named, and an ``H`` is refused). The plan's
+    cron schedule carries its expression with every ``H`` resolved.
 
     Raises ``InvalidSpecError`` for a cron expression or time zone that does not parse, for
     a jitter that is not shorter than the schedule's shortest period (a jittered slot must
     still fire before the next nominal one), and for whatever goes past the platform's
     ``bounds``.
     """
-    schedule = schedules.build(
-        schedule=spec.schedule,
-        every=spec.every,
-        time_zone=spec.time_zone,
-        rules=dst.DstRules(nonexistent=spec.dst.nonexistent, ambiguous=spec.dst.ambiguous),
-        field_prefix=f"{SPEC}.",
+    schedule = _schedule(spec, hash_key=hash_key)
+    schedule_field = (
+        f"{SPEC}.every"
+        if spec.every is not None
+        else f"{SPEC}.schedule"
+        if spec.schedule is not None
+        else f"{SPEC}.startsAt"
     )
-    schedule_field = f"{SPEC}.every" if spec.every is not None else f"{SPEC}.schedule"
     if spec.target.job is not None and schedule.shortest_period < JOB_MINIMUM_PERIOD:
         raise InvalidSpecError(
             schedule_field,
@@ -208,6 +217,32 @@ def plan_for(
     )
 
 
+def _schedule(spec: models.ScheduledJobSpec, *, hash_key: str | None) -> timeline.Schedule:
+    """The spec's schedule within its active window; with neither ``schedule`` nor ``every``,
+    the one-off at ``startsAt`` (the models make sure it is set)."""
+    for field, instant in (("startsAt", spec.starts_at), ("endsAt", spec.ends_at)):
+        if instant is not None and not timeline.EPOCH <= instant < _LATEST_BOUND:
+            raise InvalidSpecError(
+                f"{SPEC}.{field}",
+                f"{timeline.rfc3339(instant)} is outside the years 1970 to 8999",
+            )
+    if spec.schedule is None and spec.every is None:
+        zones.parse(spec.time_zone, field=f"{SPEC}.timeZone")
+        assert spec.starts_at is not None  # narrowed by the models' check
+        return windows.OneOff(spec.starts_at)
+    schedule = schedules.build(
+        schedule=spec.schedule,
+        every=spec.every,
+        time_zone=spec.time_zone,
+        rules=dst.DstRules(nonexistent=spec.dst.nonexistent, ambiguous=spec.dst.ambiguous),
+        field_prefix=f"{SPEC}.",
+        hash_key=hash_key,
+    )
+    return windows.within(schedule, windows.Window(starts_at=spec.starts_at, ends_at=spec.ends_at))
+
+
+_LATEST_BOUND = datetime(9000, 1, 1, tzinfo=UTC)
+"""A window's bounds stay before the year the search for slots never passes."""
 WARM_START = f"{SPEC}.target.job.warmStart"
 
 
@@ -264,13 +299,18 @@ def check_fires(
 ) -> None:
     """Raise ``InvalidSpecError`` unless ``plan``'s schedule fires within ``years`` of ``now``.
 
-    Bounded in time: the search for the next slot stops at its limit (ten years), and jumps
-    over the local times of a DST gap instead of walking them.
+    A schedule whose active window is over (``windows.has_ended``) is valid: the job is then
+    Ready with reason ``Ended``. Bounded in time: the search for the next slot stops at its
+    limit (ten years), and jumps over the local times of a DST gap instead of walking them.
     """
     first = plan.schedule.next_after(now)
     if first is not None and first.at <= now + years * _YEAR:
         return
-    if spec.every is not None:
+    if first is None and windows.has_ended(plan.schedule, after=now):
+        return  # its window is over: valid, and Ready with reason Ended
+    if spec.schedule is None and spec.every is None:
+        field, named = f"{SPEC}.startsAt", timeline.rfc3339(spec.starts_at or now)
+    elif spec.every is not None:
         field, named = f"{SPEC}.every", repr(spec.every)
     else:
         field, named = f"{SPEC}.schedule", f"{spec.schedule!r} in {spec.time_zone}"

@@ -21,7 +21,7 @@ from typing import Any
 from punctual.api import annotations, planning
 from punctual.cli import trigger
 from punctual.kube import client, spec_api, status_api
-from punctual.scheduling import backfill, durations, timeline
+from punctual.scheduling import backfill, durations, hashed, timeline
 from punctual.scheduling.errors import InvalidSpecError
 
 PROG = "punctual backfill"
@@ -65,15 +65,24 @@ def run(arguments: argparse.Namespace) -> int:
 
 
 def check_window(
-    spec: Mapping[str, Any], *, uid: str, start: datetime, end: datetime, now: datetime
+    spec: Mapping[str, Any],
+    *,
+    uid: str,
+    hash_key: str,
+    start: datetime,
+    end: datetime,
+    now: datetime,
 ) -> str | None:
-    """Why the window cannot be backfilled (None when it can)."""
+    """Why the window cannot be backfilled (None when it can); ``hash_key`` as the operator
+    derives the job's ``H`` values."""
     if start > end:
         return "--from is after --to"
     if end > now:
         return f"--to is in the future ({timeline.rfc3339(end)}): backfill runs past slots only"
     try:
-        plan = planning.plan_for(planning.parse_spec(spec), uid=uid, bounds=planning.UNBOUNDED)
+        plan = planning.plan_for(
+            planning.parse_spec(spec), uid=uid, hash_key=hash_key, bounds=planning.UNBOUNDED
+        )
     except InvalidSpecError as error:
         return f"the job's spec is invalid: {error}"
     found = backfill.window(plan.schedule, start=start, end=end)
@@ -105,6 +114,7 @@ async def _backfill(
         problem = check_window(
             body.get("spec") or {},
             uid=body["metadata"]["uid"],
+            hash_key=hashed.job_key(namespace=namespace, name=name),
             start=start,
             end=end,
             now=datetime.now(UTC),

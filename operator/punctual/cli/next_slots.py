@@ -6,7 +6,7 @@ import sys
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from punctual.scheduling import dst, schedules, timeline, zones
+from punctual.scheduling import cron, dst, hashed, schedules, timeline, zones
 from punctual.scheduling.errors import InvalidSpecError
 
 
@@ -20,6 +20,11 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     parser.add_argument("schedule", nargs="?", metavar="SCHEDULE", help="cron expression")
     parser.add_argument("--every", metavar="DURATION", help="fixed interval, e.g. 10s or 1h30m")
     parser.add_argument("--tz", default="UTC", metavar="ZONE", help="IANA time zone")
+    parser.add_argument(
+        "--job",
+        metavar="NAMESPACE/NAME",
+        help="the ScheduledJob whose H values the schedule's H stands for (printed to stderr)",
+    )
     parser.add_argument("--after", metavar="RFC3339", help="start instant (default: now)")
     parser.add_argument("-n", type=int, default=5, dest="count", metavar="COUNT")
     parser.add_argument(
@@ -43,6 +48,7 @@ def run(arguments: argparse.Namespace) -> int:
                 ambiguous=dst.Ambiguous(arguments.ambiguous),
             ),
             field_prefix="",
+            hash_key=_hash_key(arguments.job),
         )
         after = _parse_after(arguments.after)
         if arguments.count < 1:
@@ -50,6 +56,8 @@ def run(arguments: argparse.Namespace) -> int:
     except InvalidSpecError as error:
         print(f"punctual next: {_as_option(error)}", file=sys.stderr)
         return 2
+    if arguments.job is not None and isinstance(schedule, cron.CronSchedule):
+        print(f"punctual next: for {arguments.job}: {schedule.expression}", file=sys.stderr)
     occurrences = _take(schedule, after=after, count=arguments.count)
     zone = zones.parse(arguments.tz)
     if arguments.output == "json":
@@ -76,6 +84,15 @@ def _take(schedule: timeline.Schedule, *, after: datetime, count: int) -> list[t
         occurrences.append(occurrence)
         after = occurrence.at
     return occurrences
+
+
+def _hash_key(job: str | None) -> str | None:
+    if job is None:
+        return None
+    namespace, _, name = job.partition("/")
+    if not namespace or not name or "/" in name:
+        raise InvalidSpecError("--job", f"{job!r} is not NAMESPACE/NAME")
+    return hashed.job_key(namespace=namespace, name=name)
 
 
 EARLIEST_AFTER = datetime(2, 1, 1, tzinfo=UTC)

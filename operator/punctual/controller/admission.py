@@ -25,7 +25,7 @@ from typing import Any
 from punctual.api import planning
 from punctual.contracts import protocols
 from punctual.controller import validation
-from punctual.scheduling import durations, slots
+from punctual.scheduling import durations, hashed, slots
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.targets.job import dry_run
 from punctual.targets.job import requests as batch_job_requests
@@ -106,18 +106,21 @@ class Admission:
         if operation == "UPDATE" and old is not None and old.get("spec") == body.get("spec"):
             return []
         # On CREATE the API server has set the uid by the time it asks its webhooks.
-        uid = str(metadata.get("uid") or "")
+        owner = slots.JobRef(
+            namespace=str(metadata.get("namespace") or ""),
+            name=str(metadata.get("name") or ""),
+            uid=str(metadata.get("uid") or ""),
+        )
         checked = validation.check(
-            body.get("spec") or {}, uid=uid, bounds=self._bounds, now=self._wall()
+            body.get("spec") or {},
+            uid=owner.uid,
+            hash_key=hashed.job_key(namespace=owner.namespace, name=owner.name),
+            bounds=self._bounds,
+            now=self._wall(),
         )
         target = checked.spec.target.job
         if target is None or self._batch_jobs is None:
             return []
-        owner = slots.JobRef(
-            namespace=str(metadata.get("namespace") or ""),
-            name=str(metadata.get("name") or ""),
-            uid=uid,
-        )
         warning = await dry_run.check(
             self._batch_jobs,
             owner=owner,

@@ -16,8 +16,8 @@ from punctual.contracts import protocols
 from punctual.controller import failures, targets, validation
 from punctual.kube import objects, resources
 from punctual.locks import health
-from punctual.runtime import supervisor
-from punctual.scheduling import slots, timeline
+from punctual.runtime import job_loop, supervisor
+from punctual.scheduling import hashed, slots, timeline
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.stores import status
 from punctual.targets import errors as target_errors
@@ -107,7 +107,11 @@ class Reconciler:
         self._stopped.pop(job, None)
         try:
             checked = validation.check(
-                body.get("spec") or {}, uid=job.uid, bounds=self._bounds, now=self._wall()
+                body.get("spec") or {},
+                uid=job.uid,
+                hash_key=hashed.job_key(namespace=job.namespace, name=job.name),
+                bounds=self._bounds,
+                now=self._wall(),
             )
             spec, plan = checked.spec, checked.plan
             wiring = self._targets.wire(job, spec)
@@ -284,25 +288,28 @@ class Reconciler:
 
     def _scheduling_stopped(self, job: slots.JobRef, reason: str, message: str) -> None:
         """The job's loop stopped by itself (``NoFutureSlots``: its schedule ran out): Ready
-        False says why nothing runs any more, and a Warning Event."""
+        False says why nothing runs any more, and a Warning Event. ``Ended`` (its active window
+        is over) is what was asked for: Ready True with that reason, and no warning."""
         scheduling = self._scheduling.get(job)
         if scheduling is None:
             return
         self._stopped[job] = (reason, message)
         self._ready(job, scheduling)
-        self._warn(job, reason=reason, message=message)
+        if reason != job_loop.ENDED:
+            self._warn(job, reason=reason, message=message)
 
     def _ready(self, job: slots.JobRef, scheduling: _Scheduling) -> None:
-        """Ready for a job being scheduled: True, unless its loop stopped by itself or the lock
-        backend does not answer (then no slot can be claimed, and users must see why nothing
-        runs). Its message says where the runs' work goes when the spec alone does not (a queue
-        target's stream key)."""
+        """Ready for a job being scheduled: True, unless its loop stopped by itself (``Ended``:
+        True with that reason) or the lock backend does not answer (then no slot can be claimed,
+        and users must see why nothing runs). Its message says where the runs' work goes when
+        the spec alone does not (a queue target's stream key)."""
         generation = scheduling.generation
         stopped = self._stopped.get(job)
         if stopped is not None:
             reason, message = stopped
+            ok = reason == job_loop.ENDED
             self._condition(
-                job, READY, ok=False, reason=reason, message=message, generation=generation
+                job, READY, ok=ok, reason=reason, message=message, generation=generation
             )
             return
         lock = self._lock_health

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 
 from punctual.contracts import protocols, records
 from punctual.runtime import runs, tasks, timers
-from punctual.scheduling import backfill, missed, plans, slots, timeline
+from punctual.scheduling import backfill, missed, plans, slots, timeline, windows
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +36,8 @@ COUNT_STEPS = 1000
 long outage of a schedule with seconds has hundreds of thousands of them."""
 NO_FUTURE_SLOTS = "NoFutureSlots"
 """Why a loop stopped: its schedule has no slot within the search limit of the last one."""
+ENDED = "Ended"
+"""Why a loop stopped: the job's active window is over (``windows.has_ended``), as meant."""
 SCHEDULING_FAILED = "SchedulingFailed"
 """Why a loop stopped: an error no slot's decision expects (a bug): the job is not scheduled."""
 
@@ -237,7 +239,11 @@ class JobLoop:
         if self._on_stopped is not None:
             self._on_stopped(self.job, reason, message)
 
-    def _run_out(self, after: datetime) -> None:
+    def _run_out(self, schedule: timeline.Schedule, after: datetime) -> None:
+        if windows.has_ended(schedule, after=after):
+            logger.info("%s/%s has ended", self.job.namespace, self.job.name)
+            self._stopped(ENDED, "its active window is over (spec.endsAt, or a one-off's run)")
+            return
         logger.warning(
             "%s/%s has no slot after %s", self.job.namespace, self.job.name, after.isoformat()
         )
@@ -287,7 +293,7 @@ class JobLoop:
         wake_delay = delay - arms_ahead.warm_lead if arms_ahead is not None else delay
         first = plan.schedule.next_after(cursor)
         if first is None:
-            self._run_out(cursor)
+            self._run_out(plan.schedule, cursor)
             return
         upcoming = first.at
         while True:
@@ -323,7 +329,7 @@ class JobLoop:
             cursor = newest
             self._handled_through = cursor
             if following is None:
-                self._run_out(cursor)
+                self._run_out(plan.schedule, cursor)
                 return
             upcoming = following
 

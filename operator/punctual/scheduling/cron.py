@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadDateError, CroniterError, croniter
 
-from punctual.scheduling import cron_fields, dst, timeline
+from punctual.scheduling import cron_fields, dst, hashed, timeline
 from punctual.scheduling.errors import InvalidSpecError
 
 MACROS = {
@@ -42,7 +42,8 @@ _RANGES = {
     "day-of-week": "0-7 or SUN-SAT, 5L (last Friday) or 1#2 (second Monday)",
 }
 _WILDCARD_HOUR = re.compile(r"\*(/\d+)?|0-23(/\d+)?")
-# Hashed (H) and random (R) fields would give each replica different slots.
+# Random (R) fields would give each replica different slots; an H left here is not an H item
+# (``hashed`` resolves those first).
 _NONDETERMINISTIC = re.compile(r"[HR]", re.IGNORECASE)
 _SAMPLE_START = datetime(2026, 1, 1)
 _SAMPLE_SIZE = 64
@@ -75,9 +76,14 @@ def parse(
     zone: ZoneInfo,
     rules: dst.DstRules = dst.DstRules(),
     field: str = "spec.schedule",
+    hash_key: str | None = None,
 ) -> CronSchedule:
-    """Validate ``expression``; errors name ``field`` and the offending cron field."""
-    normalized = _normalize(expression, field=field)
+    """Validate ``expression``; errors name ``field`` and the offending cron field.
+
+    ``hash_key``: the job's ``hashed.job_key``, which its ``H`` values derive from (None: no
+    job is named, and an ``H`` is refused).
+    """
+    normalized = _normalize(expression, field=field, hash_key=hash_key)
     hour = normalized.split()[-4]
     effective = dst.REAL_TIME if _WILDCARD_HOUR.fullmatch(hour) else rules
     schedule = CronSchedule(expression=normalized, zone=zone, rules=effective)
@@ -88,7 +94,7 @@ def parse(
     return schedule
 
 
-def _normalize(expression: str, *, field: str) -> str:
+def _normalize(expression: str, *, field: str, hash_key: str | None) -> str:
     text = " ".join(expression.split())
     if text.startswith("@"):
         if text.lower() not in MACROS:
@@ -103,12 +109,14 @@ def _normalize(expression: str, *, field: str) -> str:
             "month day-of-week), or 6 with leading seconds (a year field is not supported)",
         )
     names = _FIELDS_5 if len(fields) == len(_FIELDS_5) else _FIELDS_6
+    fields = hashed.resolve(fields, names, key=hash_key, field=field)
     for name, value in zip(names, fields, strict=True):
         if _NONDETERMINISTIC.search(cron_fields.strip_names(value)):
             raise InvalidSpecError(
                 field,
-                f"{name} field {value!r}: hashed (H) and random (R) values are not supported, "
-                "every replica must compute the same slots (use spec.jitter to spread load)",
+                f"{name} field {value!r}: random (R) values are not supported, every replica "
+                "must compute the same slots (H, H(a-b), H/n as list items of their own give a "
+                "value fixed per job; spec.jitter spreads load)",
             )
     canonical = cron_fields.canonical(fields, names, field=field)
     for position, (name, value) in enumerate(zip(names, fields, strict=True)):

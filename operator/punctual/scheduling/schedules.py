@@ -14,8 +14,10 @@ def build(
     time_zone: str = "UTC",
     rules: dst.DstRules = dst.DstRules(),
     field_prefix: str = "spec.",
+    hash_key: str | None = None,
 ) -> timeline.Schedule:
-    """A schedule from exactly one of a cron ``schedule`` or an ``every`` duration."""
+    """A schedule from exactly one of a cron ``schedule`` or an ``every`` duration;
+    ``hash_key`` (``hashed.job_key``) is what a cron schedule's ``H`` values derive from."""
     if (schedule is None) == (every is None):
         raise InvalidSpecError(
             f"{field_prefix}schedule", "set exactly one of schedule (cron) or every (interval)"
@@ -30,4 +32,6 @@ def build(
             )
         return interval.IntervalSchedule(every=period)
     assert schedule is not None  # narrowed by the exactly-one check above
-    return cron.parse(schedule, zone=zone, rules=rules, field=f"{field_prefix}schedule")
+    return cron.parse(
+        schedule, zone=zone, rules=rules, field=f"{field_prefix}schedule", hash_key=hash_key
+    )

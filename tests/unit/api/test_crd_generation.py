@@ -225,11 +225,27 @@ class TestValidationTheApiServerDoes:
         assert "duration(self) > duration('0s')" in rule["rule"]
         assert "positive duration" in rule["message"]
 
-    def test_the_spec_rules_are_exactly_one_schedule_and_jitter_below_every(self) -> None:
+    def test_the_spec_rules_are_one_schedule_a_rising_window_and_jitter_below_every(
+        self,
+    ) -> None:
         rules = SPEC["x-kubernetes-validations"]
-        assert rules[0]["rule"] == "has(self.schedule) != has(self.every)"
-        assert "duration(self.jitter) < duration(self.every)" in rules[1]["rule"]
-        assert rules[1]["fieldPath"] == ".jitter"
+        assert rules[0]["rule"] == (
+            "has(self.schedule) ? !has(self.every) : (has(self.every) || has(self.startsAt))"
+        )
+        assert rules[1]["rule"] == (
+            "!has(self.startsAt) || !has(self.endsAt) || self.endsAt > self.startsAt"
+        )
+        assert rules[1]["fieldPath"] == ".endsAt"
+        assert "duration(self.jitter) < duration(self.every)" in rules[2]["rule"]
+        assert rules[2]["fieldPath"] == ".jitter"
+
+    @pytest.mark.parametrize("path", [".spec.startsAt", ".spec.endsAt"])
+    def test_the_window_is_bounded_instants_with_an_offset(self, path: str) -> None:
+        node = dict(schema_nodes(ROOT))[path]
+        assert node["type"] == "string"
+        assert node["format"] == "date-time"
+        assert node["pattern"] == fields.INSTANT_PATTERN
+        assert node["maxLength"] == fields.MAX_INSTANT_LENGTH
 
     def test_the_target_rule_is_exactly_one_target(self) -> None:
         [rule] = SPEC["properties"]["target"]["x-kubernetes-validations"]

@@ -159,7 +159,7 @@ class TestAnInvalidSpecNamesTheFieldAsUsersWroteIt:
                 spec(schedule="0 0 30 2 *"), "spec.schedule", "never fires", id="never-fires"
             ),
             pytest.param(
-                spec(schedule="H * * * *"), "spec.schedule", "hashed (H)", id="hashed-cron"
+                spec(schedule="R * * * *"), "spec.schedule", "random (R)", id="random-cron"
             ),
             pytest.param(
                 spec(schedule="@fortnightly"), "spec.schedule", "unknown macro", id="bad-macro"

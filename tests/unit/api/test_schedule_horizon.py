@@ -18,7 +18,7 @@ SKIP = {"dst": {"nonexistent": "Skip"}}
 
 def check(now: datetime = NOW, years: int = planning.SCHEDULE_HORIZON_YEARS, **fields: Any) -> None:
     bounds = planning.Bounds(schedule_horizon_years=years)
-    validation.check({"target": HTTP, **fields}, uid=UID, bounds=bounds, now=now)
+    validation.check({"target": HTTP, **fields}, uid=UID, hash_key="ns/job", bounds=bounds, now=now)
 
 
 class TestSchedulesThatFireAreAccepted:

@@ -27,7 +27,9 @@ SPEC = {"every": "1m", "target": {"http": {"url": "http://example.test/run"}}}
 def test_it_checks_the_window_against_the_job_s_schedule(
     start: datetime, end: datetime, spec: dict[str, object], problem: str | None
 ) -> None:
-    found = backfill.check_window(spec, uid="uid-1", start=start, end=end, now=NOW)
+    found = backfill.check_window(
+        spec, uid="uid-1", hash_key="ns/job", start=start, end=end, now=NOW
+    )
 
     assert found is None if problem is None else problem in (found or "")
 

@@ -24,11 +24,12 @@ from hypothesis import strategies as st
 
 from punctual.api import planning
 from punctual.controller import targets, validation
-from punctual.scheduling import slots
+from punctual.scheduling import hashed, slots
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.targets.queue import stream as queue_stream
 
 JOB = slots.JobRef(namespace="fuzz", name="fuzzed", uid="0b7e2a54-9d7f-4b0e-8f57-1d2c3b4a5f60")
+HASH_KEY = hashed.job_key(namespace=JOB.namespace, name=JOB.name)
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 FUZZ_SETTINGS = settings(
     max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -310,7 +311,13 @@ def wiring() -> targets.Targets:
 def validate(raw: object, wiring: targets.Targets) -> None:
     """What ``Reconciler.observe`` does with an object's spec before it arms anything."""
     # The reconciler reads `body.get("spec") or {}`: whatever the object holds under spec.
-    checked = validation.check(raw or {}, uid=JOB.uid, bounds=planning.DEFAULT_BOUNDS, now=NOW)  # type: ignore[arg-type]
+    checked = validation.check(
+        raw or {},  # type: ignore[arg-type]
+        uid=JOB.uid,
+        hash_key=HASH_KEY,
+        bounds=planning.DEFAULT_BOUNDS,
+        now=NOW,
+    )
     wiring.wire(JOB, checked.spec)
 
 
@@ -334,7 +341,9 @@ def test_what_the_check_admits_the_wiring_finds_valid(
     wiring: targets.Targets, raw: dict[str, Any]
 ) -> None:
     try:
-        checked = validation.check(raw, uid=JOB.uid, bounds=planning.DEFAULT_BOUNDS, now=NOW)
+        checked = validation.check(
+            raw, uid=JOB.uid, hash_key=HASH_KEY, bounds=planning.DEFAULT_BOUNDS, now=NOW
+        )
     except InvalidSpecError:
         return
     wiring.wire(JOB, checked.spec)  # an InvalidSpecError here fails the test

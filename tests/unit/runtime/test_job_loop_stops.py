@@ -10,7 +10,7 @@ from runtime_doubles import JOB, LOOPTIME, FakeWall, Target, at, ats
 
 from punctual.runtime import job_loop
 from punctual.runtime.supervisor import Supervisor
-from punctual.scheduling import cron, missed, plans, timeline
+from punctual.scheduling import cron, interval, missed, plans, timeline, windows
 from punctual.stores.memory import MemoryStore
 
 pytestmark = LOOPTIME
@@ -80,6 +80,44 @@ class TestAScheduleThatRunsOut:
         await wall.sleep_until(at(30))
 
         assert told == []
+
+
+class TestAJobWhoseWindowIsOver:
+    async def test_its_slots_in_the_window_run_then_the_loop_says_ended(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        told = stops(supervisor)
+        every_ten = interval.IntervalSchedule(every=timedelta(seconds=10))
+        window = windows.Window(starts_at=at(10), ends_at=at(40))
+        plan = plans.JobPlan(schedule=windows.within(every_ten, window))
+        supervisor.arm(JOB, plan, Target(wall), resume_after=at(0))
+        await wall.sleep_until(at(60))
+
+        assert [run.slot for run in store.jobs[JOB].started] == ats(10, 20, 30)
+        [(reason, _)] = told
+        assert reason == job_loop.ENDED == "Ended"
+
+    async def test_a_one_off_runs_once_then_says_ended(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        told = stops(supervisor)
+        plan = plans.JobPlan(schedule=windows.OneOff(at(15)))
+        supervisor.arm(JOB, plan, Target(wall), resume_after=at(0))
+        await wall.sleep_until(at(60))
+
+        assert [run.slot for run in store.jobs[JOB].started] == ats(15)
+        assert [reason for reason, _ in told] == [job_loop.ENDED]
+
+    async def test_a_one_off_already_past_runs_nothing_and_says_ended(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        told = stops(supervisor)
+        plan = plans.JobPlan(schedule=windows.OneOff(at(15)))
+        supervisor.arm(JOB, plan, Target(wall), resume_after=at(15))
+        await wall.sleep_until(at(30))
+
+        assert JOB not in store.jobs or not store.jobs[JOB].started
+        assert [reason for reason, _ in told] == [job_loop.ENDED]
 
 
 class TestALoopThatFails:

@@ -143,14 +143,15 @@ class TestWhatIsNotSupportedIsRefusedSayingSo:
                 id="a-year-field",
             ),
             pytest.param(
-                "H 2 * * *",
-                "minute field 'H': hashed (H) and random (R) values are not supported",
-                id="a-hashed-minute",
+                "R 2 * * *",
+                "minute field 'R': random (R) values are not supported",
+                id="a-random-minute",
             ),
             pytest.param(
-                "0 H(1-4) L * *",
-                "hour field 'H(1-4)': hashed (H)",
-                id="a-hashed-hour-on-the-last-day",
+                "H 2 * * *",
+                "minute field 'H': H stands for a value derived from the job's namespace and name,"
+                " and no job is named",
+                id="a-hashed-minute-without-a-job",
             ),
         ],
     )

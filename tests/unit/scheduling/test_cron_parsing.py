@@ -263,18 +263,12 @@ class TestAMalformedExpressionIsRejectedNamingTheCronField:
         assert str(_parse_error("61 * * * *", field="schedule")).startswith("schedule: ")
 
 
-class TestHashedAndRandomValuesAreRejected:
+class TestRandomValuesAreRejectedAndHashedOnesNeedAJob:
     @pytest.mark.parametrize(
         ("expression", "cron_field"),
         [
-            pytest.param("H * * * *", "minute field 'H'", id="hashed-minute"),
-            pytest.param("0 H * * *", "hour field 'H'", id="hashed-hour"),
-            pytest.param("0 H(0-3) * * *", "hour field 'H(0-3)'", id="hashed-range"),
-            pytest.param("H/15 * * * *", "minute field 'H/15'", id="hashed-step"),
             pytest.param("R * * * *", "minute field 'R'", id="random-minute"),
             pytest.param("0 0 * * R", "day-of-week field 'R'", id="random-weekday"),
-            pytest.param("h * * * *", "minute field 'h'", id="lowercase-hash"),
-            pytest.param("H * * * * *", "second field 'H'", id="hashed-second"),
         ],
     )
     def test_every_replica_must_compute_the_same_slots(
@@ -284,6 +278,24 @@ class TestHashedAndRandomValuesAreRejected:
         assert cron_field in error.problem
         assert "not supported" in error.problem
         assert "spec.jitter" in error.problem
+
+    @pytest.mark.parametrize(
+        ("expression", "cron_field"),
+        [
+            pytest.param("H * * * *", "minute field 'H'", id="hashed-minute"),
+            pytest.param("0 H * * *", "hour field 'H'", id="hashed-hour"),
+            pytest.param("0 H(0-3) * * *", "hour field 'H(0-3)'", id="hashed-range"),
+            pytest.param("H/15 * * * *", "minute field 'H/15'", id="hashed-step"),
+            pytest.param("h * * * *", "minute field 'h'", id="lowercase-hash"),
+            pytest.param("H * * * * *", "second field 'H'", id="hashed-second"),
+        ],
+    )
+    def test_a_hashed_value_without_a_job_is_refused_naming_the_field(
+        self, expression: str, cron_field: str
+    ) -> None:
+        error = _parse_error(expression)
+        assert cron_field in error.problem
+        assert "no job is named" in error.problem
 
     @pytest.mark.parametrize(
         "expression",

@@ -98,7 +98,11 @@ class TestASpecHeader:
     def test_is_refused_naming_its_field(self, headers: dict[str, str], field: str) -> None:
         with pytest.raises(InvalidSpecError) as refused:
             validation.check(
-                spec(headers), uid="uid-1", bounds=planning.DEFAULT_BOUNDS, now=CHECKED_AT
+                spec(headers),
+                uid="uid-1",
+                hash_key="tenant-a/report",
+                bounds=planning.DEFAULT_BOUNDS,
+                now=CHECKED_AT,
             )
 
         assert refused.value.field == field
@@ -108,6 +112,7 @@ class TestASpecHeader:
             validation.check(
                 spec({"X-Env": f"{SECRET}\x01"}),
                 uid="uid-1",
+                hash_key="tenant-a/report",
                 bounds=planning.DEFAULT_BOUNDS,
                 now=CHECKED_AT,
             )
