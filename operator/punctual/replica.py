@@ -44,6 +44,7 @@ The parts that need no Kubernetes can be built on their own (``connect_redis``, 
 
 import asyncio
 import contextlib
+import importlib.metadata
 import logging
 import os
 import socket
@@ -83,6 +84,9 @@ logger = logging.getLogger(__name__)
 
 LockBackend = Literal["redis", "kubernetes", "memory"]
 LOCK_BACKENDS: tuple[LockBackend, ...] = get_args(LockBackend)
+DEFAULT_WARM_START_GATE_IMAGE = f"punctual-gate:{importlib.metadata.version('punctual-operator')}"
+"""The gate image of the operator's own version (``make image`` builds it beside the operator's):
+the gate a warm Job runs must understand the command line this operator writes."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,6 +141,9 @@ class ReplicaSettings:
     """What the platform allows one job: checked at admission and before a job is armed."""
     max_runs_in_flight_per_namespace: int = overlap.MAX_RUNS_IN_FLIGHT_PER_NAMESPACE
     """The most runs of one namespace's jobs in flight at once on this replica."""
+    warm_start_gate_image: str = DEFAULT_WARM_START_GATE_IMAGE
+    """The image warm Jobs copy the gate from, pulled in the Job's namespace with its template's
+    imagePullSecrets; a ScheduledJob's own ``warmStart.gateImage`` wins over it."""
 
     def __post_init__(self) -> None:
         if self.webhook_port and self.webhook_cert_dir is None:
@@ -159,6 +166,8 @@ class ReplicaSettings:
             raise InvalidSpecError("--backup-delay", "must be more than 0")
         if self.max_runs_in_flight_per_namespace < 1:
             raise InvalidSpecError("--max-runs-in-flight-per-namespace", "must be at least 1")
+        if not self.warm_start_gate_image.strip():
+            raise InvalidSpecError("--warm-start-gate-image", "must name an image")
 
     @property
     def liveness_endpoint(self) -> str | None:

@@ -67,6 +67,7 @@ WATCHED = ("chart-team-a", "chart-team-b")
 UNWATCHED = "chart-team-c"
 REDIS_URL = "redis://:n0t-a-real-pa55word@redis.example.internal:6379/0"
 CRD_NAME = "scheduledjobs.punctual.dev"
+APP_VERSION = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
 INSTANCE_LABEL = "app.kubernetes.io/instance"
 RECOMMENDED_LABELS = (
     "app.kubernetes.io/name",
@@ -101,6 +102,9 @@ MATRIX: dict[str, dict[str, Any]] = {
     "custom-resources": {
         "resources": {"requests": {"cpu": "100m", "memory": "200Mi"}, "limits": {"cpu": ""}},
         "image": {"repository": "registry.example/punctual", "digest": "sha256:" + "ab" * 32},
+        "warmStart": {
+            "gateImage": {"repository": "registry.example/punctual-gate", "tag": "mirrored"}
+        },
         "imagePullSecrets": [{"name": "registry-pull"}],
         "podAntiAffinity": "hard",
         "topologySpreadConstraints": [],
@@ -529,6 +533,7 @@ class TestRendering:
             "--max-queue-payload-bytes=65536",
             "--schedule-horizon-years=10",
             "--http-connections-per-namespace=50",
+            "--warm-start-gate-image=registry.example/punctual-gate:mirrored",
             "--metrics-port=9090",
             "--health-port=9091",
         ]
@@ -540,6 +545,25 @@ class TestRendering:
             "requests": {"cpu": "100m", "memory": "200Mi"},
             "limits": {"memory": "384Mi"},
         }
+
+    @pytest.mark.parametrize(
+        ("gate_image", "argument"),
+        [
+            ({}, f"punctual-gate:{APP_VERSION}"),
+            ({"tag": "0.0.9"}, "punctual-gate:0.0.9"),
+            (
+                {"repository": "mirror.example/gate", "tag": "x", "digest": "sha256:" + "cd" * 32},
+                "mirror.example/gate@sha256:" + "cd" * 32,
+            ),
+        ],
+        ids=["the-operators-own-version", "a-tag", "a-digest-over-the-tag"],
+    )
+    def test_the_gate_image_of_warm_jobs_is_passed_as_a_flag(
+        self, helm: Helm, gate_image: dict[str, str], argument: str
+    ) -> None:
+        objects = helm.template({"warmStart": {"gateImage": gate_image}})
+
+        assert f"--warm-start-gate-image={argument}" in operator_container(objects)["args"]
 
     @pytest.mark.parametrize(
         ("case", "secret", "key"),

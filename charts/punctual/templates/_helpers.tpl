@@ -94,6 +94,11 @@ else repository:tag. Called with (list $image $defaultTag).
 {{- include "punctual.imageRef" (list .Values.image .Chart.AppVersion) -}}
 {{- end -}}
 
+{{/* The gate image of warm Jobs, the operator's own version unless set. */}}
+{{- define "punctual.gateImage" -}}
+{{- include "punctual.imageRef" (list .Values.warmStart.gateImage .Chart.AppVersion) -}}
+{{- end -}}
+
 {{/* imagePullSecrets of a pod spec, [{name}] as Kubernetes has them; empty when none. */}}
 {{- define "punctual.imagePullSecrets" -}}
 {{- with .Values.imagePullSecrets }}

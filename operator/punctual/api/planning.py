@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 import pydantic
 import pydantic_core
 
-from punctual.api import models
+from punctual.api import models, warm_pods
 from punctual.scheduling import (
     dst,
     durations,
@@ -192,6 +192,7 @@ def plan_for(
             "allows one job (punctual run --max-queued-runs-per-job)",
         )
     _check_sizes(spec.target, bounds=bounds)
+    lead = _warm_lead(spec, schedule=schedule, timeout=timeout)
     if spec.target.job is not None:
         timeout += JOB_TIMEOUT_MARGIN
     return plans.JobPlan(
@@ -203,7 +204,46 @@ def plan_for(
         max_runs_in_flight=bounds.max_runs_in_flight,
         timeout=timeout,
         retry_lost_runs=spec.retry_lost_runs,
+        warm_lead=lead,
     )
+
+
+WARM_START = f"{SPEC}.target.job.warmStart"
+
+
+def warm_lead(warm_start: models.WarmStart) -> timedelta:
+    """How long before its slot a job target's Job is armed (``warmStart.lead``), as checked
+    against the schedule by ``plan_for``, which carries it as ``JobPlan.warm_lead``."""
+    return durations.parse(warm_start.lead, field=f"{WARM_START}.lead")
+
+
+def _warm_lead(
+    spec: models.ScheduledJobSpec, *, schedule: timeline.Schedule, timeout: timedelta
+) -> timedelta | None:
+    """The warm start's lead, refused when an armed Job could meet the previous slot's run
+    still going (the lead must fit in the shortest gap between two slots, less the timeout), and
+    its template when the rewrite cannot hold it (``warm_pods.check``)."""
+    job = spec.target.job
+    if job is None or job.warm_start is None:
+        return None
+    lead = warm_lead(job.warm_start)
+    period = schedule.shortest_period
+    room = max(period - timeout, timedelta())
+    if lead > room:
+        sampled = (
+            ""
+            if spec.every is not None
+            else " (the shortest gap in a sample of the cron schedule's slots, as for jitter)"
+        )
+        raise InvalidSpecError(
+            f"{WARM_START}.lead",
+            f"{job.warm_start.lead} is more than the {durations.format(period)} between two "
+            f"slots{sampled} less spec.timeout ({spec.timeout}): at most "
+            f"{durations.format(room)}, so that a Job armed ahead of its slot never runs beside "
+            "the previous slot's",
+        )
+    warm_pods.check(job.template, mode=job.warm_start.mode)
+    return lead
 
 
 def check_fires(

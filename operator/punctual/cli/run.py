@@ -201,6 +201,15 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "account's namespace, else the first --namespace, else default)",
     )
     parser.add_argument(
+        "--warm-start-gate-image",
+        default=replica.DEFAULT_WARM_START_GATE_IMAGE,
+        metavar="IMAGE",
+        help="the image a warm Job's first init container copies the gate from, pulled in the "
+        "Job's namespace with its template's imagePullSecrets (mirror it to a registry the "
+        "tenants reach); a ScheduledJob's warmStart.gateImage wins over it (default: "
+        f"{replica.DEFAULT_WARM_START_GATE_IMAGE}, built beside the operator's image)",
+    )
+    parser.add_argument(
         "--event-loop",
         choices=[loop.value for loop in EventLoop],
         default=EventLoop.UVLOOP.value,
@@ -372,6 +381,7 @@ def _settings(arguments: argparse.Namespace) -> replica.ReplicaSettings:
         backup_delay=durations.parse(arguments.backup_delay, field="--backup-delay"),
         membership_namespace=_membership_namespace(arguments),
         max_runs_in_flight_per_namespace=arguments.max_runs_in_flight_per_namespace,
+        warm_start_gate_image=arguments.warm_start_gate_image,
         bounds=planning.Bounds(
             min_period=durations.parse(arguments.min_period, field="--min-period"),
             max_timeout=durations.parse(arguments.max_timeout, field="--max-timeout"),

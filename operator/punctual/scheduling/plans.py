@@ -28,6 +28,9 @@ class JobPlan:
     timeout: timedelta = timedelta(minutes=10)
     retry_lost_runs: bool = False
     """Run a slot once more (same slot id) when its first run is recorded Lost."""
+    warm_lead: timedelta | None = None
+    """The job target's warm start (``spec.target.job.warmStart.lead``): its slot is claimed
+    and its Job created this long before the slot. None: claimed at the slot."""
     _lock_ttl: timedelta = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -35,7 +38,9 @@ class JobPlan:
         in_play = min(
             max(self.starting_deadline, self.run_span), max(self.timeout, LONGEST_SLOT_SPAN)
         )
-        ttl = max(2 * self.schedule.shortest_period, in_play + CLAIM_MARGIN)
+        # An armed slot is claimed its lead ahead of its time: its claim lives that much longer.
+        ahead = self.warm_lead or timedelta()
+        ttl = max(2 * self.schedule.shortest_period, in_play + ahead + CLAIM_MARGIN)
         object.__setattr__(self, "_lock_ttl", ttl)
 
     @property
@@ -65,5 +70,6 @@ class JobPlan:
     def lock_ttl(self) -> timedelta:
         """How long a slot claim outlives its holder: as long as its slot can still be claimed
         to run or its run still start or end, ``max(starting deadline, run span)`` capped at
-        ``max(timeout, LONGEST_SLOT_SPAN)``, plus ``CLAIM_MARGIN``; at least ``2 × period``."""
+        ``max(timeout, LONGEST_SLOT_SPAN)``, plus the warm lead and ``CLAIM_MARGIN``; at least
+        ``2 × period``."""
         return self._lock_ttl

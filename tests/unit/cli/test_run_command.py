@@ -1,9 +1,10 @@
 """``punctual run``'s options as the replica gets them: sharding on unless ``--sharding off``,
 the membership Leases' namespace, from the most explicit source there is, the bounds per job, the
-addresses HTTP targets never call beside the default ones, and the connections one namespace
-keeps busy."""
+addresses HTTP targets never call beside the default ones, the connections one namespace keeps
+busy, and the image warm Jobs take the gate from."""
 
 import argparse
+import importlib.metadata
 from datetime import timedelta
 from pathlib import Path
 
@@ -176,3 +177,19 @@ class TestConnectionsPerNamespace:
     def test_at_least_one(self) -> None:
         with pytest.raises(InvalidSpecError, match="--http-connections-per-namespace"):
             settings("--http-connections-per-namespace", "0")
+
+
+class TestTheWarmStartGateImage:
+    def test_is_the_gate_of_the_operators_own_version_by_default(self) -> None:
+        version = importlib.metadata.version("punctual-operator")
+
+        assert settings().warm_start_gate_image == f"punctual-gate:{version}"
+
+    def test_is_taken_from_the_option(self) -> None:
+        image = "registry.example.com/mirror/punctual-gate@sha256:" + "0" * 64
+
+        assert settings("--warm-start-gate-image", image).warm_start_gate_image == image
+
+    def test_an_empty_one_is_refused_naming_the_option(self) -> None:
+        with pytest.raises(InvalidSpecError, match="--warm-start-gate-image"):
+            settings("--warm-start-gate-image", " ")

@@ -37,7 +37,9 @@ def test_the_manifest_lists_each_program_once_with_a_source_a_part_and_a_use() -
         if line.strip() and not line.startswith("#")
     ]
     assert all(len(row) == 4 and all(row) for row in rows), rows
-    assert all(row[1] == "uv.lock" or row[1].startswith("debian:") for row in rows)
+    assert all(
+        row[1] in {"uv.lock", "prerequisite"} or row[1].startswith("debian:") for row in rows
+    )
     assert {row[2] for row in rows} <= {"base", "cluster"}
     names = [row[0] for row in rows]
     assert len(names) == len(set(names))

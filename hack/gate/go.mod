@@ -1,0 +1,3 @@
+module punctual.dev/hack/gate
+
+go 1.25.0
