@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 # The Punctual operator image: `docker build -t punctual:0.1.0 .` from the repository root.
+# The gate image of warm start: `docker build --target gate -t punctual-gate:0.1.0 .`.
 #
-# Two stages. The builder installs the locked dependencies (uv.lock, exported with hashes, so
+# The operator's image is two stages (the last, so the default target). The builder installs the locked dependencies (uv.lock, exported with hashes, so
 # exactly the tested versions) and the project's wheel into a virtualenv; the final stage is a
 # fresh slim Python with that virtualenv copied in: no uv, no build tools, no compilers, no
 # source tree. Every dependency ships a manylinux wheel for CPython 3.11, so nothing is compiled.
@@ -12,6 +13,27 @@
 # virtualenvs, and calls python3 by name.
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+# GO_IMAGE: any Go at least hack/gate/go.mod's; only the gate's stages use it.
+ARG GO_IMAGE=golang:1.25-bookworm
+
+# The gate (hack/gate, docs/warm-start.md): a static binary (no libc: it runs in any image, as any
+# user) alone in an empty image, at /gate. Warm Jobs' first init container copies it from here.
+FROM ${GO_IMAGE} AS gate-builder
+WORKDIR /src
+COPY hack/gate/ ./
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /gate . \
+    && chmod 0555 /gate
+
+FROM scratch AS gate
+ARG VERSION=0.1.0
+LABEL org.opencontainers.image.title="punctual-gate" \
+      org.opencontainers.image.description="Punctual's warm-start gate: holds a container until its slot, then runs it." \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}"
+COPY --from=gate-builder /gate /gate
+# Only for `docker run`: in a pod the operator's init containers set their own user.
+USER 65532:65532
+ENTRYPOINT ["/gate"]
 
 FROM ${PYTHON_IMAGE} AS builder
 

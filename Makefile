@@ -16,7 +16,8 @@ control-plane: ## Build (or reuse) the local control-plane binaries; prints thei
 	@hack/build-control-plane.sh
 
 .PHONY: image
-image: ## Build (or reuse) the operator image, no Docker daemon; prints its OCI archive's path
+image: ## Build (or reuse) the gate and operator images, no Docker daemon; prints their OCI archives' paths, the operator's last
+	@hack/image/build-gate.sh
 	@hack/image/build.sh
 
 .PHONY: run

@@ -4,8 +4,9 @@
 #   localhost/punctual-workload:local  what the examples and tests run (hack/image/node/workload)
 # Each is a static Go program in an otherwise empty image (lib.sh's pack_oci). Prints the folder
 # holding pause.tar and workload.tar on its last line; reused when present.
-# The other images built here are the operator's (`make image`, build.sh) and the bundled
-# Redis's for the chart on the real node (build-redis.sh); docs/image.md lists all four.
+# The other images built here are the operator's and its gate's (`make image`: build.sh and
+# build-gate.sh) and the bundled Redis's for the chart on the real node (build-redis.sh);
+# docs/image.md lists all five.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 node=$image_dir/node

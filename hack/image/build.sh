@@ -34,7 +34,8 @@ step() { printf '[image %4ds] %s\n' "$(( $(date +%s) - started ))" "$*" >&2; }
 hash_files() { (cd "$root" && sha256sum "$@" | sha256sum | cut -c1-16); }
 
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/pyproject.toml" | head -1)
-# The files the build context holds (.dockerignore), in a stable order.
+# The files the operator's stages copy from the build context, in a stable order (the gate's
+# sources, also in the context, are the `gate` target's only: build-gate.sh builds that image).
 mapfile -t context < <(cd "$root" && find operator -type f -not -path '*/__pycache__/*' \
   -not -name '*.pyc' | LC_ALL=C sort)
 input_hash=$(hash_files Dockerfile .dockerignore pyproject.toml uv.lock README.md \

@@ -2,10 +2,10 @@
 
 ``up`` starts the control plane and Redis (with ``--real-node`` a real node too, whose
 containers run), says how to reach them, and waits for Ctrl-C. ``run`` (what ``make run`` calls)
-builds (or reuses) the operator's and the bundled Redis's images, starts the control plane with a
-real node that loads them, installs Punctual with Helm from ``charts/punctual`` (the bundled
-Redis as lock backend: ``helm_release.LOCAL_VALUES``), makes the Service ``echo`` that the HTTP
-examples call (a receiver on this machine printing each call), applies ``examples/`` and shows
+builds (or reuses) the operator's, its gate's and the bundled Redis's images, starts the control
+plane with a real node that loads them, installs Punctual with Helm from ``charts/punctual`` (the
+bundled Redis as lock backend: ``helm_release.LOCAL_VALUES``), makes the Service ``echo`` that the
+HTTP examples call (a receiver on this machine printing each call), applies ``examples/`` and shows
 ``kubectl get sj`` and the operator pods' log as they change. Both stop everything they started
 (``run``: ``helm uninstall`` first) on Ctrl-C, SIGTERM, or when a component dies (showing its
 log tail).
@@ -197,7 +197,7 @@ class _LogFollower:
 
 def run(run_dir: Path, *, kwok: bool) -> None:
     """``make run``: the real node, Punctual installed on it with Helm, the examples, the view."""
-    say("building (or reusing) the operator's and the bundled Redis's images ...")
+    say("building (or reusing) the operator's, the gate's and the bundled Redis's images ...")
     images = helm_release.local_image_archives()
     say("images: " + ", ".join(path.name for path in images))
     with _cluster(run_dir, kwok=kwok, real_node=True, images=images) as cluster:

@@ -2,8 +2,10 @@
 
 The images come from this repository, never from a registry: ``make image``'s operator archive
 (``hack/image/build.sh``, named ``docker.io/library/punctual:<version>``, which the chart's
-default ``image: punctual:<appVersion>`` resolves to) and the bundled Redis's
-(``hack/image/build-redis.sh``: ``localhost/punctual-redis:local``), both loaded into the node
+default ``image: punctual:<appVersion>`` resolves to), its gate image for warm Jobs
+(``hack/image/build-gate.sh``, ``docker.io/library/punctual-gate:<version>``: the default of
+``warmStart.gateImage``, pulled IfNotPresent) and the bundled Redis's
+(``hack/image/build-redis.sh``: ``localhost/punctual-redis:local``), all loaded into the node
 (``LocalCluster(real_node=True, images=local_image_archives())``). ``LOCAL_VALUES`` are the
 values that differ from the chart's defaults for that: the Redis lock backend on the bundled
 Redis, and its image.
@@ -23,9 +25,11 @@ from localcluster.binaries import REPO_ROOT
 from localcluster.cluster import LocalCluster
 
 CHART = REPO_ROOT / "charts" / "punctual"
-IMAGE_BUILDS = [REPO_ROOT / "hack" / "image" / name for name in ("build.sh", "build-redis.sh")]
+IMAGE_SCRIPTS = REPO_ROOT / "hack" / "image"
+GATE_IMAGE_BUILD = IMAGE_SCRIPTS / "build-gate.sh"
+IMAGE_BUILDS = [IMAGE_SCRIPTS / "build.sh", GATE_IMAGE_BUILD, IMAGE_SCRIPTS / "build-redis.sh"]
 IMAGE_BUILD_TIMEOUT = 1800.0
-"""Cold, on two cores: about 1.5 minutes for the operator, 1 for Redis."""
+"""Cold, on two cores: about 1.5 minutes for the operator, seconds for the gate, 1 for Redis."""
 LOCAL_REDIS_IMAGE = {"repository": "localhost/punctual-redis", "tag": "local"}
 LOCAL_VALUES: dict[str, Any] = {
     "lock": {"backend": "redis"},
@@ -35,18 +39,17 @@ INSTALL_TIMEOUT = "180s"
 
 
 def local_image_archives() -> list[Path]:
-    """The OCI archives of the operator and the bundled Redis (built once, then reused)."""
-    archives = []
-    for script in IMAGE_BUILDS:
-        result = subprocess.run(
-            [str(script)],
-            check=True,
-            stdout=subprocess.PIPE,
-            text=True,
-            timeout=IMAGE_BUILD_TIMEOUT,
-        )
-        archives.append(Path(result.stdout.strip().splitlines()[-1]))
-    return archives
+    """The OCI archives of the operator, the gate of warm Jobs and the bundled Redis (built once,
+    then reused)."""
+    return [built_image(script) for script in IMAGE_BUILDS]
+
+
+def built_image(script: Path) -> Path:
+    """The OCI archive an image script builds (or reuses): the last line it prints."""
+    result = subprocess.run(
+        [str(script)], check=True, stdout=subprocess.PIPE, text=True, timeout=IMAGE_BUILD_TIMEOUT
+    )
+    return Path(result.stdout.strip().splitlines()[-1])
 
 
 def merged(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:

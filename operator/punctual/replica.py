@@ -286,7 +286,10 @@ class Replica:
         streams = self._open_streams()
         if settings.webhook_port:
             self._admission = admission.Admission(
-                batch_jobs=batch_jobs, wall=clocks.system_wall, bounds=settings.bounds
+                batch_jobs=batch_jobs,
+                wall=clocks.system_wall,
+                bounds=settings.bounds,
+                warm_start_gate_image=settings.warm_start_gate_image,
             )
         self._reconciler = reconciler.Reconciler(
             scheduler=scheduler,
@@ -298,6 +301,7 @@ class Replica:
                 guard=guard,
                 batch_jobs=batch_jobs,
                 batch_job_watcher=batch_watcher,
+                warm_start_gate_image=settings.warm_start_gate_image,
                 streams=streams,
                 queue_max_len=settings.queue_max_len,
                 meter_lock=lambda lock: metered.MeteredLock(

@@ -1,5 +1,6 @@
-"""The real node of the harness: containers really run, reach Services by name and the API server
-through the ``kubernetes`` Service, and nothing the node made outlives it.
+"""The real node of the harness: containers really run (one held by the gate of warm start until its
+instant), reach Services by name and the API server through the ``kubernetes`` Service, and
+nothing the node made outlives it.
 
 One cluster with a real node (no kwok, conftest's ``real_node_cluster``) is shared by the
 module's tests; each test works in a namespace of its own.
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,13 +21,17 @@ import pytest
 import yaml
 
 from localcluster import LocalCluster, processes
-from localcluster.binaries import NodeImages, locate_node_images
+from localcluster.binaries import REPO_ROOT, NodeImages, locate_node_images
+from localcluster.helm_release import GATE_IMAGE_BUILD, built_image
 from localcluster.node import NODE_NAME, sweep_orphaned_nodes
 
 pytestmark = pytest.mark.real_node
 
 WORKLOAD = NodeImages.WORKLOAD
 WAIT = "60s"
+VERSION = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
+GATE_LEAD_MS = 5000
+"""How far ahead of the pod's creation the gate's instant is: about when the pod is Running."""
 
 
 def apply(cluster: LocalCluster, namespace: str, *manifests: dict[str, object]) -> None:
@@ -179,6 +185,78 @@ class TestFurtherImages:
         )  # fmt: skip
         log = real_node_cluster.kubectl("-n", node_namespace, "logs", "job/extra").stdout
         assert log == "PUNCTUAL_FROM=extra\n"
+
+
+class TestTheGateOfWarmStart:
+    def test_a_container_of_an_image_without_a_shell_is_released_by_the_gate_it_was_given(
+        self, real_node_cluster: LocalCluster, node_namespace: str
+    ) -> None:
+        # As a warm Job's pod has it (docs/warm-start.md): the gate image copies the gate into an
+        # emptyDir, the user's image runs it (noop, then --at ... -- its command) as its own user.
+        real_node_cluster.load_image(built_image(GATE_IMAGE_BUILD))
+        release_at = time.time_ns() // 1_000_000 + GATE_LEAD_MS
+        gate_at = ["/punctual-gate/gate", "--at", str(release_at), "--"]
+        mount = {"name": "punctual-gate", "mountPath": "/punctual-gate", "readOnly": True}
+        restricted = {
+            "runAsNonRoot": True,
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+            "readOnlyRootFilesystem": True,
+        }
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "gated"},
+            "spec": {
+                "restartPolicy": "Never",
+                "volumes": [{"name": "punctual-gate", "emptyDir": {"sizeLimit": "16Mi"}}],
+                "initContainers": [
+                    {
+                        "name": "punctual-gate",
+                        "image": f"punctual-gate:{VERSION}",
+                        "imagePullPolicy": "IfNotPresent",
+                        "command": ["/gate", "install", "/punctual-gate/gate"],
+                        "volumeMounts": [{**mount, "readOnly": False}],
+                        "securityContext": {**restricted, "runAsUser": 65532},
+                    },
+                    {
+                        "name": "punctual-pull-0",
+                        "image": WORKLOAD,
+                        "imagePullPolicy": "IfNotPresent",
+                        "command": ["/punctual-gate/gate", "noop"],
+                        "volumeMounts": [mount],
+                        "securityContext": restricted,
+                    },
+                ],
+                "containers": [
+                    {
+                        "name": "workload",
+                        "image": WORKLOAD,
+                        "imagePullPolicy": "IfNotPresent",
+                        "command": [*gate_at, "/workload", "PUNCTUAL_FROM"],
+                        "env": [{"name": "PUNCTUAL_FROM", "value": "gate"}],
+                        "volumeMounts": [mount],
+                        "securityContext": restricted,
+                    }
+                ],
+            },
+        }
+        apply(real_node_cluster, node_namespace, pod)
+        real_node_cluster.kubectl(
+            "-n", node_namespace, "wait", "--for=jsonpath={.status.phase}=Succeeded",
+            f"--timeout={WAIT}", "pod/gated", timeout=90,
+        )  # fmt: skip
+
+        released, printed = real_node_cluster.kubectl(
+            "-n", node_namespace, "logs", "pod/gated", "-c", "workload"
+        ).stdout.splitlines()
+        line = json.loads(released)
+        assert line["punctualGate"] == "released"
+        assert line["releaseAtMs"] == release_at
+        assert line["nodeClockMs"] >= release_at
+        assert printed == "PUNCTUAL_FROM=gate"
+        print(f"the gate released the workload {line['lateMs']} ms after its instant")
 
 
 class TestServicesLikeARealCluster:

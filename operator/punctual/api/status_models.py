@@ -119,6 +119,14 @@ class RunRecord(fields.ApiModel):
         default=None,
         description="For a Manual run, the punctual.dev/run-now token that asked for it.",
     )
+    warm_start: records.StartMode | None = pydantic.Field(
+        default=None,
+        description="For a job with spec.target.job.warmStart, how the run's Job started: Exec "
+        "or Init (created lead ahead of the slot, its workload released at the slot by the "
+        "gate's exec or by its last init container), or Cold (first seen too late to create it "
+        "ahead: created at the slot, as without warmStart). Unset for other jobs and for slots "
+        "that never ran.",
+    )
 
 
 class ActiveRun(fields.ApiModel):

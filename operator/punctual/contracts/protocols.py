@@ -124,6 +124,33 @@ class PreparesRuns(Protocol):
     def prepare(self, context: records.RunContext) -> None: ...
 
 
+@runtime_checkable
+class ArmsAhead(Protocol):
+    """An executor that can set a slot's work up ahead of its time, held back at the target
+    until the run's scheduled time (a Job whose pod waits at a gate): what is slow (scheduling,
+    image pulls, the sandbox) happens before the slot instead of after it.
+
+    The loop claims such a slot ``warm_lead`` ahead (the same claim and slot id as at the slot:
+    exactly once is decided there) and calls ``arm``; it applies the concurrency policy at the
+    slot, against what still runs then, and calls the executor as for any run, which follows
+    what was armed (its creation is adopted). ``disarm`` removes what was armed when it must not
+    run: the job suspended, its spec changed or deleted during the lead, or the policy at the
+    slot skipping it. A slot first seen past its time is not armed: the call does it all, cold.
+    """
+
+    @property
+    def warm_lead(self) -> timedelta: ...
+
+    async def arm(self, context: records.RunContext) -> None:
+        """Set up the slot's work, released at ``context.scheduled_time``; adopt what is
+        there already for the same slot (another replica, or this one, armed it before)."""
+        ...
+
+    async def disarm(self, context: records.RunContext) -> None:
+        """Remove what was armed for the slot, if it is there and is the slot's."""
+        ...
+
+
 class RunStore(Protocol):
     """Where the scheduler reports what happened. Calls must not block: buffer and flush.
 
@@ -135,6 +162,12 @@ class RunStore(Protocol):
 
     def slot_upcoming(self, job: slots.JobRef, *, scheduled_time: datetime) -> None:
         """The loop now waits for a slot due at ``scheduled_time`` (slot plus jitter)."""
+        return
+
+    def slot_armed(self, job: slots.JobRef, run: records.ActiveRun) -> None:
+        """A slot claimed here was armed ahead at its target (``ArmsAhead``), ``run`` its run to
+        be, started when armed. What follows is a ``run_started`` at its time, a
+        ``run_finished`` (skipped at its time) or a ``slots_missed`` of reason ``Disarmed``."""
         return
 
     def run_started(self, job: slots.JobRef, run: records.ActiveRun) -> None:

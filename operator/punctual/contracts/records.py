@@ -31,6 +31,20 @@ class MissedReason(enum.StrEnum):
     LOCK_UNAVAILABLE = "LockUnavailable"
     """The lock could not answer for them when they were due (``LockUnavailableError``): they
     did not run, and are counted once a claim gets an answer again."""
+    DISARMED = "Disarmed"
+    """Armed ahead of its time at the target (a warm start, ``protocols.ArmsAhead``), then given
+    up before it: the job was suspended, its spec changed, or it was deleted. What was armed is
+    removed; the slot never runs. A count like any slot given up, not a failure: nothing ran."""
+
+
+class StartMode(enum.StrEnum):
+    """How a run's work was started at a target that arms slots ahead (``protocols.ArmsAhead``):
+    armed and released at its time by the gate's ``exec`` or by its last init container, or
+    created at its time as any run (the slot was first seen too late to arm)."""
+
+    EXEC = "Exec"
+    INIT = "Init"
+    COLD = "Cold"
 
 
 class Trigger(enum.StrEnum):
@@ -99,6 +113,9 @@ class Outcome:
     message: str = ""
     timed_out: bool = False
     """The target itself stopped the run at its timeout (a Job's activeDeadlineSeconds)."""
+    start_mode: StartMode | None = None
+    """For a target that arms slots ahead: how this run's work was started (None: no such
+    target)."""
 
 
 def describe_error(error: BaseException) -> str:
@@ -140,6 +157,8 @@ class RunRecord:
     """For a run asked for by hand, its ``punctual.dev/run-now`` token (its trigger Manual)."""
     backfill: str | None = None
     """For a slot run by a backfill, the backfill's token (its trigger Backfill)."""
+    start_mode: StartMode | None = None
+    """For a target that arms slots ahead: how the run's work was started (``Outcome``)."""
 
     @property
     def trigger(self) -> Trigger:

@@ -82,13 +82,16 @@ class Admission:
         wall: protocols.WallClock,
         bounds: planning.Bounds = planning.DEFAULT_BOUNDS,
         dry_run_timeout: timedelta = dry_run.TIMEOUT,
+        warm_start_gate_image: str | None = None,
     ) -> None:
         """``batch_jobs``: where a job target's Job is dry-run; ``None``: it is not. ``bounds``:
-        the platform's, as the reconciler checks them."""
+        the platform's, as the reconciler checks them. ``warm_start_gate_image``: the operator's
+        ``--warm-start-gate-image``, the gate of a warm Job dry-run without its own."""
         self._batch_jobs = batch_jobs
         self._wall = wall
         self._bounds = bounds
         self._dry_run_timeout = dry_run_timeout
+        self._warm_start_gate_image = warm_start_gate_image
 
     async def review(
         self, *, operation: str, body: Mapping[str, Any], old: Mapping[str, Any] | None
@@ -122,5 +125,7 @@ class Admission:
             active_deadline=durations.parse(checked.spec.timeout, field="spec.timeout"),
             slot=self._wall().replace(microsecond=0),
             within=self._dry_run_timeout,
+            warm_start=target.warm_start,
+            gate_image=self._warm_start_gate_image,
         )
         return [warning] if warning is not None else []

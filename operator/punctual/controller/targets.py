@@ -40,14 +40,17 @@ class Targets:
         batch_job_watcher: batch_job_watcher.BatchJobWatcher | None = None,
         streams: queue_stream.StreamClaims | None = None,
         queue_max_len: int = queue_wiring.DEFAULT_MAX_LEN_LIMIT,
+        warm_start_gate_image: str | None = None,
     ) -> None:
         """``meter_lock`` wraps the slot locks of the kinds that bring their own (the queue's);
         the rest, kind by kind, is what each kind's wiring needs. Without ``batch_jobs`` (or
         its watcher) or ``streams``, job or queue targets are unavailable on this operator;
-        ``queue_max_len`` bounds a queue target's ``maxLen``."""
+        ``queue_max_len`` bounds a queue target's ``maxLen``; ``warm_start_gate_image`` is the
+        gate's image of a warm job target that names none (``punctual run
+        --warm-start-gate-image``)."""
         self._http = http_wiring.HttpTargets(connections=connections, secrets=secrets, guard=guard)
         self._batch_jobs = batch_job_wiring.BatchJobTargets(
-            api=batch_jobs, watcher=batch_job_watcher
+            api=batch_jobs, watcher=batch_job_watcher, gate_image=warm_start_gate_image
         )
         self._queues = queue_wiring.QueueTargets(streams, max_len_limit=queue_max_len)
         self._meter_lock = meter_lock

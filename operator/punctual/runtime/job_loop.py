@@ -72,6 +72,7 @@ class JobLoop:
         self._runs = runs.JobRuns(
             job=job,
             wall=wall,
+            timer=timer,
             store=store,
             replica=replica,
             job_tasks=self._tasks,
@@ -113,6 +114,7 @@ class JobLoop:
         self.stop_scheduling()
         self._backing_up = delay > timedelta()
         self._noticed.clear()
+        arms_ahead = executor if isinstance(executor, protocols.ArmsAhead) else None
         armed = self._armed = runs.Armed(
             plan=plan,
             executor=executor,
@@ -120,6 +122,7 @@ class JobLoop:
             runs_view=executor if isinstance(executor, protocols.SeesRuns) else None,
             job_namer=executor if isinstance(executor, protocols.NamesJobs) else None,
             preparer=executor if isinstance(executor, protocols.PreparesRuns) else None,
+            arms_ahead=arms_ahead,
         )
         self._scheduling = self._tasks.spawn(
             self._schedule(
@@ -155,6 +158,10 @@ class JobLoop:
             return False
         self._noticed.add(slot)
         return True
+
+    def disarm_ahead(self) -> list[asyncio.Task[None]]:
+        """Give up the slots armed ahead and not released yet: see ``JobRuns.disarm_ahead``."""
+        return self._runs.disarm_ahead()
 
     def stop_scheduling(self) -> None:
         """Stop starting new slots; runs in flight and claimed slots go on."""
@@ -273,8 +280,10 @@ class JobLoop:
         self._handled_through = cursor
         keep = missed.keep_for(plan.missed_runs)
         # This replica's stagger and a backup's delay postpone its claims; they are not
-        # lateness of the job.
+        # lateness of the job. A target that arms slots ahead has them claimed its lead early.
         delay = plan.offset + self._stagger + delay
+        arms_ahead = armed.arms_ahead
+        wake_delay = delay - arms_ahead.warm_lead if arms_ahead is not None else delay
         first = plan.schedule.next_after(cursor)
         if first is None:
             self._run_out(cursor)
@@ -286,11 +295,12 @@ class JobLoop:
             following = _at(plan.schedule.next_after(upcoming))
             if not self._backing_up:  # a backup seldom runs a slot: that run does the work
                 self._runs.prepare(upcoming, armed)
-            waited = upcoming + delay > self._wall()
-            await self._timer.wait_until(upcoming + delay, namespace=self.job.namespace)
+            waited = upcoming + wake_delay > self._wall()
+            await self._timer.wait_until(upcoming + wake_delay, namespace=self.job.namespace)
             now = self._wall() - delay  # on the job's own timeline, like the deadline
-            if waited and (following is None or following > now):
-                # The normal case: woke for exactly one slot.
+            if (waited or upcoming > now) and (following is None or following > now):
+                # The normal case: woke for exactly one slot (or within its lead, for a target
+                # that arms slots ahead: first seen late, it is armed at once, a shorter lead).
                 if missed.within_deadline(upcoming, now=now, rules=plan.missed_runs):
                     decision = missed.Decision(run=(upcoming,), missed=0, given_up=())
                 else:

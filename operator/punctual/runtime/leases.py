@@ -56,7 +56,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from punctual.contracts import protocols, records
 from punctual.scheduling import slots
@@ -116,6 +116,25 @@ class Heartbeat(protocols.RunStore):
 
     # -- the RunStore seam -----------------------------------------------------------------
 
+    def slot_armed(self, job: slots.JobRef, run: records.ActiveRun) -> None:
+        """A slot armed ahead is held from its arm: should this replica die during the lead,
+        another one carries it on (``runs.JobRuns.lost``)."""
+        self.run_started(job, run)
+
+    def slots_missed(
+        self,
+        job: slots.JobRef,
+        *,
+        count: int,
+        newest: datetime,
+        reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
+    ) -> None:
+        """A slot held since its arm and given up before its run started (disarmed, or queued
+        and dropped) is ``newest``: its lease is released as a finished run's."""
+        slot_id = slots.slot_id(job, newest)
+        if slot_id in self._running:
+            self._release(slot_id)
+
     def run_started(self, job: slots.JobRef, run: records.ActiveRun) -> None:
         lease = records.Lease(
             job=job,
@@ -126,20 +145,25 @@ class Heartbeat(protocols.RunStore):
             started_at=run.started_at,
         )
         self._to_release.pop(lease.slot_id, None)
+        # A slot armed here is held already: it stays so (renewed, released when it ends)
+        # while its hold is written again with its run's start.
         self._running[lease.slot_id] = lease
-        self._held.discard(lease.slot_id)
         self._to_hold.add(lease.slot_id)
         self._wake.set()  # hold it at once: the run is unprotected until then
 
     def run_finished(self, job: slots.JobRef, record: records.RunRecord) -> None:
-        slot_id = slots.slot_id(job, record.slot)
+        self._release(slots.slot_id(job, record.slot))
+
+    def _release(self, slot_id: str) -> None:
         lease = self._running.pop(slot_id, None)
         if lease is None:
             return  # not started here, or taken over by another replica
+        written = slot_id in self._held
         self._held.discard(slot_id)
-        if slot_id in self._to_hold:
+        if slot_id in self._to_hold and not written:
             self._to_hold.discard(slot_id)  # never written: nothing to release
         else:
+            self._to_hold.discard(slot_id)
             self._to_release[slot_id] = lease  # written, or its hold is on the wire
             self._wake.set()
 

@@ -9,8 +9,18 @@ and every slot it claims ends in exactly one record, whatever happens to the loo
 because it counts the runs in flight when the claim lands, not when the slot came due.
 
 The loop hands each slot over with the ``Armed`` it was decided under, through
-``JobRuns.prepare``, ``claim_and_admit``, ``count_missed``, ``lost`` and ``stop``, and never
-looks into a run. Both sides start their tasks in the job's one ``tasks.JobTasks``.
+``JobRuns.prepare``, ``claim_and_admit``, ``count_missed``, ``lost``, ``disarm_ahead`` and
+``stop``, and never looks into a run. Both sides start their tasks in the job's one
+``tasks.JobTasks``.
+
+A target that arms slots ahead (``protocols.ArmsAhead``, a warm start) has its slots claimed
+its lead ahead (the loop wakes early for them): a slot won ahead of its time is armed at once
+and carried to its time here (``_carry_armed``), where the concurrency policy is applied as to
+any slot and the run starts; a slot won past its time runs cold, as any. What was armed is
+removed when it must not run: the policy skipped or queued the slot, or the job was suspended,
+its spec changed or deleted (``disarm_ahead``: counted missed, reason ``Disarmed``). When the
+operator stops, or its replica dies, what was armed is left to release itself; its lease, held
+from the arm, lets another replica carry it on (``lost``).
 """
 
 import asyncio
@@ -23,7 +33,7 @@ from datetime import datetime, timedelta
 from typing import TypeAlias
 
 from punctual.contracts import protocols, records
-from punctual.runtime import tasks
+from punctual.runtime import tasks, timers
 from punctual.scheduling import durations, missed, overlap, plans, slots
 
 logger = logging.getLogger(__name__)
@@ -33,7 +43,13 @@ OPERATOR_STOPPING = "operator stopping"
 ELSEWHERE_POLL = timedelta(seconds=1)
 """How often a slot queued behind runs elsewhere (not this loop's) looks whether they are over."""
 ABORT_TIMEOUT = timedelta(seconds=30)
-"""How long the loop lets an executor stop what a run left at its target (delete a Job)."""
+"""How long the loop lets an executor stop what a run left at its target (delete a Job), or
+remove what it armed ahead."""
+DECIDED_AHEAD = timedelta(seconds=2)
+"""How long before an armed slot's release its concurrency policy is looked at: a slot the
+policy would not start is removed at the target before it releases itself (a Job's deletion
+reaches its pod through the garbage collector and the kubelet). A run that ends within this of
+the slot still counts as running, as a watch of it would be that late anyway."""
 
 Claiming: TypeAlias = asyncio.Task[asyncio.Task[None] | None]
 """A slot's claim, in its task: the run's task when done, or None (not claimed, skipped, queued)."""
@@ -52,6 +68,7 @@ class Armed:
     runs_view: protocols.SeesRuns | None = None
     job_namer: protocols.NamesJobs | None = None
     preparer: protocols.PreparesRuns | None = None
+    arms_ahead: protocols.ArmsAhead | None = None
 
 
 class NamespaceRuns:
@@ -93,6 +110,17 @@ class _Run:
     attempt: int = 1
 
 
+@dataclass(slots=True)
+class _Ahead:
+    """A slot claimed here and armed at its target, not released yet: the arm's task, and the
+    task carrying the slot to its time."""
+
+    context: records.RunContext
+    arms_ahead: protocols.ArmsAhead
+    arming: "asyncio.Task[None] | None" = None
+    carrying: "asyncio.Task[None] | None" = None
+
+
 class JobRuns:
     """The runs of one job on this replica, from the claim of each slot to its one record."""
 
@@ -101,17 +129,21 @@ class JobRuns:
         *,
         job: slots.JobRef,
         wall: protocols.WallClock,
+        timer: timers.WallTimer,
         store: protocols.RunStore,
         replica: str,
         job_tasks: tasks.JobTasks,
         namespace_runs: NamespaceRuns,
     ) -> None:
         self._job = job
+        self._timer = timer
         self._namespace_runs = namespace_runs
         self._wall = wall
         self._store = store
         self._replica = replica
         self._active: dict[datetime, _Run] = {}
+        self._ahead: dict[datetime, _Ahead] = {}
+        """The slots armed ahead here and not released yet."""
         self._queued: list[tuple[datetime, Armed]] = []
         """Claimed slots waiting for the runs before them (a few at most: ``max_queued``); a
         list, as an empty deque takes 600 bytes, 6 MB at 10,000 jobs."""
@@ -282,7 +314,16 @@ class JobRuns:
     ) -> None:
         """The run of ``slot`` that ``replica`` started was lost (its lease expired), and this
         replica took it over: record it Lost and, if the plan the job is armed with now says so
-        and it was the first attempt, run the slot once more (the take-over is the claim)."""
+        and it was the first attempt, run the slot once more (the take-over is the claim).
+
+        A slot armed ahead whose time has not come is no lost run: ``replica`` died during its
+        lead, what it armed releases itself at its time, and this replica carries it on as if
+        it had armed it (arming again adopts what is there, or arms what never got there)."""
+        if armed is not None and armed.arms_ahead is not None and self._stopping is None:
+            context = self._context(slot, armed)
+            if context.scheduled_time > self._wall():
+                self._arm_ahead(context, armed, armed.arms_ahead)
+                return
         retry = (
             armed is not None
             and armed.plan.retry_lost_runs
@@ -395,30 +436,107 @@ class JobRuns:
             )
             self._store.slots_missed(self._job, count=1, newest=slot)
             return None
+        arms_ahead = armed.arms_ahead
+        if arms_ahead is not None and slot not in self._tokens:
+            context = self._context(slot, armed)
+            if context.scheduled_time > self._wall():  # else too late to arm: it runs cold
+                self._arm_ahead(context, armed, arms_ahead)
+                return None
         return self._admit(slot, armed)
+
+    def _arm_ahead(
+        self, context: records.RunContext, armed: Armed, arms_ahead: protocols.ArmsAhead
+    ) -> None:
+        """Arm the slot of ``context`` at its target now, and carry it to its time, each in a
+        task of its own. Its lease is held from now (``slot_armed``): should this replica die
+        before the release, another one carries the slot on (``lost``)."""
+        ahead = self._ahead[context.slot] = _Ahead(context=context, arms_ahead=arms_ahead)
+        self._store.slot_armed(
+            self._job,
+            records.ActiveRun(
+                slot=context.slot,
+                scheduled_time=context.scheduled_time,
+                started_at=self._wall(),
+                replica=self._replica,
+                job_name=(
+                    armed.job_namer.job_name(context) if armed.job_namer is not None else None
+                ),
+                token=context.token,
+            ),
+        )
+        ahead.arming = self._tasks.spawn(self._arming(ahead), name=f"arm {context.slot_id}")
+        ahead.carrying = self._tasks.spawn(
+            self._carry_armed(ahead, armed), name=f"armed {context.slot_id}"
+        )
+
+    async def _arming(self, ahead: _Ahead) -> None:
+        """Arm, for at most the time left until the release: past it, the run creates (or
+        adopts) the slot's work itself."""
+        context = ahead.context
+        left = (context.scheduled_time - self._wall()).total_seconds()
+        try:
+            async with asyncio.timeout(max(left, 0.0)):
+                await ahead.arms_ahead.arm(context)
+        except Exception:  # the run at the slot does the work itself, cold, or adopts it
+            logger.exception("slot %s: arming it ahead failed", context.slot_id)
+
+    async def _carry_armed(self, ahead: _Ahead, armed: Armed) -> None:
+        """Wait until the armed slot's time and start its run there, under the concurrency
+        policy of that moment; a slot the policy does not start is disarmed first. Cancelled
+        (``disarm_ahead``, the operator stopping): nothing is recorded here."""
+        context = ahead.context
+        slot, release = context.slot, context.scheduled_time
+        namespace = self._job.namespace
+        await self._timer.wait_until(release - DECIDED_AHEAD, namespace=namespace)
+        if self._would_start(slot, armed):
+            await self._timer.wait_until(release, namespace=namespace)
+        self._ahead.pop(slot, None)
+        if self._stopping is not None:
+            return  # left to release itself, as a run in flight is left going
+        if self._admit(slot, armed) is None:  # skipped (recorded) or queued: not released
+            await self._disarm(ahead, count=False)
+
+    def disarm_ahead(self) -> list[asyncio.Task[None]]:
+        """Give up every slot armed here and not released yet (the job suspended, its spec
+        changed, or deleted): what was armed is removed and the slot counted missed (reason
+        ``Disarmed``), in a task each; those tasks."""
+        disarming = []
+        for ahead in self._ahead.values():
+            if ahead.carrying is not None:
+                ahead.carrying.cancel()
+            disarming.append(
+                self._tasks.spawn(
+                    self._disarm(ahead, count=True), name=f"disarm {ahead.context.slot_id}"
+                )
+            )
+        self._ahead.clear()
+        return disarming
+
+    async def _disarm(self, ahead: _Ahead, *, count: bool) -> None:
+        """Remove what was armed for the slot once its arm is over (it may still be creating
+        it); ``count``: count the slot missed, reason ``Disarmed``."""
+        context = ahead.context
+        try:
+            async with asyncio.timeout(ABORT_TIMEOUT.total_seconds()):
+                if ahead.arming is not None:
+                    await asyncio.wait([ahead.arming])
+                await ahead.arms_ahead.disarm(context)
+        except Exception:  # logged: it may release itself, unfollowed
+            logger.exception("slot %s: removing what was armed ahead failed", context.slot_id)
+        if count:
+            self._store.slots_missed(
+                self._job, count=1, newest=context.slot, reason=records.MissedReason.DISARMED
+            )
 
     def _admit(
         self, slot: datetime, armed: Armed, *, attempt: int = 1
     ) -> asyncio.Task[None] | None:
         """A slot this replica owns: start it, queue it or skip it, per the concurrency policy."""
         plan = armed.plan
-        # Runs this loop does not track (another replica's, an earlier process's) count too.
-        elsewhere = self._running_elsewhere(armed, besides=slot)
+        action, elsewhere = self._action(slot, armed)
         active = len(self._active) + len(elsewhere)
         if active or self._queued:
             self._store.slot_overlapped(self._job, slot=slot, policy=plan.concurrency)
-        namespace_runs = self._namespace_runs
-        namespace_active = namespace_runs.active(self._job.namespace)
-        action = overlap.decide(
-            plan.concurrency,
-            active=active,
-            active_here=len(self._active),
-            queued=len(self._queued),
-            max_queued=plan.max_queued,
-            max_active=plan.max_runs_in_flight,
-            namespace_active=namespace_active,
-            max_namespace_active=namespace_runs.limit,
-        )
         match action:
             case overlap.Action.SKIP:
                 self._skip(
@@ -437,13 +555,14 @@ class JobRuns:
                 )
                 return None
             case overlap.Action.SKIP_AT_NAMESPACE_LIMIT:
+                namespace = self._job.namespace
                 self._skip(
                     slot,
                     plan,
                     result=records.RunResult.SKIPPED_IN_FLIGHT_LIMIT,
-                    message=f"{namespace_active} run(s) of namespace {self._job.namespace} "
-                    f"active on replica {self._replica}, the most the operator allows one "
-                    "namespace",
+                    message=f"{self._namespace_runs.active(namespace)} run(s) of namespace "
+                    f"{namespace} active on replica {self._replica}, the most the operator "
+                    "allows one namespace",
                 )
                 return None
             case overlap.Action.ENQUEUE:
@@ -459,6 +578,29 @@ class JobRuns:
                 for running_slot in elsewhere:
                     self._abort(self._context(running_slot, armed), armed)
         return self._start(slot, armed, attempt=attempt)
+
+    def _action(self, slot: datetime, armed: Armed) -> tuple[overlap.Action, list[datetime]]:
+        """What the concurrency policy says of ``slot`` now, and the runs elsewhere it counted."""
+        plan = armed.plan
+        # Runs this loop does not track (another replica's, an earlier process's) count too.
+        elsewhere = self._running_elsewhere(armed, besides=slot)
+        namespace_runs = self._namespace_runs
+        action = overlap.decide(
+            plan.concurrency,
+            active=len(self._active) + len(elsewhere),
+            active_here=len(self._active),
+            queued=len(self._queued),
+            max_queued=plan.max_queued,
+            max_active=plan.max_runs_in_flight,
+            namespace_active=namespace_runs.active(self._job.namespace),
+            max_namespace_active=namespace_runs.limit,
+        )
+        return action, elsewhere
+
+    def _would_start(self, slot: datetime, armed: Armed) -> bool:
+        """Whether ``slot`` would start now (a look: nothing is reported or done)."""
+        action, _ = self._action(slot, armed)
+        return action in (overlap.Action.START, overlap.Action.REPLACE)
 
     def _running_elsewhere(self, armed: Armed, *, besides: datetime) -> list[datetime]:
         view = armed.runs_view
@@ -546,9 +688,11 @@ class JobRuns:
     async def _execute(self, run: _Run, armed: Armed) -> None:
         timeout = armed.plan.timeout
         deadline = asyncio.timeout(timeout.total_seconds())
+        start_mode: records.StartMode | None = None
         try:
             async with deadline:
                 outcome = await armed.executor(run.context)
+            start_mode = outcome.start_mode
             if outcome.timed_out:
                 result = records.RunResult.TIMED_OUT
             elif outcome.succeeded:
@@ -570,7 +714,7 @@ class JobRuns:
             raise
         except Exception as error:  # any failure of a run is recorded, the loop goes on
             result, message = records.RunResult.FAILED, records.describe_error(error)
-        self._finish(run, result, message)
+        self._finish(run, result, message, start_mode=start_mode)
 
     def _abort(self, context: records.RunContext, armed: Armed) -> None:
         """Have the executor stop what the run left at the target, in a task of its own.
@@ -594,7 +738,14 @@ class JobRuns:
             return "replaced by a newer slot"
         return self._stopping or OPERATOR_STOPPING
 
-    def _finish(self, run: _Run, result: records.RunResult, message: str) -> None:
+    def _finish(
+        self,
+        run: _Run,
+        result: records.RunResult,
+        message: str,
+        *,
+        start_mode: records.StartMode | None = None,
+    ) -> None:
         """Record ``run`` once, free its place, and start the next queued slot."""
         if run.recorded:
             return
@@ -614,6 +765,7 @@ class JobRuns:
             attempt=run.attempt,
             token=self._tokens.pop(slot, None),
             backfill=self._backfilled.get(slot),
+            start_mode=start_mode,
         )
         if record.backfill is not None:
             self._backfill_results[slot] = result

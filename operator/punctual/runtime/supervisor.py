@@ -146,7 +146,11 @@ class Supervisor:
         if this replica owns or backs it up now; kept to arm it when that changes.
 
         ``lock`` claims this job's slots instead of the supervisor's own lock (default).
+        Slots armed ahead under the spec before are disarmed: they must not run as it said.
         """
+        known = self._loops.get(job)
+        if known is not None:
+            known.disarm_ahead()
         request = _Request(
             plan=plan,
             executor=executor,
@@ -301,17 +305,20 @@ class Supervisor:
         if loop is None:
             return None
         loop.stop_scheduling()
+        loop.disarm_ahead()
         # A loop stopped since the job moved away knows nothing of the slots after.
         return loop.handled_through if role != ownership.Role.NONE else None
 
     async def disarm(self, job: slots.JobRef) -> None:
-        """Forget ``job``: no more slots, runs cancelled within the grace period."""
+        """Forget ``job``: no more slots, slots armed ahead disarmed and runs cancelled, within
+        the grace period each."""
         self._requests.pop(job, None)
         self._roles.pop(job, None)
         self._held.discard(job)
         self._backed_up.pop(job.uid, None)
         loop = self._loops.pop(job, None)
         if loop is not None:
+            await tasks.wait_for(set(loop.disarm_ahead()), grace=self._grace)
             await loop.close(grace=self._grace, reason="job disarmed")
 
     async def shutdown(self) -> None:

@@ -27,6 +27,9 @@ class FanoutStore:
             lambda store: store.slot_upcoming(job, scheduled_time=scheduled_time),
         )
 
+    def slot_armed(self, job: slots.JobRef, run: records.ActiveRun) -> None:
+        self._each("slot_armed", job, lambda store: store.slot_armed(job, run))
+
     def run_started(self, job: slots.JobRef, run: records.ActiveRun) -> None:
         self._each("run_started", job, lambda store: store.run_started(job, run))
 

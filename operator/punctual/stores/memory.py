@@ -10,6 +10,8 @@ from punctual.scheduling import overlap, slots
 
 @dataclass
 class JobHistory:
+    armed: list[records.ActiveRun] = field(default_factory=list)
+    """Slots armed ahead at their target (``slot_armed``), in order."""
     started: list[records.ActiveRun] = field(default_factory=list)
     finished: list[records.RunRecord] = field(default_factory=list)
     missed: int = 0
@@ -36,6 +38,9 @@ class MemoryStore:
 
     def slot_upcoming(self, job: slots.JobRef, *, scheduled_time: datetime) -> None:
         self.jobs[job].upcoming = scheduled_time
+
+    def slot_armed(self, job: slots.JobRef, run: records.ActiveRun) -> None:
+        self.jobs[job].armed.append(run)
 
     def run_started(self, job: slots.JobRef, run: records.ActiveRun) -> None:
         self.jobs[job].started.append(run)

@@ -50,6 +50,7 @@ class TestEveryStoreHearsEverything:
         store = fanout.FanoutStore(first, second)
 
         store.slot_upcoming(JOB, scheduled_time=SLOT)
+        store.slot_armed(JOB, RUN)
         store.run_started(JOB, RUN)
         store.run_finished(JOB, RECORD)
         store.slots_missed(JOB, count=2, newest=SLOT, reason=records.MissedReason.LOCK_FORGOT)
@@ -57,6 +58,7 @@ class TestEveryStoreHearsEverything:
         for target in (first, second):
             history = target.jobs[JOB]
             assert history.upcoming == SLOT
+            assert history.armed == [RUN]
             assert history.started == [RUN]
             assert history.finished == [RECORD]
             assert (history.missed, history.newest_missed) == (2, SLOT)

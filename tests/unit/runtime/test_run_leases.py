@@ -190,6 +190,42 @@ class TestTheHeartbeat:
         assert backend.leases == {}
         assert not heartbeat.held
 
+    async def test_holds_a_slot_armed_ahead_from_its_arm_and_once_more_as_its_run_starts(
+        self,
+    ) -> None:
+        backend = MemoryLeases()
+        heartbeat = Heartbeat(backend, replica="r1", rules=FAST)
+
+        heartbeat.slot_armed(JOB, started())
+        await beating(heartbeat, 0.005)
+        assert list(backend.leases) == [slots.slot_id(JOB, SLOT)]
+
+        heartbeat.run_started(JOB, started())
+        heartbeat.run_finished(JOB, finished())
+        await beating(heartbeat, 0.005)
+        assert backend.leases == {}
+
+    async def test_releases_a_slot_armed_ahead_and_given_up_before_its_run(self) -> None:
+        backend = MemoryLeases()
+        heartbeat = Heartbeat(backend, replica="r1", rules=FAST)
+        heartbeat.slot_armed(JOB, started())
+        await beating(heartbeat, 0.005)
+
+        heartbeat.slots_missed(JOB, count=1, newest=SLOT, reason=records.MissedReason.DISARMED)
+        await beating(heartbeat, 0.005)
+
+        assert backend.leases == {}
+        assert not heartbeat.held
+
+    async def test_slots_missed_that_it_does_not_hold_change_nothing(self) -> None:
+        backend = MemoryLeases()
+        heartbeat = Heartbeat(backend, replica="r1", rules=FAST)
+        heartbeat.run_started(JOB, started())
+
+        heartbeat.slots_missed(JOB, count=5, newest=SLOT + timedelta(minutes=1))
+
+        assert list(heartbeat.held) == [slots.slot_id(JOB, SLOT)]
+
     async def test_a_run_that_ends_before_its_hold_went_out_costs_no_call(self) -> None:
         backend = MemoryLeases()
         heartbeat = Heartbeat(backend, replica="r1", rules=FAST)

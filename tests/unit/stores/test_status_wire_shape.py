@@ -70,6 +70,24 @@ async def test_a_run_record_is_the_models_dump_and_the_shape_it_always_had() -> 
     assert status["lastRun"] == entry
 
 
+async def test_a_warm_started_run_says_how_its_job_started() -> None:
+    run = records.RunRecord(
+        slot=SLOT,
+        scheduled_time=SLOT,
+        result=records.RunResult.SUCCEEDED,
+        started_at=SLOT,
+        finished_at=SLOT + timedelta(seconds=1),
+        replica="r1",
+        start_mode=records.StartMode.INIT,
+    )
+
+    status = await written(FakeStatusApi(scheduled_job()), runs=[run])
+
+    [entry] = status["recentRuns"]
+    assert entry["warmStart"] == "Init"
+    assert entry == dumped(status_models.RunRecord, entry)
+
+
 async def test_a_slot_that_never_ran_says_no_times() -> None:
     skipped = records.RunRecord(
         slot=SLOT, scheduled_time=SLOT, result=records.RunResult.SKIPPED_OVERLAP, replica="r1"

@@ -286,6 +286,12 @@ def missed_message(
             f"{said}: the lock's Redis started after they were due, so it cannot prove they did "
             "not run before it lost its data; not run (LockForgot)"
         )
+    if reason is records.MissedReason.DISARMED:
+        return (
+            f"{said}: armed ahead of its time (spec.target.job.warmStart), then the job was "
+            "suspended, changed or deleted before it; what was armed was removed, not run "
+            "(Disarmed)"
+        )
     if reason is records.MissedReason.LOCK_UNAVAILABLE:
         return (
             f"{said}: the lock could not be reached when they were due; not run (LockUnavailable)"

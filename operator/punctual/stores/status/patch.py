@@ -170,6 +170,7 @@ def _run_entry(record: records.RunRecord) -> dict[str, Any]:
         replica=record.replica,
         trigger=None if record.trigger == records.Trigger.SCHEDULED else record.trigger,
         run_now_token=record.token,
+        warm_start=record.start_mode,
     ).model_dump(mode="json", exclude_none=True)
 
 

@@ -13,6 +13,12 @@ are left alone: they go on, and the ScheduledJob's owner reference cleans them u
 After each run, finished Jobs beyond ``spec.history`` are deleted: the newest ``succeeded``
 complete Jobs and the newest ``failed`` failed Jobs of the ScheduledJob are kept, as CronJob's
 ``successfulJobsHistoryLimit`` and ``failedJobsHistoryLimit`` do.
+
+With ``spec.target.job.warmStart``, ``WarmBatchJobExecutor`` also arms slots ahead
+(``protocols.ArmsAhead``): its Job is created ``lead`` before the run's scheduled time, with the
+template rewritten by ``warm`` (built at the arm, off the firing path; the cold Job of a slot
+first seen too late keeps its template serialised once) and ``activeDeadlineSeconds`` of
+``lead + timeout``; the run at the slot follows that Job. A warm Job's history counts as any.
 """
 
 import asyncio
@@ -22,10 +28,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from punctual.api import models
 from punctual.contracts import records
 from punctual.scheduling import slots
 from punctual.targets import prepared
-from punctual.targets.job import manifests, requests, states
+from punctual.targets.job import manifests, requests, states, warm
 from punctual.targets.job import watcher as batch_job_watcher
 
 logger = logging.getLogger(__name__)
@@ -82,14 +89,27 @@ class BatchJobExecutor:
             return records.Outcome(
                 False, f"Job {name} exists and was not created for this slot: not touched"
             )
+        return await self._follow(state)
+
+    async def _follow(self, state: states.BatchJobState) -> records.Outcome:
+        """Wait for the slot's Job ``state`` to end; how it went."""
+        name = state.name
         end = await self._watcher.ended(state)
         await self._clean_up()
+        start_mode = self._start_mode(state)
         if end.succeeded:
-            return records.Outcome(True, f"Job {name} complete")
+            return records.Outcome(True, f"Job {name} complete", start_mode=start_mode)
         detail = f"{end.reason}: {end.message}" if end.message else end.reason
         return records.Outcome(
-            False, f"Job {name} failed: {detail}", timed_out=end.deadline_exceeded
+            False,
+            f"Job {name} failed: {detail}",
+            timed_out=end.deadline_exceeded,
+            start_mode=start_mode,
         )
+
+    def _start_mode(self, state: states.BatchJobState) -> records.StartMode | None:
+        """How the Job ``state`` was started, for a target that arms slots ahead."""
+        return None
 
     async def abort(self, context: records.RunContext) -> None:
         """Delete the slot's Job (and, in the background, its pods), if it is ours."""
@@ -143,3 +163,93 @@ class BatchJobExecutor:
         for state, result in zip(doomed, results, strict=True):
             if isinstance(result, Exception):
                 logger.warning("old Job %s/%s not deleted: %s", state.namespace, state.name, result)
+
+
+class WarmBatchJobExecutor(BatchJobExecutor):
+    """``BatchJobExecutor`` whose slots are armed ahead (``protocols.ArmsAhead``): the Job of a
+    slot is created ``lead`` before the run's scheduled time, held by the gate until then."""
+
+    def __init__(
+        self,
+        *,
+        api: requests.BatchJobsApi,
+        watcher: batch_job_watcher.BatchJobWatcher,
+        owner: slots.JobRef,
+        template: Mapping[str, Any],
+        active_deadline: timedelta,
+        lead: timedelta,
+        mode: models.WarmStartMode,
+        gate_image: str,
+        history: BatchJobHistory = BatchJobHistory(),
+    ) -> None:
+        super().__init__(
+            api=api,
+            watcher=watcher,
+            owner=owner,
+            template=template,
+            active_deadline=active_deadline,
+            history=history,
+        )
+        # Kept whole: a warm Job's template holds its slot's release instant.
+        self._template = template
+        self._active_deadline = active_deadline
+        self._lead = lead
+        self._mode = mode
+        self._gate_image = gate_image
+        self._armed: dict[str, states.BatchJobState] = {}
+        """The Jobs this executor armed, by slot id, until their run follows them."""
+
+    def __repr__(self) -> str:
+        return f"WarmBatchJobExecutor({self._owner.namespace}/{self._owner.name})"
+
+    @property
+    def warm_lead(self) -> timedelta:
+        return self._lead
+
+    async def arm(self, context: records.RunContext) -> None:
+        """Create the slot's warm Job, released at ``context.scheduled_time``; one there
+        already for the same slot (armed by another replica, or before a restart) is adopted.
+        Raises ``BatchJobApiError`` when it cannot be created, or the name is another's."""
+        armed = warm.rewrite(
+            self._template,
+            release_at=context.scheduled_time,
+            mode=self._mode,
+            gate_image=self._gate_image,
+        )
+        request = manifests.BatchJobRequest.of(
+            manifests.batch_job_manifest(
+                armed.template,
+                owner=self._owner,
+                slot=context.slot,
+                slot_id=context.slot_id,
+                scheduled_time=context.scheduled_time,
+                # Created a lead early: the run's timeout still counts from its slot.
+                active_deadline=self._active_deadline + self._lead,
+                token=context.token,
+            )
+        )
+        state, created = await self._api.create(request)
+        if not created and not self._is_ours(state, context):
+            raise requests.BatchJobApiError(
+                f"Job {request.name} exists and was not created for this slot: not armed"
+            )
+        self._armed[context.slot_id] = state
+        while len(self._armed) > prepared.KEPT:  # the oldest: its run went another way
+            del self._armed[next(iter(self._armed))]
+
+    async def disarm(self, context: records.RunContext) -> None:
+        """Delete the slot's Job if it is the slot's (its uid as read): before its release, its
+        pod never runs the workload."""
+        self._armed.pop(context.slot_id, None)
+        await self.abort(context)
+
+    async def __call__(self, context: records.RunContext) -> records.Outcome:
+        """Follow the Job armed here for the slot; else create it cold, or adopt the one
+        another replica armed (its creation is AlreadyExists)."""
+        state = self._armed.pop(context.slot_id, None)
+        if state is None:
+            return await super().__call__(context)
+        return await self._follow(state)
+
+    def _start_mode(self, state: states.BatchJobState) -> records.StartMode | None:
+        return state.warm_start or records.StartMode.COLD

@@ -11,8 +11,9 @@ from datetime import datetime
 from typing import Any
 
 from punctual.api import models
+from punctual.contracts import records
 from punctual.scheduling import timeline
-from punctual.targets.job import manifests
+from punctual.targets.job import manifests, warm
 
 MAX_SLOT_ID_LENGTH = 512
 """Longer than any slot id (``<namespace>/<name>/<uid>/<unix ms>``, a name being at most 253
@@ -52,6 +53,8 @@ class BatchJobState:
     """``None`` while the Job runs."""
     deleting: bool = False
     """Its deletion has begun (``metadata.deletionTimestamp``)."""
+    warm_start: records.StartMode | None = None
+    """A warm Job's mode (``punctual.dev/warm-start``: Exec or Init); None for a cold one."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -69,6 +72,7 @@ class BatchJobState:
         slot_id = annotations.get(manifests.SLOT_ID_ANNOTATION)
         if not isinstance(slot_id, str) or len(slot_id) > MAX_SLOT_ID_LENGTH:
             slot_id = None
+        warm_start = annotations.get(warm.WARM_START_ANNOTATION)
         scheduled = annotations.get(manifests.SCHEDULED_TIME_ANNOTATION)
         try:
             scheduled_time = timeline.parse_rfc3339(scheduled) if scheduled else None
@@ -84,7 +88,11 @@ class BatchJobState:
             scheduled_time=scheduled_time,
             end=_end_of(body.get("status") or {}),
             deleting=bool(metadata.get("deletionTimestamp")),
+            warm_start=_WARM_MODES.get(warm_start) if isinstance(warm_start, str) else None,
         )
+
+
+_WARM_MODES = {mode.value: mode for mode in (records.StartMode.EXEC, records.StartMode.INIT)}
 
 
 def _is_scheduled_job(reference: Mapping[str, Any]) -> bool:

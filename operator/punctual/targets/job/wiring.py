@@ -3,7 +3,7 @@
 from collections.abc import Mapping
 from datetime import timedelta
 
-from punctual.api import models
+from punctual.api import models, planning, warm_pods
 from punctual.contracts import protocols
 from punctual.scheduling import durations, slots
 from punctual.scheduling.errors import InvalidSpecError
@@ -21,9 +21,13 @@ class BatchJobTargets:
         *,
         api: requests.BatchJobsApi | None = None,
         watcher: batch_job_watcher.BatchJobWatcher | None = None,
+        gate_image: str | None = None,
     ) -> None:
+        """``gate_image``: the warm start's gate image when a spec names none (``None``: the
+        gate's bare name)."""
         self._api = api
         self._watcher = watcher
+        self._gate_image = gate_image or warm_pods.GATE
 
     def wire(
         self, owner: slots.JobRef, target: models.JobTarget, spec: models.ScheduledJobSpec
@@ -39,15 +43,29 @@ class BatchJobTargets:
         # The watch of Jobs starts with the first job target: the concurrency policy of the
         # first slot already counts the Jobs an earlier operator process or replica left.
         self._watcher.start()
+        history = executor.BatchJobHistory(
+            succeeded=spec.history.succeeded, failed=spec.history.failed
+        )
+        warm_start = target.warm_start
+        if warm_start is not None:
+            return executor.WarmBatchJobExecutor(
+                api=self._api,
+                watcher=self._watcher,
+                owner=owner,
+                template=template,
+                active_deadline=timeout,
+                lead=planning.warm_lead(warm_start),
+                mode=warm_start.mode,
+                gate_image=warm_start.gate_image or self._gate_image,
+                history=history,
+            )
         return executor.BatchJobExecutor(
             api=self._api,
             watcher=self._watcher,
             owner=owner,
             template=template,
             active_deadline=timeout,
-            history=executor.BatchJobHistory(
-                succeeded=spec.history.succeeded, failed=spec.history.failed
-            ),
+            history=history,
         )
 
 

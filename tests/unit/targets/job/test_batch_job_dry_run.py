@@ -2,15 +2,17 @@
 ScheduledJob's fields; only the template's faults refuse, the moment's are warnings."""
 
 import asyncio
+import copy
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from punctual.api import models
 from punctual.scheduling import slots
 from punctual.scheduling.errors import InvalidSpecError
-from punctual.targets.job import dry_run, manifests, requests
+from punctual.targets.job import dry_run, manifests, requests, warm
 
 OWNER = slots.JobRef(namespace="reports", name="nightly", uid="5f0c1d2e-0000-4000-8000-0000000a")
 SLOT = datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
@@ -39,13 +41,21 @@ class DryRuns:
         return self.answer
 
 
-async def check(api: DryRuns) -> str | None:
+async def check(
+    api: DryRuns,
+    *,
+    template: dict[str, Any] = TEMPLATE,
+    warm_start: models.WarmStart | None = None,
+    gate_image: str | None = None,
+) -> str | None:
     return await dry_run.check(
         api,  # type: ignore[arg-type]
         owner=OWNER,
-        template=TEMPLATE,
+        template=template,
         active_deadline=timedelta(minutes=5),
         slot=SLOT,
+        warm_start=warm_start,
+        gate_image=gate_image,
     )
 
 
@@ -154,3 +164,99 @@ class TestWarnings:
         assert warning == (
             "spec.target.job.template: not checked, the dry run of its Job took longer than 5s"
         )
+
+
+WARM_TEMPLATE = {
+    "spec": {
+        "template": {
+            "spec": {
+                "initContainers": [{"name": "setup", "image": "setup", "command": ["/setup"]}],
+                "containers": [{"name": "c", "image": "c"}],
+            }
+        }
+    }
+}
+WARM_START = models.WarmStart(lead="30s", mode=models.WarmStartMode.INIT)
+
+
+class TestAWarmStartsJob:
+    async def test_is_dry_run_as_it_will_be_armed(self) -> None:
+        api = DryRuns()
+
+        await check(api, template=WARM_TEMPLATE, warm_start=WARM_START, gate_image="gate:1")
+
+        [sent] = api.sent
+        job = json.loads(sent.body)
+        armed = warm.rewrite(
+            WARM_TEMPLATE,
+            release_at=SLOT + timedelta(seconds=30),
+            mode=models.WarmStartMode.INIT,
+            gate_image="gate:1",
+        ).template
+        assert (
+            job["metadata"]["annotations"][warm.RELEASE_AT_ANNOTATION]
+            == (armed["metadata"]["annotations"][warm.RELEASE_AT_ANNOTATION])
+        )
+        del job["spec"]["template"]["metadata"]
+        assert job["spec"] == {**armed["spec"], "activeDeadlineSeconds": 330}
+
+    @pytest.mark.parametrize(
+        ("given", "operators", "used"),
+        [
+            pytest.param("mine:2", "gate:1", "mine:2", id="the-scheduled-jobs-own"),
+            pytest.param(None, "gate:1", "gate:1", id="else-the-operators"),
+            pytest.param(None, None, "punctual-gate", id="else-its-bare-name"),
+        ],
+    )
+    async def test_with_the_gate_image_it_will_pull(
+        self, given: str | None, operators: str | None, used: str
+    ) -> None:
+        api = DryRuns()
+        warm_start = WARM_START.model_copy(update={"gate_image": given})
+
+        await check(api, template=WARM_TEMPLATE, warm_start=warm_start, gate_image=operators)
+
+        job = json.loads(api.sent[0].body)
+        assert job["spec"]["template"]["spec"]["initContainers"][0]["image"] == used
+
+    @pytest.mark.parametrize(
+        ("field", "path", "problem"),
+        [
+            pytest.param(
+                "spec.template.spec.initContainers[0].image",
+                "spec.target.job.warmStart",
+                "the warm start's punctual-gate init container (initContainers[0].image): bad",
+                id="the-gates-own-container",
+            ),
+            pytest.param(
+                "spec.template.spec.initContainers[2].resources.limits",
+                "spec.target.job.warmStart",
+                "the warm start's punctual-release init container "
+                "(initContainers[2].resources.limits): bad",
+                id="its-release",
+            ),
+            pytest.param(
+                "spec.template.spec.initContainers[3].image",
+                "spec.target.job.template.spec.template.spec.initContainers[0].image",
+                "bad",
+                id="the-users-init-container-at-its-own-index",
+            ),
+            pytest.param(
+                "spec.template.spec.containers[0].image",
+                "spec.target.job.template.spec.template.spec.containers[0].image",
+                "bad",
+                id="a-main-container-as-before",
+            ),
+        ],
+    )
+    async def test_refusals_name_the_field_users_wrote(
+        self, field: str, path: str, problem: str
+    ) -> None:
+        # Ours: punctual-gate, punctual-pull-0 (setup), punctual-pull-1 (c), punctual-release.
+        template = copy.deepcopy(WARM_TEMPLATE)
+        template["spec"]["template"]["spec"]["containers"][0]["image"] = "setup"
+
+        with pytest.raises(InvalidSpecError) as refused:
+            await check(DryRuns(invalid((field, "bad"))), template=template, warm_start=WARM_START)
+
+        assert (refused.value.field, refused.value.problem) == (path, problem)

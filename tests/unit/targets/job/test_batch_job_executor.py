@@ -1,5 +1,6 @@
 """The job executor over a fake Jobs API and watcher: create or adopt, follow, clean up, abort."""
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -7,10 +8,11 @@ from typing import Any, cast
 
 import pytest
 
+from punctual.api import models
 from punctual.contracts import protocols, records
 from punctual.scheduling import slots
 from punctual.targets.job import executor as batch_job_executor
-from punctual.targets.job import manifests, states
+from punctual.targets.job import manifests, states, warm
 from punctual.targets.job import requests as batch_job_requests
 from punctual.targets.job import watcher as batch_job_watcher
 
@@ -327,3 +329,143 @@ class TestRunningSlots:
         watcher.cache = [state(SLOT), state(SLOT - timedelta(minutes=1), slot_id=slot_id)]
 
         assert executor(api, watcher).running_slots() == [SLOT]
+
+
+LEAD = timedelta(seconds=30)
+WARM_TEMPLATE = {
+    "spec": {
+        "template": {
+            "spec": {"containers": [{"name": "c", "image": "busybox", "command": ["true"]}]}
+        }
+    }
+}
+
+
+def warm_executor(
+    api: FakeApi, watcher: FakeWatcher, *, mode: models.WarmStartMode = models.WarmStartMode.AUTO
+) -> batch_job_executor.WarmBatchJobExecutor:
+    return batch_job_executor.WarmBatchJobExecutor(
+        api=cast(batch_job_requests.BatchJobsApi, api),
+        watcher=cast(batch_job_watcher.BatchJobWatcher, watcher),
+        owner=OWNER,
+        template=WARM_TEMPLATE,
+        active_deadline=timedelta(minutes=1),
+        lead=LEAD,
+        mode=mode,
+        gate_image="registry.example/punctual-gate:1.0",
+    )
+
+
+def warm_state(mode: records.StartMode = records.StartMode.EXEC) -> states.BatchJobState:
+    return dataclasses.replace(state(), warm_start=mode)
+
+
+class TestAWarmStart:
+    def test_its_executor_arms_ahead_and_the_cold_one_does_not(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        assert isinstance(warm_executor(api, watcher), protocols.ArmsAhead)
+        assert warm_executor(api, watcher).warm_lead == LEAD
+        assert not isinstance(executor(api, watcher), protocols.ArmsAhead)
+
+    @pytest.mark.parametrize(
+        ("mode", "annotated"),
+        [(models.WarmStartMode.AUTO, "Exec"), (models.WarmStartMode.INIT, "Init")],
+    )
+    async def test_arming_creates_the_slots_job_rewritten_with_its_deadline_a_lead_longer(
+        self, api: FakeApi, watcher: FakeWatcher, mode: models.WarmStartMode, annotated: str
+    ) -> None:
+        await warm_executor(api, watcher, mode=mode).arm(context())
+
+        [manifest] = api.created
+        assert manifest["metadata"]["name"] == "nightly-1796002200"
+        assert manifest["metadata"]["annotations"][warm.WARM_START_ANNOTATION] == annotated
+        assert manifest["metadata"]["annotations"][warm.RELEASE_AT_ANNOTATION] == (
+            "2026-11-30T01:30:00Z"
+        )
+        assert manifest["metadata"]["annotations"][manifests.SLOT_ID_ANNOTATION] == (
+            slots.slot_id(OWNER, SLOT)
+        )
+        assert manifest["spec"]["activeDeadlineSeconds"] == 90  # lead + timeout
+        init = manifest["spec"]["template"]["spec"]["initContainers"]
+        assert init[0]["image"] == "registry.example/punctual-gate:1.0"
+
+    async def test_the_run_follows_the_job_it_armed_without_creating_it_again(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        target = warm_executor(api, watcher)
+        await target.arm(context())
+
+        outcome = await target(context())
+
+        assert len(api.created) == 1
+        assert watcher.followed == [state()]
+        assert outcome.succeeded
+
+    async def test_the_run_adopts_the_job_another_replica_armed_and_says_its_mode(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        api.existing = warm_state(records.StartMode.INIT)
+
+        outcome = await warm_executor(api, watcher)(context())
+
+        assert api.created == []
+        assert outcome.start_mode == records.StartMode.INIT
+
+    async def test_a_slot_not_armed_runs_cold_from_the_serialised_template_and_says_so(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        outcome = await warm_executor(api, watcher)(context())
+
+        [manifest] = api.created
+        assert warm.WARM_START_ANNOTATION not in manifest["metadata"]["annotations"]
+        assert manifest["spec"]["activeDeadlineSeconds"] == 60
+        assert outcome.start_mode == records.StartMode.COLD
+
+    async def test_the_cold_executor_says_nothing_of_a_start_mode(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        assert (await executor(api, watcher)(context())).start_mode is None
+
+    async def test_arming_adopts_the_slots_job_already_there(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        api.existing = warm_state()
+        target = warm_executor(api, watcher)
+
+        await target.arm(context())
+        await target(context())
+
+        assert api.created == []
+        assert watcher.followed == [warm_state()]
+
+    async def test_arming_refuses_a_job_by_that_name_that_is_not_the_slots(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        api.existing = state(owner="someone-else")
+
+        with pytest.raises(batch_job_requests.BatchJobApiError, match="not armed"):
+            await warm_executor(api, watcher).arm(context())
+
+    async def test_disarming_deletes_the_slots_job_by_uid_and_forgets_it(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        target = warm_executor(api, watcher)
+        await target.arm(context())
+        watcher.cache = [state()]
+
+        await target.disarm(context())
+
+        assert api.deleted == [("nightly-1796002200", "uid-1796002200")]
+        watcher.cache = []
+        await target(context())  # were it run after all: created anew, not the deleted one
+        assert len(api.created) == 2
+
+    async def test_disarming_leaves_a_job_that_is_not_the_slots_alone(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        api.existing = state(owner="someone-else")
+
+        await warm_executor(api, watcher).disarm(context())
+
+        assert api.deleted == []
