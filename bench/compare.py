@@ -79,7 +79,7 @@ from typing import Any
 import redis.asyncio
 from kubernetes_asyncio import client, config, watch
 
-from localcluster import LocalCluster, LocalRedis, manifests, processes
+from localcluster import LocalCluster, LocalRedis, helm_release, manifests, processes
 from localcluster import certs as pki
 from localcluster.api import ApiClient, ApiError
 from localcluster.binaries import REPO_ROOT, NodeImages
@@ -1278,6 +1278,8 @@ def run_on_real_node(
         manifests.install_crds(cluster)
         wait_served(cluster)
         create_namespace(cluster, NODE_NAMESPACE, for_pods=True)
+        if with_jobs:  # the gate image the operator's warm Jobs name by default
+            cluster.load_image(helm_release.built_image(helm_release.GATE_IMAGE_BUILD))
         host = cluster.node.address.host_address
         observers = Observers(cluster.kubeconfig, redis_server.url)
         with observers, Receiver(host, observers.seen) as receiver:
