@@ -6,10 +6,11 @@ splits ``_process_schedules`` (what is due, and what to do with it) from ``_proc
 (running what was decided). Here: waiting toward each slot, which slots are due after a stall,
 a re-arm or a wall-clock jump, the missed-run policy and its starting deadline, which slots are
 given up (``runs`` claims them to count them once across replicas), and the order in which
-claims go out. Each slot to run is
-handed to ``runs.JobRuns`` with the ``runs.Armed`` it was decided under; the concurrency policy
-is applied there, to the runs in flight when its claim lands. The loop never looks into a run,
-and waits for one only when catching up: a slow run never delays the next slot.
+claims go out; for a target that arms slots ahead, waking its lead early for each slot. Each
+slot to run is handed to ``runs.JobRuns`` with the ``runs.Armed`` it was decided under; the
+concurrency policy is applied there, to the runs in flight when its claim lands. The loop never
+looks into a run, and waits for one only when catching up: a slow run never delays the next
+slot.
 """
 
 import asyncio
