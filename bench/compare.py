@@ -25,10 +25,13 @@ clock as it arrives. Per slot and object:
 ``--suite [PARTS]`` runs the comparison users would run before switching, part by part
 (comma-separated, all by default):
 
-- ``workload``: on a real node (containerd, the kubelet), N CronJobs and N ScheduledJobs with
-  the same Job template (``target.job``): the workload image calls the receiver the moment its
-  container starts, with its Job's name in the path: "workload started" beside "Job created
-  (watch)" and "pod Running";
+- ``workload``: on a real node (containerd, the kubelet), N CronJobs and 3 x N ScheduledJobs
+  with the same Job template (``target.job``): cold (the Job created at the slot), warm with
+  ``Exec`` and warm with ``Init`` (``warmStart``: the Job created ``--warm-lead`` ahead, the
+  gate releasing the container at the slot). The workload image calls the receiver the moment
+  its container starts, with its Job's name in the path: "workload started" beside "Job
+  created (watch)" and "pod Running", and for the warm ones the gate's own lateness from its
+  log line and when the pod was waiting at its gate;
 - ``http``: "call my service on schedule": the same CronJobs (their container calls the
   receiver) against N ScheduledJobs with the HTTP target calling the same receiver; lateness at
   the receiver;
@@ -46,8 +49,8 @@ Prints a table (p50/p95/p99/max per system and measure, duplicates, misses) and 
 ``samples.csv``, ``summary.csv``, ``table.txt`` and ``lateness.png`` (with matplotlib), and with
 the suite ``outage.csv`` and ``capabilities.csv``, under ``results/compare/<timestamp>/``.
 
-Usage: python bench/compare.py [-n N] [-m MINUTES] [--stress] [--suite [PARTS]] [--results-dir
-DIR] [--keep]
+Usage: python bench/compare.py [-n N] [-m MINUTES] [--stress] [--suite [PARTS]] [--warm-lead
+SECONDS] [--results-dir DIR] [--keep]
 """
 
 import argparse
@@ -67,7 +70,7 @@ import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -76,7 +79,7 @@ from typing import Any
 import redis.asyncio
 from kubernetes_asyncio import client, config, watch
 
-from localcluster import LocalCluster, LocalRedis, manifests, processes
+from localcluster import LocalCluster, LocalRedis, helm_release, manifests, processes
 from localcluster import certs as pki
 from localcluster.api import ApiClient, ApiError
 from localcluster.binaries import REPO_ROOT, NodeImages
@@ -101,7 +104,11 @@ CRONJOB = "CronJob"
 PUNCTUAL = "Punctual Job"
 QUEUE = "Punctual queue"
 HTTP = "Punctual HTTP"
-SYSTEMS = (CRONJOB, PUNCTUAL, QUEUE, HTTP)
+WARM_EXEC = "Punctual Job, warm (Exec)"
+WARM_INIT = "Punctual Job, warm (Init)"
+WARM_MODES = {WARM_EXEC: "Exec", WARM_INIT: "Init"}
+"""The warm systems and the ``warmStart.mode`` each one's ScheduledJobs ask for."""
+SYSTEMS = (CRONJOB, PUNCTUAL, QUEUE, HTTP, WARM_EXEC, WARM_INIT)
 
 JOB_WATCH = "Job created (watch)"
 JOB_CREATED = "Job created (creationTimestamp)"
@@ -113,6 +120,13 @@ ENTRY_ID = "entry id time"
 ENTRY_READ = "consumer read"
 RUN_STARTED = "run started (status)"
 """Punctual's own record: when the run began (after the claim), before the Job or the entry."""
+AT_GATE = "pod at its gate (watch)"
+"""A warm pod's gated container first seen running: negative when it waits ahead of its slot."""
+GATE_RELEASED = "gate released (its lateMs)"
+"""The gate's own report of its lateness, from the line it prints as it releases."""
+GATE_LINE = "punctualGate"
+RUN_PHASES = ("Running", "Succeeded", "Failed")
+"""A pod in one of these phases has been Running (seen late, it may be past it)."""
 WHOLE_SECONDS = (JOB_CREATED, POD_START)
 BASIC_MEASURES = {
     CRONJOB: (JOB_WATCH, JOB_CREATED, POD_RUNNING, POD_START),
@@ -122,6 +136,8 @@ BASIC_MEASURES = {
 
 PARTS = ("workload", "http", "stress", "scale", "outage", "express")
 SCALE_SIZES = (20, 200, 1000)
+WARM_LEAD = timedelta(seconds=30)
+"""How long ahead of its slot a warm ScheduledJob's Job is created (--warm-lead)."""
 
 JOB_TEMPLATE: dict[str, Any] = {
     "spec": {
@@ -157,6 +173,45 @@ def load() -> str:
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
 
 
+# -- what a warm pod says about its gate -----------------------------------------------------
+
+
+def gated_containers(pod_spec: dict[str, Any]) -> list[str]:
+    """The containers of a pod the gate holds until the release: those whose command waits
+    ``--at`` an instant (Exec: the gated container itself; Init: the release init container)."""
+    return [
+        container.get("name", "")
+        for container in [*(pod_spec.get("initContainers") or []), *pod_spec["containers"]]
+        if "--at" in (container.get("command") or [])
+    ]
+
+
+def at_its_gate(pod_status: dict[str, Any], gated: Sequence[str]) -> bool:
+    """Whether one of the gated containers is running (or has run): the pod waits at its gate."""
+    statuses = [
+        *(pod_status.get("initContainerStatuses") or []),
+        *(pod_status.get("containerStatuses") or []),
+    ]
+    return any(
+        status.get("name") in gated
+        and any(key in (status.get("state") or {}) for key in ("running", "terminated"))
+        for status in statuses
+    )
+
+
+def gate_late_ms(log: str) -> int | None:
+    """``lateMs`` of the gate's release line in a container's log (the gate prints one line of
+    JSON as it releases; the workload's own output may follow); None without one."""
+    for line in log.splitlines():
+        if GATE_LINE not in line:
+            continue
+        with contextlib.suppress(ValueError, AttributeError):
+            printed = json.loads(line)
+            if printed.get(GATE_LINE) == "released" and isinstance(printed.get("lateMs"), int):
+                return int(printed["lateMs"])
+    return None
+
+
 # -- what the observers see ------------------------------------------------------------------
 
 
@@ -167,7 +222,10 @@ class Observations:
     jobs: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     """(namespace, Job name) → {system, owner, scheduled, observed, created}."""
     pods: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
-    """(namespace, Job name) → {running, start_time} of its first pod."""
+    """(namespace, Job name) → {name, gated, running, start_time, at_gate} of its first pod
+    (``running`` None until it is Running; ``gated``: its containers the gate holds)."""
+    gates: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(namespace, Job name) → the ``lateMs`` its pod's gate printed."""
     entries: list[dict[str, Any]] = field(default_factory=list)
     arrivals: list[dict[str, Any]] = field(default_factory=list)
     """Requests at the receiver: {path, arrived, scheduled (the header, if any)}."""
@@ -201,16 +259,41 @@ class Observations:
     def pod_seen(self, body: dict[str, Any], observed: datetime) -> None:
         metadata = body.get("metadata") or {}
         job = (metadata.get("labels") or {}).get("batch.kubernetes.io/job-name")
-        status = body.get("status") or {}
-        if not job or status.get("phase") not in ("Running", "Succeeded", "Failed"):
+        if not job:
             return
-        start = status.get("startTime")
+        status = body.get("status") or {}
+        key = (metadata.get("namespace", ""), job)
         with self.lock:
-            seen = self.pods.setdefault(
-                (metadata.get("namespace", ""), job), {"running": observed, "start_time": None}
-            )
-            if start and seen["start_time"] is None:
-                seen["start_time"] = parse_time(start)
+            seen = self.pods.get(key)
+            if seen is None:
+                seen = self.pods[key] = {
+                    "name": metadata.get("name", ""),
+                    "gated": gated_containers(body.get("spec") or {"containers": []}),
+                    "running": None,
+                    "start_time": None,
+                    "at_gate": None,
+                }
+            elif seen["name"] != metadata.get("name"):
+                return  # a later pod of the Job: the first one's times are the slot's
+            if seen["running"] is None and status.get("phase") in RUN_PHASES:
+                seen["running"] = observed
+            if status.get("startTime") and seen["start_time"] is None and seen["running"]:
+                seen["start_time"] = parse_time(status["startTime"])
+            if seen["at_gate"] is None and seen["gated"] and at_its_gate(status, seen["gated"]):
+                seen["at_gate"] = observed
+
+    def gate_read(self, key: tuple[str, str], late_ms: int) -> None:
+        with self.lock:
+            self.gates.setdefault(key, late_ms)
+
+    def gates_to_read(self, namespace: str) -> list[tuple[tuple[str, str], str, list[str]]]:
+        """(Job, pod, gated containers) of the namespace's warm pods whose gate line is unread."""
+        with self.lock:
+            return [
+                (key, pod["name"], list(pod["gated"]))
+                for key, pod in self.pods.items()
+                if key[0] == namespace and pod["gated"] and key not in self.gates
+            ]
 
     def entry_seen(self, entry_id: str, fields: dict[str, str], observed: datetime) -> None:
         with self.lock:
@@ -405,6 +488,17 @@ def job_spec(template: dict[str, Any], history: dict[str, int], **more: Any) -> 
     }
 
 
+def warm_job_spec(
+    template: dict[str, Any], history: dict[str, int], *, mode: str, lead: timedelta
+) -> dict[str, Any]:
+    """job_spec's, warm: the slot's Job made ``lead`` ahead and released at the slot by the gate
+    in ``mode``. The timeout is the rest of the minute: a lead and a timeout fit in the period."""
+    seconds = int(lead.total_seconds())
+    spec = job_spec(template, history, timeout=f"{int(MINUTE.total_seconds()) - seconds}s")
+    spec["target"]["job"]["warmStart"] = {"lead": f"{seconds}s", "mode": mode}
+    return spec
+
+
 def objects(count: int, minutes: int) -> list[dict[str, Any]]:
     history = {"succeeded": min(100, minutes + 5), "failed": min(100, minutes + 5)}
     made = []
@@ -593,7 +687,13 @@ class _Collection:
                     self.add(system, AT_RECEIVER, parts[2], slot, arrival["arrived"] - scheduled)
         return started
 
-    def job(self, job: dict[str, Any], pod: dict[str, Any] | None, started: Any) -> None:
+    def job(
+        self,
+        job: dict[str, Any],
+        pod: dict[str, Any] | None,
+        started: Any,
+        gate_late_ms: int | None = None,
+    ) -> None:
         scheduled, owner = job["scheduled"], job["owner"]
         system = self.system_of.get(owner)
         if scheduled is None or system is None:
@@ -605,10 +705,14 @@ class _Collection:
         self.add(system, JOB_WATCH, owner, slot, job["observed"] - scheduled)
         if job["created"] is not None:
             self.add(system, JOB_CREATED, owner, slot, job["created"] - scheduled)
-        if pod is not None:
+        if pod is not None and pod["at_gate"] is not None:
+            self.add(system, AT_GATE, owner, slot, pod["at_gate"] - scheduled)
+        if pod is not None and pod["running"] is not None:
             self.add(system, POD_RUNNING, owner, slot, pod["running"] - scheduled)
             if pod["start_time"] is not None:
                 self.add(system, POD_START, owner, slot, pod["start_time"] - scheduled)
+        if gate_late_ms is not None:
+            self.add(system, GATE_RELEASED, owner, slot, timedelta(milliseconds=gate_late_ms))
         if started is not None:
             self.add(system, WORKLOAD_STARTED, owner, slot, started - scheduled)
             if HTTP in self.phase.owners and system == CRONJOB:  # "call my service": its call
@@ -641,13 +745,13 @@ class _Collection:
 
 def collect(seen: Observations, phase: Phase) -> tuple[list[Sample], dict[str, Tally]]:
     with seen.lock:
-        jobs, pods = dict(seen.jobs), dict(seen.pods)
+        jobs, pods, gates = dict(seen.jobs), dict(seen.pods), dict(seen.gates)
         entries, arrivals = list(seen.entries), list(seen.arrivals)
     collection = _Collection(phase)
     started = collection.arrivals(arrivals)
     for key, job in jobs.items():
         if key[0] == phase.namespace:
-            collection.job(job, pods.get(key), started.get(key))
+            collection.job(job, pods.get(key), started.get(key), gates.get(key))
     for entry in entries:
         collection.entry(entry)
     return collection.samples, collection.tallies()
@@ -754,6 +858,8 @@ def _ms(value: float, window_s: float | None = None) -> str:
 RATIOS = (
     (CRONJOB, PUNCTUAL, JOB_WATCH, "Job creation p99 (watch)"),
     (CRONJOB, PUNCTUAL, WORKLOAD_STARTED, "workload start p99"),
+    (CRONJOB, WARM_EXEC, WORKLOAD_STARTED, "workload start p99, warm (Exec)"),
+    (CRONJOB, WARM_INIT, WORKLOAD_STARTED, "workload start p99, warm (Init)"),
     (CRONJOB, HTTP, AT_RECEIVER, "request at the receiver p99"),
 )
 
@@ -786,17 +892,18 @@ def ratio_lines(rows: Sequence[Row]) -> list[str]:
 def table(rows: Sequence[Row], *, header: str) -> str:
     lines = [header]
     grouped = dict.fromkeys((row.part, row.scenario) for row in rows)
+    width = max([15, *(len(row.system) for row in rows)])
     for part, scenario in grouped:
         if part != "basic":
             lines.append(f"-- {part}{': ' + scenario if scenario else ''}")
         lines.append(
-            f"{'system':<15} {'measure':<32} {'n':>5} {'p50':>8} {'p95':>8} {'p99':>8} "
+            f"{'system':<{width}} {'measure':<32} {'n':>5} {'p50':>8} {'p95':>8} {'p99':>8} "
             f"{'max':>8} {'dup':>4} {'miss':>4}"
         )
         for row in rows:
             if (row.part, row.scenario) == (part, scenario):
                 lines.append(
-                    f"{row.system:<15} {row.measure:<32} {row.n:>5} "
+                    f"{row.system:<{width}} {row.measure:<32} {row.n:>5} "
                     f"{_ms(row.p50, row.window_s):>8} {_ms(row.p95, row.window_s):>8} "
                     f"{_ms(row.p99, row.window_s):>8} {_ms(row.max, row.window_s):>8} "
                     f"{row.duplicates:>4} {row.misses:>4}"
@@ -812,6 +919,11 @@ def table(rows: Sequence[Row], *, header: str) -> str:
         "creationTimestamp and startTime have whole-second resolution (rounded down); the "
         "watch-observed times include the watch's delivery, the same for both systems."
     )
+    if any(row.system in WARM_MODES for row in rows):
+        lines.append(
+            "warm: the Job and its pod are made ahead of the slot (negative lateness); the "
+            "gate's lateMs is its own clock reading as it released, from its log line."
+        )
     return "\n".join(lines)
 
 
@@ -873,14 +985,25 @@ def write_table(directory: Path, name: str, header: Sequence[str], lines: Sequen
         writer.writerows(lines)
 
 
-PLOTTED = (JOB_WATCH, POD_RUNNING, WORKLOAD_STARTED, AT_RECEIVER, ENTRY_ID, RUN_STARTED)
-"""The measures in the box plot (whole seconds say nothing in a box at 0)."""
+PLOTTED = (
+    JOB_WATCH,
+    POD_RUNNING,
+    GATE_RELEASED,
+    WORKLOAD_STARTED,
+    AT_RECEIVER,
+    ENTRY_ID,
+    RUN_STARTED,
+)
+"""The measures in the box plot (whole seconds say nothing in a box at 0), those of a row
+whose median is after the slot: a warm Job made ahead has no place on a log scale of lateness."""
 HISTOGRAM = (
     (CRONJOB, JOB_WATCH),
     (PUNCTUAL, JOB_WATCH),
     (QUEUE, ENTRY_ID),
     (CRONJOB, WORKLOAD_STARTED),
     (PUNCTUAL, WORKLOAD_STARTED),
+    (WARM_INIT, WORKLOAD_STARTED),
+    (WARM_EXEC, WORKLOAD_STARTED),
     (HTTP, AT_RECEIVER),
 )
 
@@ -902,7 +1025,7 @@ def plot(
     groups = [
         (row.part, row.scenario, row.system, row.measure)
         for row in rows
-        if row.measure in PLOTTED and row.n
+        if row.measure in PLOTTED and row.n and row.p50 > 0
     ]
     data = [by_group[group] for group in groups]
     figure, (boxes, hist) = plt.subplots(
@@ -944,8 +1067,9 @@ def plot(
 # -- the run ---------------------------------------------------------------------------------
 
 
-def measured_slots(armed_at: datetime, minutes: int) -> list[datetime]:
-    first = (armed_at + LEAD).replace(second=0, microsecond=0) + MINUTE
+def measured_slots(armed_at: datetime, minutes: int, *, ahead: timedelta = LEAD) -> list[datetime]:
+    """The next ``minutes`` slots at least ``ahead`` after ``armed_at``."""
+    first = (armed_at + ahead).replace(second=0, microsecond=0) + MINUTE
     return [first + k * MINUTE for k in range(minutes)]
 
 
@@ -1000,9 +1124,12 @@ def measure(
     watched: Sequence[processes.ManagedProcess],
     *,
     settle: timedelta = SETTLE,
+    after_each_slot: Callable[[], None] | None = None,
 ) -> None:
     for index, slot in enumerate(phase.slots, start=1):
         sleep_until(slot + settle, watched=watched)
+        if after_each_slot is not None:
+            after_each_slot()
         progress(observers.seen, phase, slot, index)
 
 
@@ -1080,21 +1207,26 @@ def run_basic(arguments: argparse.Namespace, run_dir: Path, results: Results) ->
 # -- the suite: workload start and "call my service" on the real node -----------------------
 
 NODE_NAMESPACE = "node"
+WARM_MEASURES = (JOB_WATCH, AT_GATE, POD_RUNNING, GATE_RELEASED, WORKLOAD_STARTED)
 NODE_MEASURES = {
     "workload": {
         CRONJOB: (JOB_WATCH, POD_RUNNING, WORKLOAD_STARTED),
         PUNCTUAL: (RUN_STARTED, JOB_WATCH, POD_RUNNING, WORKLOAD_STARTED),
+        WARM_EXEC: WARM_MEASURES,
+        WARM_INIT: WARM_MEASURES,
     },
     "http": {CRONJOB: (JOB_WATCH, AT_RECEIVER), HTTP: (RUN_STARTED, AT_RECEIVER)},
 }
 
 
 def workload_template(receiver_url: str, namespace: str) -> dict[str, Any]:
-    """A Job whose container calls ``<receiver>/started/<namespace>/<its Job>`` on start."""
+    """A Job whose container calls ``<receiver>/started/<namespace>/<its Job>`` on start. Its
+    ``command`` is the image's own entrypoint, written out: warm ``Exec`` gates it."""
     container = {
         "name": "workload",
         "image": NodeImages.WORKLOAD,
         "imagePullPolicy": "IfNotPresent",
+        "command": ["/workload"],
         "env": [
             {
                 "name": "JOB_NAME",
@@ -1113,11 +1245,30 @@ def workload_template(receiver_url: str, namespace: str) -> dict[str, Any]:
     }
 
 
+def read_gates(cluster: LocalCluster, seen: Observations, namespace: str) -> None:
+    """The release lines of the namespace's warm pods not read yet, from their gated containers'
+    logs (a pod still at its gate, or gone, is asked again next time)."""
+    for key, pod, containers in seen.gates_to_read(namespace):
+        for container in containers:
+            try:
+                log = cluster.api.request_text(
+                    "GET",
+                    f"/api/v1/namespaces/{namespace}/pods/{pod}/log"
+                    f"?container={container}&limitBytes=65536",
+                )
+            except ApiError:
+                continue
+            late_ms = gate_late_ms(log)
+            if late_ms is not None:
+                seen.gate_read(key, late_ms)
+                break
+
+
 def run_on_real_node(
     arguments: argparse.Namespace, parts: Sequence[str], run_dir: Path, results: Results
 ) -> None:
     """Parts workload, http and stress: one cluster with a real node, one set of objects."""
-    count, minutes = arguments.node_n, arguments.m
+    count, minutes, lead = arguments.node_n, arguments.m, arguments.warm_lead
     with_jobs = "workload" in parts or set(parts) == {"stress"}
     with_http = "http" in parts or set(parts) == {"stress"}
     with (
@@ -1127,6 +1278,8 @@ def run_on_real_node(
         manifests.install_crds(cluster)
         wait_served(cluster)
         create_namespace(cluster, NODE_NAMESPACE, for_pods=True)
+        if with_jobs:  # the gate image the operator's warm Jobs name by default
+            cluster.load_image(helm_release.built_image(helm_release.GATE_IMAGE_BUILD))
         host = cluster.node.address.host_address
         observers = Observers(cluster.kubeconfig, redis_server.url)
         with observers, Receiver(host, observers.seen) as receiver:
@@ -1150,6 +1303,13 @@ def run_on_real_node(
                     scheduled_job(name, job_spec(template, history), namespace=NODE_NAMESPACE)
                     for name in owners[PUNCTUAL]
                 ]
+                for system, prefix in ((WARM_EXEC, "we"), (WARM_INIT, "wi")):
+                    owners[system] = [f"{prefix}-{i:02d}" for i in range(count)]
+                    spec = warm_job_spec(template, history, mode=WARM_MODES[system], lead=lead)
+                    made += [
+                        scheduled_job(name, spec, namespace=NODE_NAMESPACE)
+                        for name in owners[system]
+                    ]
             if with_http:
                 owners[HTTP] = [f"h-{i:02d}" for i in range(count)]
                 made += [
@@ -1171,12 +1331,15 @@ def run_on_real_node(
             scenarios = [("", False)] if set(parts) - {"stress"} else []
             if "stress" in parts:
                 scenarios.append(("one core loaded", True))
-            slots = measured_slots(wall(), minutes * len(scenarios))
+            # A warm job's first measured slot is armed with its whole lead.
+            ahead = LEAD + lead if with_jobs else LEAD
+            slots = measured_slots(wall(), minutes * len(scenarios), ahead=ahead)
             say(f"real node: {len(made)} objects armed; {len(slots)} slot(s) from {slots[0]:%H:%M}")
             for index, (scenario, loaded) in enumerate(scenarios):
                 mine = slots[index * minutes : (index + 1) * minutes]
+                workload_systems = (CRONJOB, PUNCTUAL, WARM_EXEC, WARM_INIT)
                 part_owners = [
-                    ("workload", {s: owners[s] for s in (CRONJOB, PUNCTUAL) if s in owners}),
+                    ("workload", {s: owners[s] for s in workload_systems if s in owners}),
                     ("http", {s: owners[s] for s in (CRONJOB, HTTP) if s in owners}),
                 ]
                 phases = [
@@ -1191,12 +1354,18 @@ def run_on_real_node(
                         ),
                     )
                     for part, who in part_owners
-                    if (part in parts or loaded) and len(who) == 2
+                    if (part in parts or loaded) and len(who) >= 2
                 ]
-                # The busy process starts a little before the first loaded slot.
-                sleep_until(mine[0] - timedelta(seconds=20), watched=[operator])
+                # The busy process starts a little before the first loaded slot is armed.
+                loaded_ahead = max(timedelta(seconds=20), ahead)
+                sleep_until(mine[0] - loaded_ahead, watched=[operator])
                 with stress(loaded or arguments.stress):
-                    measure(observers, phases[0][1], [operator])
+                    measure(
+                        observers,
+                        phases[0][1],
+                        [operator],
+                        after_each_slot=lambda: read_gates(cluster, observers.seen, NODE_NAMESPACE),
+                    )
                 for part, phase in phases:
                     results.add_phase(cluster, observers.seen, phase, NODE_MEASURES[part])
             operator.stop()
@@ -1575,7 +1744,10 @@ def run(arguments: argparse.Namespace) -> Path:
             minutes = (time.monotonic() - began) / 60
             sizes = []
             if {"workload", "http", "stress"} & set(parts):
-                sizes.append(f"real node N={arguments.node_n} per system, M={arguments.m}")
+                sizes.append(
+                    f"real node N={arguments.node_n} per system, M={arguments.m}, "
+                    f"warm lead {arguments.warm_lead.total_seconds():.0f} s"
+                )
             if "scale" in parts:
                 sizes.append(f"scale N={','.join(map(str, arguments.scale_sizes))}, one slot")
             if "outage" in parts:
@@ -1633,6 +1805,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--node-n", type=int, default=20, help="suite: objects per system on the real node (20)"
     )
     parser.add_argument(
+        "--warm-lead",
+        type=lambda text: timedelta(seconds=int(text)),
+        default=WARM_LEAD,
+        metavar="SECONDS",
+        help="suite: how far ahead of its slot a warm Job is made (default 30; 1 to 59)",
+    )
+    parser.add_argument(
         "--scale-sizes",
         type=sizes_list,
         default=list(SCALE_SIZES),
@@ -1659,6 +1838,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         arguments.m = 1
     if arguments.n < 1 or arguments.m < 1 or arguments.node_n < 1:
         parser.error("-n, -m and --node-n must be at least 1")
+    if not timedelta(0) < arguments.warm_lead < MINUTE:
+        parser.error("--warm-lead must leave the run a timeout in the minute: 1 to 59 seconds")
     try:
         run(arguments)
     except KeyboardInterrupt:

@@ -10,6 +10,7 @@ chart forgot shows up as a Forbidden error in a real run.
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -216,6 +217,8 @@ def service_account_kubeconfig(
 class Call:
     path: str
     headers: dict[str, str]
+    arrived: datetime
+    """Stamped before anything of the request is read."""
 
 
 class Receiver(http_targets.LocalHttpTarget):
@@ -232,7 +235,7 @@ class Receiver(http_targets.LocalHttpTarget):
 
     def respond(self, path: str, headers: Mapping[str, str], *, arrived: datetime) -> int:
         with self._lock:
-            self._calls.append(Call(path, dict(headers)))
+            self._calls.append(Call(path, dict(headers), arrived))
         return 204
 
     def calls(self, path: str) -> list[Call]:
@@ -293,3 +296,19 @@ def _answers(url: str) -> bool:
             return bool(reply.status == 200)
     except OSError:
         return False
+
+
+# -- a container SIGKILLed -------------------------------------------------------------------
+
+
+def kill_container_processes(container_id: str) -> int:
+    """SIGKILLs every process of the container (found by its cgroup); how many there were."""
+    killed = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if container_id in (entry / "cgroup").read_text():
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed += 1
+    return killed

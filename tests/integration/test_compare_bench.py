@@ -1,5 +1,6 @@
 """``bench/compare.py`` (``make compare``) in its smallest useful form: N=2, M=2; and the
-suite's real-node and capability parts (``--suite workload,http,express``) at N=2, one slot.
+suite's real-node and capability parts (``--suite workload,http,express``) at N=2, one slot,
+the warm rows with them.
 
 It starts a control plane, Redis and the operator of its own, so this test needs none of the
 session's fixtures; it takes three to four minutes (it waits for whole minutes).
@@ -73,6 +74,10 @@ def test_the_suites_workload_http_and_express_parts_run_at_a_tiny_size(tmp_path:
     for key in (
         ("workload", "CronJob", "workload started (its call)"),
         ("workload", "Punctual Job", "workload started (its call)"),
+        ("workload", "Punctual Job, warm (Exec)", "workload started (its call)"),
+        ("workload", "Punctual Job, warm (Exec)", "gate released (its lateMs)"),
+        ("workload", "Punctual Job, warm (Init)", "workload started (its call)"),
+        ("workload", "Punctual Job, warm (Init)", "gate released (its lateMs)"),
         ("http", "CronJob", "request at the receiver"),
         ("http", "Punctual HTTP", "request at the receiver"),
     ):
@@ -80,6 +85,7 @@ def test_the_suites_workload_http_and_express_parts_run_at_a_tiny_size(tmp_path:
         assert (row["n"], row["duplicates"], row["misses"]) == ("2", "0", "0"), row
     text = (results / "table.txt").read_text()
     assert "[workload] workload start p99: CronJob" in text
+    assert "[workload] workload start p99, warm (Exec): CronJob" in text
     assert "[http] request at the receiver p99: CronJob" in text
     with (results / "capabilities.csv").open() as handle:
         capabilities = list(csv.DictReader(handle))

@@ -9,21 +9,17 @@ runs outside the pods but the receiver the HTTP targets call, on the machine's s
 node's link (where a pod reaches the machine).
 """
 
-import contextlib
 import functools
 import json
-import os
-import signal
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from chart_harness import Receiver, eventually
+from chart_harness import Receiver, eventually, kill_container_processes
 
 from localcluster import LocalCluster
 from localcluster.binaries import NodeImages
@@ -302,19 +298,6 @@ def wait_until_all_replicas_ready(release: HelmRelease) -> None:
         )
 
     eventually(ready, timeout=120, what=f"{REPLICAS} ready replicas")
-
-
-def kill_container_processes(container_id: str) -> int:
-    """SIGKILLs every process of the container (found by its cgroup); how many there were."""
-    killed = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            if container_id in (entry / "cgroup").read_text():
-                os.kill(int(entry.name), signal.SIGKILL)
-                killed += 1
-    return killed
 
 
 SlotCheck = Callable[[Callable[[], None]], None]
