@@ -515,11 +515,6 @@ class TestPoliciesApplyAtTheSlot:
 
 
 class TestWhenTheArmFails:
-    @pytest.mark.xfail(
-        strict=True,
-        reason="WarmStartNotReady is not built yet: the arm raises no Event and sets no reason "
-        "when the pod is not at its gate at the slot",
-    )
     def test_an_image_that_cannot_be_pulled_is_a_warm_start_not_ready_event_and_reason(
         self, real_node_cluster: LocalCluster, namespace: str, receiver: WorkloadReceiver
     ) -> None:
