@@ -427,6 +427,7 @@ class TestStatusAndColumns:
                         "observedGeneration": 1,
                     }
                 ],
+                "schedule": "30 2 * * *",
                 "nextRunTime": "2026-12-01T01:30:12Z",
                 "lastScheduleTime": "2026-11-30T01:30:00Z",
                 "lastRun": {
@@ -465,7 +466,7 @@ class TestStatusAndColumns:
         wide = cluster.kubectl("get", "sj", "nightly", "-n", namespace, "-o", "wide").stdout
         header, row = wide.splitlines()
         assert re.split(r"\s{2,}", header.strip()) == [
-            "NAME", "SCHEDULE", "EVERY", "TIMEZONE", "SUSPEND", "ACTIVE", "NEXT", "LAST",
+            "NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "NEXT", "LAST",
             "LATENESS(MS)", "LAST RESULT", "READY", "AGE",
         ]  # fmt: skip
         assert "Europe/Copenhagen" in row

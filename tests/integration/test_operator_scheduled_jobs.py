@@ -202,7 +202,7 @@ class TestAJobAppliedWithKubectl:
             "LAST RESULT",
             "READY",
         ]
-        assert (row["NAME"], row["SCHEDULE"], row["SUSPEND"]) == (name, "", "false")
+        assert (row["NAME"], row["SCHEDULE"], row["SUSPEND"]) == (name, "every 2s", "false")
         assert (row["LAST RESULT"], row["READY"]) == ("Succeeded", "True")
         # The age of the slot of a run in progress; a 204 answers fast, so mostly empty.
         assert re.fullmatch(r"(\d+(ms|s))?", row["ACTIVE"]), row
@@ -215,7 +215,6 @@ class TestAJobAppliedWithKubectl:
         assert list(wide) == [
             "NAME",
             "SCHEDULE",
-            "EVERY",
             "TIMEZONE",
             "SUSPEND",
             "ACTIVE",
@@ -226,13 +225,13 @@ class TestAJobAppliedWithKubectl:
             "READY",
             "AGE",
         ]
-        assert (wide["EVERY"], wide["TIMEZONE"]) == ("2s", "UTC")
+        assert (wide["SCHEDULE"], wide["TIMEZONE"]) == ("every 2s", "UTC")
         assert re.fullmatch(r"\d+(s|m)(\d+s)?", wide["AGE"]), wide
 
 
 def columns(table: list[str]) -> dict[str, str]:
     """The one row of a ``kubectl get`` table by column: kubectl aligns each value under the
-    start of its header, and an empty value (no cron schedule) leaves only blanks. Headers are
+    start of its header, and an empty value (no run in progress) leaves only blanks. Headers are
     apart by three blanks at least, the words of one (LAST RESULT) by one."""
     header, row = table
     starts = [match.start() for match in re.finditer(r"\S+(?: \S+)*", header)]
@@ -309,6 +308,7 @@ class TestASpecOnlyTheOperatorCanCheck:
         assert found["reason"] == "InvalidSpec"
         assert found["message"].startswith(f"{field}: "), found["message"]
         assert found["observedGeneration"] == 1
+        assert "schedule" not in status(read(cluster, module_namespace, name))  # none runs
 
     @pytest.mark.parametrize("invalid", INVALID_SPECS)
     @pytest.mark.usefixtures("applied")
@@ -356,6 +356,8 @@ class TestASpecOnlyTheOperatorCanCheck:
 
         found = eventually(ready, timeout=30, what="Ready for generation 2")
         assert (found["status"], found["reason"]) == ("True", "Scheduled")
+        # Stated in the same write as Ready: kubectl get's SCHEDULE column shows it.
+        assert status(read(cluster, module_namespace, "bad-cron"))["schedule"] == "1 * * * *"
 
 
 class TestEditingTheSchedule:

@@ -56,20 +56,15 @@ STRUCTURAL_TYPES = frozenset({"object", "array", "string", "integer", "boolean"}
 """No ``number``: the API carries no floats."""
 
 PRINTER_COLUMNS = [
+    # From status: a column reads one field, and the schedule is in spec.schedule, spec.every
+    # or (a one-off) spec.startsAt; the operator states it, as written, in status.schedule.
     {
         "name": "Schedule",
         "type": "string",
-        "jsonPath": ".spec.schedule",
-        "description": "The cron schedule",
+        "jsonPath": ".status.schedule",
+        "description": "The schedule: the cron text, every <interval>, or once at <instant>",
     },
     # Priority 1: shown by `kubectl get -o wide` only, so that `kubectl get sj` fits a terminal.
-    {
-        "name": "Every",
-        "type": "string",
-        "jsonPath": ".spec.every",
-        "description": "The interval",
-        "priority": 1,
-    },
     {
         "name": "TimeZone",
         "type": "string",

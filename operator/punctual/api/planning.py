@@ -217,6 +217,23 @@ def plan_for(
     )
 
 
+def shown_schedule(spec: models.ScheduledJobSpec) -> str:
+    """The schedule as ``kubectl get``'s SCHEDULE column shows it (``status.schedule``): the
+    cron text as written, ``every 10s``, or ``once at <startsAt>`` for a one-off.
+
+    A printer column reads one field, and a job has its schedule in one of several (or in
+    none): the operator states it in status. The text is the spec's, not the cron with its ``H``
+    values resolved (``punctual next --job`` prints those): a resolved ``H/1`` is hundreds of
+    characters, and CronJob's column shows the text as written too.
+    """
+    if spec.schedule is not None:
+        return spec.schedule
+    if spec.every is not None:
+        return f"every {spec.every}"
+    assert spec.starts_at is not None  # narrowed by the models' check
+    return f"once at {timeline.rfc3339(spec.starts_at)}"
+
+
 def _schedule(spec: models.ScheduledJobSpec, *, hash_key: str | None) -> timeline.Schedule:
     """The spec's schedule within its active window; with neither ``schedule`` nor ``every``,
     the one-off at ``startsAt`` (the models make sure it is set)."""

@@ -28,6 +28,8 @@ AT_GATE = "AtGate"
 """WarmStartReady's reason, with status True."""
 CONDITION_MESSAGE_MAX = 32768
 """The longest condition message (the Kubernetes ``metav1.Condition`` limit)."""
+SCHEDULE_SHOWN_MAX = 256
+"""The longest ``status.schedule``: room for the longest ``spec.schedule`` and a prefix."""
 
 
 class ConditionStatus(enum.StrEnum):
@@ -258,6 +260,13 @@ class ScheduledJobStatus(fields.ApiModel):
         "(spec.suspendAfterFailures). LastRunSucceeded: True or False after each run, its "
         "reason the run's result (Succeeded; Failed, TimedOut, Lost) and its message the run's; "
         "Unknown (NoRunYet) before the first run; skipped and missed slots leave it as it is.",
+    )
+    schedule: str | None = pydantic.Field(
+        default=None,
+        max_length=SCHEDULE_SHOWN_MAX,
+        description="The schedule as people read it (kubectl get's SCHEDULE column): "
+        "spec.schedule as written, every <spec.every>, or once at <spec.startsAt>. Absent "
+        "while the spec is invalid.",
     )
     next_run_time: fields.Timestamp | None = pydantic.Field(
         default=None,

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from punctual.api import annotations, planning
-from punctual.cli import trigger
+from punctual.cli import namespaces, trigger
 from punctual.kube import client, spec_api, status_api
 from punctual.scheduling import backfill, durations, hashed, timeline
 from punctual.scheduling.errors import InvalidSpecError
@@ -38,7 +38,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "the job or the cluster cannot be reached.",
     )
     parser.add_argument("name", metavar="NAME", help="the ScheduledJob")
-    parser.add_argument("-n", "--namespace", default="default", metavar="NAMESPACE")
+    namespaces.add_option(parser)
     parser.add_argument("--from", dest="start", required=True, metavar="RFC3339")
     parser.add_argument("--to", dest="end", required=True, metavar="RFC3339")
     parser.add_argument(
@@ -55,11 +55,13 @@ def run(arguments: argparse.Namespace) -> int:
     except InvalidSpecError as error:
         return _fail(str(error), status=2)
     try:
-        return asyncio.run(
-            _backfill(arguments.namespace, arguments.name, start=start, end=end, wait=wait)
-        )
+        namespace = namespaces.chosen(arguments)
+    except client.UnreadableKubeconfigError as error:
+        return _fail(str(error), status=2)
+    try:
+        return asyncio.run(_backfill(namespace, arguments.name, start=start, end=end, wait=wait))
     except status_api.GoneError:
-        return _fail(f"ScheduledJob {arguments.namespace}/{arguments.name} not found", status=2)
+        return _fail(f"ScheduledJob {namespace}/{arguments.name} not found", status=2)
     except status_api.UnavailableError as error:
         return _fail(f"the API server did not answer: {error}", status=2)
 

@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from punctual.api import annotations
+from punctual.cli import namespaces
 from punctual.kube import client, resources, spec_api, status_api
 from punctual.scheduling import durations
 from punctual.scheduling.errors import InvalidSpecError
@@ -43,7 +44,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "not, or no result in time; 2 the job or the cluster cannot be reached.",
     )
     parser.add_argument("name", metavar="NAME", help="the ScheduledJob")
-    parser.add_argument("-n", "--namespace", default="default", metavar="NAMESPACE")
+    namespaces.add_option(parser)
     parser.add_argument(
         "--timeout",
         default="15m",
@@ -59,9 +60,13 @@ def run(arguments: argparse.Namespace) -> int:
     except InvalidSpecError as error:
         return _fail(f"--timeout: {error.problem}", status=2)
     try:
-        return asyncio.run(_trigger(arguments.namespace, arguments.name, wait=timeout))
+        namespace = namespaces.chosen(arguments)
+    except client.UnreadableKubeconfigError as error:
+        return _fail(str(error), status=2)
+    try:
+        return asyncio.run(_trigger(namespace, arguments.name, wait=timeout))
     except status_api.GoneError:
-        return _fail(f"ScheduledJob {arguments.namespace}/{arguments.name} not found", status=2)
+        return _fail(f"ScheduledJob {namespace}/{arguments.name} not found", status=2)
     except status_api.UnavailableError as error:
         return _fail(f"the API server did not answer: {error}", status=2)
 

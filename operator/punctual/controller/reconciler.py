@@ -44,6 +44,8 @@ class _Scheduling:
     generation: int
     destination: str = ""
     """Where its runs' work goes, for the Ready message (``targets.Wiring.destination``)."""
+    schedule: str = ""
+    """Its schedule as ``status.schedule`` shows it (``planning.shown_schedule``)."""
 
 
 class Reconciler:
@@ -124,12 +126,14 @@ class Reconciler:
             await self._scheduler.disarm(job)
             self._scheduling.pop(job, None)
             self._seen[job] = _Seen(generation=generation, suspended=False)
+            self._show_schedule(job, None)
             self._condition(
                 job, READY, ok=False, reason=reason, message=str(error), generation=generation
             )
             self._warn(job, reason=reason, message=str(error))
             return
         executor, lock = wiring.executor, wiring.lock
+        self._show_schedule(job, shown := planning.shown_schedule(spec))
         self._store.configure(
             job,
             history=status.History(succeeded=spec.history.succeeded, failed=spec.history.failed),
@@ -196,7 +200,9 @@ class Reconciler:
             start = max(now, high_water) if high_water else now
             self._scheduler.arm(job, plan, executor, resume_after=start, lock=lock)
         self._active(job, generation)
-        self._scheduling[job] = scheduling = _Scheduling(generation, wiring.destination)
+        self._scheduling[job] = scheduling = _Scheduling(
+            generation, wiring.destination, schedule=shown
+        )
         self._ready(job, scheduling)
 
     async def forget(self, body: resources.Body) -> None:
@@ -278,6 +284,7 @@ class Reconciler:
         for job in self._scheduler.members_changed(members):
             scheduling = self._scheduling.get(job)
             if scheduling is not None:
+                self._show_schedule(job, scheduling.schedule)
                 self._active(job, scheduling.generation)
                 self._ready(job, scheduling)
 
@@ -335,6 +342,11 @@ class Reconciler:
     def _lock_backend_changed(self, available: bool, message: str) -> None:
         for job, scheduling in self._scheduling.items():
             self._ready(job, scheduling)
+
+    def _show_schedule(self, job: slots.JobRef, text: str | None) -> None:
+        """``status.schedule``, for ``kubectl get``'s SCHEDULE column; None removes it."""
+        if self._scheduler.leads(job):
+            self._store.show_schedule(job, text)
 
     def _condition(
         self,

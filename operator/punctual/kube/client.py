@@ -1,4 +1,5 @@
-"""The kubernetes-asyncio client: from $KUBECONFIG (or ~/.kube/config), else in-cluster."""
+"""The kubernetes-asyncio client: from $KUBECONFIG (or ~/.kube/config), else in-cluster; and
+the namespace kubectl would act in, from the same source."""
 
 import json
 import logging
@@ -8,6 +9,7 @@ from typing import Any
 
 import aiohttp
 import aiohttp.helpers
+import yaml
 import yarl
 from kubernetes_asyncio import client, config
 
@@ -21,6 +23,13 @@ at the very instant the Job is due: the handshakes were the largest share of the
 time at a minute boundary. The API server closes idle connections after 90 s; closing ours
 first keeps a request from landing on a connection the server is closing.
 """
+
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+"""Where Kubernetes tells a pod its own namespace (mounted with the service account token)."""
+
+
+class UnreadableKubeconfigError(Exception):
+    """The kubeconfig exists but cannot be read: bad YAML, or a current context it lacks."""
 
 
 async def connect() -> client.ApiClient:
@@ -116,6 +125,36 @@ async def post_json(api: client.ApiClient, path: str, body: bytes) -> tuple[int,
     return response.status, answer if isinstance(answer, dict) else {}
 
 
+def current_namespace() -> str:
+    """The namespace a command acts in when it is given none, chosen as kubectl chooses it.
+
+    With a kubeconfig, its current context's namespace (``default`` when the context names
+    none); without one, inside a pod, ``$POD_NAMESPACE`` or the service account's namespace
+    file (client-go's order), else ``default``. Users run ``kubens reports`` once and expect
+    every command of the cluster, ours too, to act in ``reports`` from then on.
+    """
+    kubeconfig = _kubeconfig()
+    if kubeconfig is not None:
+        try:
+            _, context = config.list_kube_config_contexts(config_file=kubeconfig)
+        except (config.ConfigException, yaml.YAMLError) as error:
+            raise UnreadableKubeconfigError(f"kubeconfig {kubeconfig}: {error}") from None
+        fields = (context or {}).get("context")
+        namespace = fields.get("namespace") if isinstance(fields, dict) else None
+        return namespace if isinstance(namespace, str) and namespace else "default"
+    if os.environ.get("POD_NAMESPACE"):
+        return os.environ["POD_NAMESPACE"]
+    try:
+        return SERVICE_ACCOUNT_NAMESPACE.read_text(encoding="utf-8").strip() or "default"
+    except OSError:
+        return "default"
+
+
 def _kubeconfig() -> str | None:
-    path = Path(os.environ.get("KUBECONFIG", Path.home() / ".kube" / "config"))
-    return str(path) if path.exists() else None
+    """$KUBECONFIG (a list of files, merged as kubectl merges them) when one of its files
+    exists, else ~/.kube/config when it exists."""
+    listed = os.environ.get("KUBECONFIG", "")
+    if any(Path(path).expanduser().exists() for path in listed.split(os.pathsep) if path):
+        return listed
+    path = Path.home() / ".kube" / "config"
+    return str(path) if not listed and path.exists() else None

@@ -1,4 +1,5 @@
-"""The status store writes a condition only when the object does not already say it.
+"""The status store writes a condition, or the schedule it shows (``status.schedule``), only
+when the object does not already say it.
 
 An operator restart re-observes every object and sets the conditions it had; writing them again
 would cost an API write per object, and a watch event per object on every replica, for nothing.
@@ -8,6 +9,8 @@ import asyncio
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import pytest
 
 from punctual.contracts import records
 from punctual.kube import objects
@@ -307,3 +310,66 @@ class TestWritesPerSecondAreCapped:
         assert patch["counts"]["succeeded"] == 49
         assert patch["counts"]["failed"] == 1
         assert [run["slot"][17:19] for run in patch["recentRuns"]] == ["49", "48", "47", "10"]
+
+
+async def schedule_writes_after(
+    known: dict[str, Any], shown: str | None, *, with_ready: bool = False
+) -> list[Mapping[str, Any]]:
+    api = FakeStatusApi(known)
+    cache = objects.ObjectCache()
+    cache.remember(known)
+    store = status.StatusStore(
+        api=api,  # type: ignore[arg-type]
+        cache=cache,
+        replica="r1",
+        wall=lambda: NOW,
+        tick=timedelta(milliseconds=1),
+    )
+    store.show_schedule(JOB, shown)
+    if with_ready:
+        store.set_condition(JOB, READY, generation=1)
+    writer = asyncio.create_task(store.run())
+    await asyncio.sleep(0.05)
+    writer.cancel()
+    await asyncio.gather(writer, return_exceptions=True)
+    return api.patches
+
+
+def showing(schedule: str | None) -> dict[str, Any]:
+    known = body(generation=1)
+    if schedule is not None:
+        known["status"] = {"schedule": schedule}
+    return known
+
+
+@pytest.mark.parametrize(
+    ("known", "shown", "written"),
+    [
+        (None, "every 10s", ["every 10s"]),
+        ("30 2 * * *", "every 10s", ["every 10s"]),
+        ("every 10s", "every 10s", []),
+        ("every 10s", None, [None]),
+        (None, None, []),
+    ],
+    ids=[
+        "a new schedule is written",
+        "a changed schedule is written",
+        "the schedule the object shows is not written again",
+        "an invalid spec removes it",
+        "nothing to remove: no write",
+    ],
+)
+async def test_the_schedule_is_written_when_the_object_does_not_show_it(
+    known: str | None, shown: str | None, written: list[str | None]
+) -> None:
+    patches = await schedule_writes_after(showing(known), shown)
+
+    assert [patch["schedule"] for patch in patches] == written
+
+
+async def test_it_goes_out_in_the_same_write_as_the_ready_condition() -> None:
+    patches = await schedule_writes_after(showing(None), "30 2 * * *", with_ready=True)
+
+    assert len(patches) == 1
+    assert patches[0]["schedule"] == "30 2 * * *"
+    assert patches[0]["conditions"][0]["type"] == "Ready"

@@ -83,6 +83,9 @@ class Pending:
     (``lastRunNowToken``)."""
     backfill: records.BackfillProgress | None = None
     """The newest progress of a backfill this replica carries out."""
+    schedule: str | None = None
+    """The schedule to show in ``status.schedule`` (``planning.shown_schedule``); the empty
+    text removes it (the spec is invalid); None says nothing of it."""
     failures_reset: bool = False
     """The job was resumed: ``consecutiveFailures`` starts again from 0 (then counts the runs
     recorded here)."""
@@ -102,6 +105,7 @@ class Pending:
         self.urgent = self.urgent or older.urgent
         self.heartbeat = self.heartbeat or older.heartbeat
         self.failures_reset = self.failures_reset or older.failures_reset
+        self.schedule = older.schedule if self.schedule is None else self.schedule
         self.run_now_token = self.run_now_token or older.run_now_token
         self.backfill = self.backfill or older.backfill
         self.in_doubt[:0] = older.in_doubt
@@ -116,6 +120,7 @@ class Pending:
             or self.observed_generation is not None
             or self.heartbeat
             or self.failures_reset
+            or self.schedule is not None
             or self.run_now_token is not None
             or self.backfill is not None
         )
@@ -135,6 +140,7 @@ class Pending:
             urgent=self.urgent,
             heartbeat=self.heartbeat,
             failures_reset=self.failures_reset,
+            schedule=self.schedule,
             run_now_token=self.run_now_token,
             backfill=self.backfill,
         )
@@ -238,6 +244,14 @@ class Ledger:
         of its own), is to be written at the next tick, as the controller's are."""
         pending = self.note(job)
         pending.conditions[condition.type] = condition
+        pending.urgent = True
+        self.urgent.add(job)
+
+    def schedule(self, job: slots.JobRef, text: str) -> None:
+        """``status.schedule`` is to be ``text`` (removed when empty), at the next tick with
+        the conditions the controller sets beside it."""
+        pending = self.note(job)
+        pending.schedule = text
         pending.urgent = True
         self.urgent.add(job)
 

@@ -126,11 +126,21 @@ def compose(
             else None
         ),
     }
-    return stated | {
-        _wire(status_models.ScheduledJobStatus, name): value
-        for name, value in merged.items()
-        if value is not None
-    }
+    # The empty text says the schedule is to go: null removes it from the merge patch.
+    shown = (
+        {}
+        if pending.schedule is None
+        else {_wire(status_models.ScheduledJobStatus, "schedule"): pending.schedule or None}
+    )
+    return (
+        stated
+        | {
+            _wire(status_models.ScheduledJobStatus, name): value
+            for name, value in merged.items()
+            if value is not None
+        }
+        | shown
+    )
 
 
 def shows(current: Mapping[str, Any], batch: ledger.Pending) -> bool:
@@ -140,6 +150,11 @@ def shows(current: Mapping[str, Any], batch: ledger.Pending) -> bool:
         return False
     entries = [_run_entry(record) for record in batch.run_records]
     return any(entry.items() <= run.items() for entry in entries for run in runs)
+
+
+def shows_schedule(current: Mapping[str, Any], text: str) -> bool:
+    """Whether ``current`` shows the schedule ``text`` (none at all, for the empty text)."""
+    return (current.get("schedule") or "") == text
 
 
 def says(current: Mapping[str, Any], condition: ledger.Condition, *, generation: int) -> bool:

@@ -1,0 +1,44 @@
+"""``status.schedule``: the schedule as ``kubectl get sj``'s SCHEDULE column shows it, whichever
+field holds it (a printer column reads one field)."""
+
+import pytest
+
+from punctual.api import planning, status_models
+
+TARGET = {"http": {"url": "http://example.test/run"}}
+
+
+def shown(**spec: object) -> str:
+    return planning.shown_schedule(planning.parse_spec({**spec, "target": TARGET}))
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ({"schedule": "30 2 * * *"}, "30 2 * * *"),
+        ({"schedule": "@daily"}, "@daily"),
+        ({"schedule": "H H * * *"}, "H H * * *"),
+        ({"schedule": "0 30 2 * * mon-fri", "timeZone": "Europe/Copenhagen"}, "0 30 2 * * mon-fri"),
+        ({"every": "10s"}, "every 10s"),
+        ({"every": "1h30m", "startsAt": "2026-12-01T00:00:00Z"}, "every 1h30m"),
+        ({"startsAt": "2026-12-24T18:00:00+01:00"}, "once at 2026-12-24T17:00:00Z"),
+    ],
+    ids=[
+        "cron as written",
+        "a macro as written",
+        "H as written, not resolved",
+        "six fields in a zone",
+        "an interval",
+        "an interval in a window",
+        "a one-off, in UTC",
+    ],
+)
+def test_the_schedule_as_people_read_it(spec: dict[str, object], expected: str) -> None:
+    assert shown(**spec) == expected
+
+
+def test_the_longest_schedule_fits_the_status_field() -> None:
+    longest = "1," * 59 + "10 * * * *"  # spec.schedule's longest: 128 characters
+
+    assert len(longest) == 128 < status_models.SCHEDULE_SHOWN_MAX
+    assert shown(schedule=longest) == longest
