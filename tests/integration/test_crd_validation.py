@@ -149,6 +149,22 @@ class TestValidObjectsAreAccepted:
             pytest.param({"startsAt": "2026-12-24T17:00:00Z", "target": HTTP}, id="one-off"),
             pytest.param(
                 {
+                    "schedules": [
+                        {"name": "hourly", "schedule": "0 * * * *"},
+                        {
+                            "name": "noon",
+                            "schedule": "0 12 * * *",
+                            "timeZone": "Europe/Copenhagen",
+                            "dst": {"ambiguous": "Both"},
+                        },
+                        {"name": "halves", "every": "30m"},
+                    ],
+                    "target": HTTP,
+                },
+                id="several-schedules",
+            ),
+            pytest.param(
+                {
                     "every": "1h30m",
                     "jitter": "250ms",
                     "concurrencyPolicy": "Queue",
@@ -222,6 +238,9 @@ class TestValidObjectsAreAccepted:
             "history": {"succeeded": 3, "failed": 3},
             "target": {"http": {"url": HTTP["http"]["url"], "method": "POST"}},
         }
+
+
+SCHEDULE_ENTRY = {"name": "hourly", "schedule": "0 * * * *"}
 
 
 class TestInvalidObjectsAreRefusedWithAUsefulMessage:
@@ -340,6 +359,36 @@ class TestInvalidObjectsAreRefusedWithAUsefulMessage:
                 "spec.startsAt",
                 ["spec.startsAt: Invalid value", "should match"],
                 id="a-start-without-an-offset",
+            ),
+            pytest.param(
+                {"schedule": "@daily", "schedules": [SCHEDULE_ENTRY], "target": HTTP},
+                "spec.schedule",
+                ["spec: Invalid value", "or schedules (several named ones)"],
+                id="schedule-beside-schedules",
+            ),
+            pytest.param(
+                {
+                    "schedules": [SCHEDULE_ENTRY, {**SCHEDULE_ENTRY, "name": "b", "every": "1h"}],
+                    "target": HTTP,
+                },
+                "spec.schedules[1].schedule",
+                ["spec.schedules[1]: Invalid value", "set exactly one of schedule"],
+                id="an-entry-with-schedule-and-every",
+            ),
+            pytest.param(
+                {
+                    "schedules": [SCHEDULE_ENTRY, {"name": "hourly", "every": "1h"}],
+                    "target": HTTP,
+                },
+                "spec.schedules[1].name",
+                ['.spec.schedules: duplicate entries for key [name="hourly"]'],
+                id="an-entry-name-twice",
+            ),
+            pytest.param(
+                {"schedules": [{**SCHEDULE_ENTRY, "name": "Hourly"}], "target": HTTP},
+                "spec.schedules[0].name",
+                ['spec.schedules[0].name: Invalid value: "Hourly"', "should match"],
+                id="an-entry-name-that-is-no-dns-label",
             ),
             pytest.param(
                 {"every": "10s", "bogus": True, "target": HTTP},

@@ -22,7 +22,7 @@ from typing import Annotated
 import pydantic
 
 from punctual.api import fields
-from punctual.scheduling import dst, durations, missed, overlap
+from punctual.scheduling import dst, durations, merged, missed, overlap
 from punctual.scheduling.errors import InvalidSpecError
 
 GROUP = "punctual.dev"
@@ -328,14 +328,70 @@ class Target(fields.ApiModel):
         return self
 
 
+_ONE_ENTRY_SCHEDULE = "set exactly one of schedule (a cron expression) or every (an interval)"
+
+
+ENTRY_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+"""An entry's name is a DNS label: it shows in status, Events and logs as it is."""
+
+
+class ScheduleEntry(fields.ApiModel):
+    """One of several schedules of a job (spec.schedules): a cron expression or an
+    interval, in its own time zone with its own DST rules."""
+
+    model_config = pydantic.ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {"rule": "has(self.schedule) != has(self.every)", "message": _ONE_ENTRY_SCHEDULE}
+            ]
+        }
+    )
+
+    name: str = pydantic.Field(
+        min_length=1,
+        max_length=63,
+        pattern=ENTRY_NAME_PATTERN,
+        description="The entry's name, unique in the list: a DNS label (lower-case letters, "
+        "digits and '-'). status.recentRuns names the entries that fired each run.",
+    )
+    schedule: str | None = pydantic.Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        description="A cron expression, as spec.schedule. Exactly one of schedule or every.",
+    )
+    every: fields.Duration | None = pydantic.Field(
+        default=None,
+        description="An interval, as spec.every. Exactly one of schedule or every.",
+    )
+    time_zone: str | None = pydantic.Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="The IANA time zone this entry's cron expression is evaluated in. Unset: "
+        "spec.timeZone.",
+    )
+    dst: DstSpec | None = pydantic.Field(
+        default=None,
+        description="This entry's DST rules, as spec.dst. Unset: spec.dst.",
+    )
+
+    @pydantic.model_validator(mode="after")
+    def _one_schedule(self) -> "ScheduleEntry":
+        if (self.schedule is None) == (self.every is None):
+            raise InvalidSpecError("schedule", _ONE_ENTRY_SCHEDULE)
+        return self
+
+
 _ONE_SCHEDULE = (
-    "set exactly one of schedule (a cron expression) or every (an interval), or neither with "
-    "startsAt for a one-off run"
+    "set exactly one of schedule (a cron expression) or every (an interval) or schedules "
+    "(several named ones), or neither with startsAt for a one-off run"
 )
 _WINDOW_RISES = "endsAt must be after startsAt"
 _SPEC_RULES: list[pydantic.JsonValue] = [
     {
-        "rule": "has(self.schedule) ? !has(self.every) : (has(self.every) || has(self.startsAt))",
+        "rule": "has(self.schedules) ? !has(self.schedule) && !has(self.every) : "
+        "has(self.schedule) ? !has(self.every) : (has(self.every) || has(self.startsAt))",
         "message": _ONE_SCHEDULE,
     },
     {
@@ -381,6 +437,20 @@ class ScheduledJobSpec(fields.ApiModel):
         "operator refuses slots closer than its minimum period (punctual run --min-period, "
         "1s by default), whether from every or from a cron seconds field.",
     )
+    schedules: tuple[ScheduleEntry, ...] | None = pydantic.Field(
+        default=None,
+        min_length=1,
+        max_length=merged.MAX_ENTRIES,
+        json_schema_extra={
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["name"],
+        },
+        description="Several named schedules instead of one schedule or every (at most "
+        f"{merged.MAX_ENTRIES}, names unique). Their slots merge into one timeline: entries "
+        "landing on the same instant are one slot and one run, recorded with the names of all "
+        "of them; history, concurrencyPolicy, missedRuns, jitter, startsAt and endsAt apply to "
+        "the job as a whole. Each entry takes timeZone and dst of its own, spec's by default.",
+    )
     starts_at: fields.Instant | None = pydantic.Field(
         default=None,
         description="No slot before this instant (RFC 3339 with an offset, e.g. "
@@ -397,7 +467,8 @@ class ScheduledJobSpec(fields.ApiModel):
         min_length=1,
         max_length=64,
         description="The IANA time zone the cron schedule is evaluated in, e.g. "
-        "Europe/Copenhagen. Default UTC. Does not affect every.",
+        "Europe/Copenhagen. Default UTC; also the zone of the entries of schedules that set "
+        "none. Does not affect every.",
     )
     dst: DstSpec = pydantic.Field(
         default_factory=DstSpec,
@@ -475,10 +546,30 @@ class ScheduledJobSpec(fields.ApiModel):
 
     @pydantic.model_validator(mode="after")
     def _one_schedule(self) -> "ScheduledJobSpec":
-        if self.schedule is not None and self.every is not None:
+        given = [
+            name
+            for name, value in (
+                ("schedule", self.schedule),
+                ("every", self.every),
+                ("schedules", self.schedules),
+            )
+            if value is not None
+        ]
+        if len(given) > 1:
+            raise InvalidSpecError(given[0], f"{_ONE_SCHEDULE} (got {' and '.join(given)})")
+        if not given and self.starts_at is None:
             raise InvalidSpecError("schedule", _ONE_SCHEDULE)
-        if self.schedule is None and self.every is None and self.starts_at is None:
-            raise InvalidSpecError("schedule", _ONE_SCHEDULE)
+        return self
+
+    @pydantic.model_validator(mode="after")
+    def _entry_names_unique(self) -> "ScheduledJobSpec":
+        seen: set[str] = set()
+        for index, entry in enumerate(self.schedules or ()):
+            if entry.name in seen:
+                raise InvalidSpecError(
+                    f"schedules[{index}].name", f"{entry.name!r} names an earlier entry too"
+                )
+            seen.add(entry.name)
         return self
 
     @pydantic.model_validator(mode="after")

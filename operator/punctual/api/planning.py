@@ -23,6 +23,7 @@ from punctual.api import models, warm_pods
 from punctual.scheduling import (
     dst,
     durations,
+    merged,
     missed,
     overlap,
     plans,
@@ -166,12 +167,14 @@ def plan_for(
     still fire before the next nominal one), and for whatever goes past the platform's
     ``bounds``.
     """
-    schedule = _schedule(spec, hash_key=hash_key)
+    schedule, entries = _schedule(spec, hash_key=hash_key)
     schedule_field = (
         f"{SPEC}.every"
         if spec.every is not None
         else f"{SPEC}.schedule"
         if spec.schedule is not None
+        else f"{SPEC}.schedules"
+        if spec.schedules is not None
         else f"{SPEC}.startsAt"
     )
     if spec.target.job is not None and schedule.shortest_period < JOB_MINIMUM_PERIOD:
@@ -180,6 +183,8 @@ def plan_for(
             "the job target needs slots at least 1s apart (its Jobs are named after the "
             "second of their slot)",
         )
+    if spec.target.job is not None:
+        _check_whole_seconds(spec)
     if schedule.shortest_period < bounds.min_period:
         raise InvalidSpecError(
             schedule_field,
@@ -214,12 +219,14 @@ def plan_for(
         timeout=timeout,
         retry_lost_runs=spec.retry_lost_runs,
         warm_lead=lead,
+        entries=entries,
     )
 
 
 def shown_schedule(spec: models.ScheduledJobSpec) -> str:
     """The schedule as ``kubectl get``'s SCHEDULE column shows it (``status.schedule``): the
-    cron text as written, ``every 10s``, or ``once at <startsAt>`` for a one-off.
+    cron text as written, ``every 10s``, ``3 schedules`` for several, or ``once at <startsAt>``
+    for a one-off.
 
     A printer column reads one field, and a job has its schedule in one of several (or in
     none): the operator states it in status. The text is the spec's, not the cron with its ``H``
@@ -230,34 +237,95 @@ def shown_schedule(spec: models.ScheduledJobSpec) -> str:
         return spec.schedule
     if spec.every is not None:
         return f"every {spec.every}"
+    if spec.schedules:
+        return f"{len(spec.schedules)} schedules"
     assert spec.starts_at is not None  # narrowed by the models' check
     return f"once at {timeline.rfc3339(spec.starts_at)}"
 
 
-def _schedule(spec: models.ScheduledJobSpec, *, hash_key: str | None) -> timeline.Schedule:
-    """The spec's schedule within its active window; with neither ``schedule`` nor ``every``,
-    the one-off at ``startsAt`` (the models make sure it is set)."""
+def _schedule(
+    spec: models.ScheduledJobSpec, *, hash_key: str | None
+) -> tuple[timeline.Schedule, merged.Merged | None]:
+    """The spec's schedule within its active window, and its entries merged when it has
+    several (``spec.schedules``); with none of ``schedule``, ``every`` or ``schedules``, the
+    one-off at ``startsAt`` (the models make sure it is set)."""
     for field, instant in (("startsAt", spec.starts_at), ("endsAt", spec.ends_at)):
         if instant is not None and not timeline.EPOCH <= instant < _LATEST_BOUND:
             raise InvalidSpecError(
                 f"{SPEC}.{field}",
                 f"{timeline.rfc3339(instant)} is outside the years 1970 to 8999",
             )
-    if spec.schedule is None and spec.every is None:
+    rules = dst.DstRules(nonexistent=spec.dst.nonexistent, ambiguous=spec.dst.ambiguous)
+    entries: merged.Merged | None = None
+    if spec.schedules is not None:
+        entries = merged.merge(
+            [
+                merged.Entry(
+                    entry.name,
+                    _entry_schedule(
+                        entry, index=index, time_zone=spec.time_zone, rules=rules, hash_key=hash_key
+                    ),
+                )
+                for index, entry in enumerate(spec.schedules)
+            ]
+        )
+        schedule: timeline.Schedule = entries
+    elif spec.schedule is None and spec.every is None:
         zones.parse(spec.time_zone, field=f"{SPEC}.timeZone")
         assert spec.starts_at is not None  # narrowed by the models' check
-        return windows.OneOff(spec.starts_at)
-    schedule = schedules.build(
-        schedule=spec.schedule,
-        every=spec.every,
-        time_zone=spec.time_zone,
-        rules=dst.DstRules(nonexistent=spec.dst.nonexistent, ambiguous=spec.dst.ambiguous),
-        field_prefix=f"{SPEC}.",
+        return windows.OneOff(spec.starts_at), None
+    else:
+        schedule = schedules.build(
+            schedule=spec.schedule,
+            every=spec.every,
+            time_zone=spec.time_zone,
+            rules=rules,
+            field_prefix=f"{SPEC}.",
+            hash_key=hash_key,
+        )
+    window = windows.Window(starts_at=spec.starts_at, ends_at=spec.ends_at)
+    return windows.within(schedule, window), entries
+
+
+def _entry_schedule(
+    entry: models.ScheduleEntry,
+    *,
+    index: int,
+    time_zone: str,
+    rules: dst.DstRules,
+    hash_key: str | None,
+) -> timeline.Schedule:
+    """One entry of ``spec.schedules``, in the job's zone and DST rules unless it has its
+    own; its errors name it (``spec.schedules[1].schedule``)."""
+    if entry.dst is not None:
+        rules = dst.DstRules(nonexistent=entry.dst.nonexistent, ambiguous=entry.dst.ambiguous)
+    return schedules.build(
+        schedule=entry.schedule,
+        every=entry.every,
+        time_zone=entry.time_zone or time_zone,
+        rules=rules,
+        field_prefix=f"{SPEC}.schedules[{index}].",
         hash_key=hash_key,
     )
-    return windows.within(schedule, windows.Window(starts_at=spec.starts_at, ends_at=spec.ends_at))
 
 
+def _check_whole_seconds(spec: models.ScheduledJobSpec) -> None:
+    """Refuse an ``every`` entry of several that is no whole number of seconds, for the job
+    target: two entries' slots within one second would name the same Job, and only whole
+    seconds keep every slot of the merged timeline (cron slots are on whole seconds) at least
+    a second from the next."""
+    for index, entry in enumerate(spec.schedules or ()):
+        field = f"{SPEC}.schedules[{index}].every"
+        if entry.every is not None and durations.parse(entry.every, field=field) % _SECOND:
+            raise InvalidSpecError(
+                field,
+                f"{entry.every} is not a whole number of seconds: with several schedules the "
+                "job target needs every entry's slots on whole seconds (its Jobs are named "
+                "after the second of their slot)",
+            )
+
+
+_SECOND = timedelta(seconds=1)
 _LATEST_BOUND = datetime(9000, 1, 1, tzinfo=UTC)
 """A window's bounds stay before the year the search for slots never passes."""
 WARM_START = f"{SPEC}.target.job.warmStart"
@@ -325,7 +393,12 @@ def check_fires(
         return
     if first is None and windows.has_ended(plan.schedule, after=now):
         return  # its window is over: valid, and Ready with reason Ended
-    if spec.schedule is None and spec.every is None:
+    if spec.schedules is not None:
+        field, named = (
+            f"{SPEC}.schedules",
+            f"the merged timeline of its {len(spec.schedules)} entries",
+        )
+    elif spec.schedule is None and spec.every is None:
         field, named = f"{SPEC}.startsAt", timeline.rfc3339(spec.starts_at or now)
     elif spec.every is not None:
         field, named = f"{SPEC}.every", repr(spec.every)

@@ -136,6 +136,12 @@ class RunRecord(fields.ApiModel):
         "ahead: created at the slot, as without warmStart). Unset for other jobs and for slots "
         "that never ran.",
     )
+    schedules: list[str] | None = pydantic.Field(
+        default=None,
+        description="For a job with spec.schedules, the names of the entries that fired the "
+        "slot (several when they land on the same instant: one slot, one run). Unset for a "
+        "job with one schedule and for runs asked for by hand.",
+    )
 
 
 class ActiveRun(fields.ApiModel):

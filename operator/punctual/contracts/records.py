@@ -105,6 +105,9 @@ class RunContext:
     timeout: timedelta
     token: str | None = None
     """For a run asked for by hand, its ``punctual.dev/run-now`` token."""
+    schedules: tuple[str, ...] = ()
+    """For a job with several schedules (``spec.schedules``), the names of those that fired
+    this slot (one slot, one run, however many of them land on it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +162,9 @@ class RunRecord:
     """For a slot run by a backfill, the backfill's token (its trigger Backfill)."""
     start_mode: StartMode | None = None
     """For a target that arms slots ahead: how the run's work was started (``Outcome``)."""
+    schedules: tuple[str, ...] = ()
+    """For a job with several schedules, the names of those that fired the slot
+    (``RunContext.schedules``)."""
 
     @property
     def trigger(self) -> Trigger:

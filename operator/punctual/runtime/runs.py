@@ -344,6 +344,7 @@ class JobRuns:
                 + ("; running the slot once more" if retry else "; not run again"),
                 replica=replica,
                 attempt=attempt,
+                schedules=armed.plan.fired_by(slot) if armed is not None else (),
             ),
         )
         if retry and armed is not None:
@@ -652,14 +653,16 @@ class JobRuns:
     def _skip(
         self, slot: datetime, plan: plans.JobPlan, *, result: records.RunResult, message: str
     ) -> None:
+        token = self._tokens.pop(slot, None)
         record = records.RunRecord(
             slot=slot,
-            scheduled_time=slot if slot in self._tokens else slot + plan.offset,
+            scheduled_time=slot if token is not None else slot + plan.offset,
             result=result,
             message=message,
             replica=self._replica,
-            token=self._tokens.pop(slot, None),
+            token=token,
             backfill=self._backfilled.get(slot),
+            schedules=() if token is not None else plan.fired_by(slot),
         )
         self._store.run_finished(self._job, record)
 
@@ -673,6 +676,7 @@ class JobRuns:
             scheduled_time=slot if token is not None else slot + armed.plan.offset,
             timeout=armed.plan.timeout,
             token=token,
+            schedules=() if token is not None else armed.plan.fired_by(slot),
         )
 
     def _start(self, slot: datetime, armed: Armed, *, attempt: int = 1) -> asyncio.Task[None]:
@@ -783,6 +787,7 @@ class JobRuns:
             token=self._tokens.pop(slot, None),
             backfill=self._backfilled.get(slot),
             start_mode=start_mode,
+            schedules=run.context.schedules,
         )
         if record.backfill is not None:
             self._backfill_results[slot] = result

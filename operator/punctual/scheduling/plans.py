@@ -3,7 +3,7 @@
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from punctual.scheduling import missed, overlap, timeline
+from punctual.scheduling import merged, missed, overlap, timeline
 
 LOST_RUN_NOTICE = timedelta(seconds=20)
 """How long after its replica's last heartbeat a lost run is taken over (the run lease's TTL and
@@ -31,6 +31,9 @@ class JobPlan:
     warm_lead: timedelta | None = None
     """The job target's warm start (``spec.target.job.warmStart.lead``): its slot is claimed
     and its Job created this long before the slot. None: claimed at the slot."""
+    entries: merged.Merged | None = None
+    """The job's several schedules (``spec.schedules``), merged into ``schedule``: what names
+    the entries that fired a slot. None: the job has one schedule."""
     _lock_ttl: timedelta = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -73,3 +76,8 @@ class JobPlan:
         ``max(timeout, LONGEST_SLOT_SPAN)``, plus the warm lead and ``CLAIM_MARGIN``; at least
         ``2 × period``."""
         return self._lock_ttl
+
+    def fired_by(self, slot: datetime) -> tuple[str, ...]:
+        """The names of the entries of ``spec.schedules`` with a slot at ``slot``; none for a
+        job with one schedule."""
+        return () if self.entries is None else self.entries.fired_by(slot)

@@ -3,8 +3,9 @@ up to a rate per job; above it, a periodic summary of the job's runs instead.
 
 Each finished run (and each slot skipped or lost) is one line "run finished" with the fields
 ``namespace``, ``name``, ``slot``, ``result``, ``latenessMillis`` and ``durationMillis`` (absent
-for a slot that never started), ``replica``, ``attempt`` and ``detail`` (the run's message,
-when it has one: the words the status shows, never a secret). Slots given up are one line
+for a slot that never started), ``replica``, ``attempt``, ``schedules`` (for a job with several,
+the entries that fired the slot, comma-separated) and ``detail`` (the run's message, when it has
+one: the words the status shows, never a secret). Slots given up are one line
 "slots missed" with ``count`` and ``newest``. Succeeded and skipped runs log at INFO, the others
 at WARNING. The fields go as ``extra={"fields": ...}``, which ``punctual.cli.log_format``
 writes as JSON keys or ``key=value``.
@@ -132,6 +133,8 @@ class LogStore(protocols.RunStore):
         if record.duration is not None:
             fields["durationMillis"] = _millis(record.duration)
         fields |= {"replica": record.replica, "attempt": record.attempt}
+        if record.schedules:
+            fields["schedules"] = ",".join(record.schedules)
         if record.message:
             fields["detail"] = record.message
         level = logging.INFO if record.result in _QUIET else logging.WARNING

@@ -229,6 +229,7 @@ class TestValidationTheApiServerDoes:
     ) -> None:
         rules = SPEC["x-kubernetes-validations"]
         assert rules[0]["rule"] == (
+            "has(self.schedules) ? !has(self.schedule) && !has(self.every) : "
             "has(self.schedule) ? !has(self.every) : (has(self.every) || has(self.startsAt))"
         )
         assert rules[1]["rule"] == (

@@ -22,6 +22,15 @@ def shown(**spec: object) -> str:
         ({"every": "10s"}, "every 10s"),
         ({"every": "1h30m", "startsAt": "2026-12-01T00:00:00Z"}, "every 1h30m"),
         ({"startsAt": "2026-12-24T18:00:00+01:00"}, "once at 2026-12-24T17:00:00Z"),
+        (
+            {
+                "schedules": [
+                    {"name": "morning", "schedule": "0 9 * * *"},
+                    {"name": "fast", "every": "1h"},
+                ]
+            },
+            "2 schedules",
+        ),
     ],
     ids=[
         "cron as written",
@@ -31,6 +40,7 @@ def shown(**spec: object) -> str:
         "an interval",
         "an interval in a window",
         "a one-off, in UTC",
+        "several, counted",
     ],
 )
 def test_the_schedule_as_people_read_it(spec: dict[str, object], expected: str) -> None:

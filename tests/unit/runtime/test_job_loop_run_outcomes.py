@@ -21,7 +21,7 @@ from runtime_doubles import (
 
 from punctual.contracts.records import Outcome, RunContext, RunResult
 from punctual.runtime.supervisor import Supervisor
-from punctual.scheduling import slots
+from punctual.scheduling import interval, merged, plans, slots
 from punctual.stores.memory import MemoryStore
 
 pytestmark = LOOPTIME
@@ -177,3 +177,30 @@ class TestATimeout:
 
         [record] = store.jobs[JOB].finished
         assert record.result == SUCCEEDED
+
+
+class TestARunOfSeveralSchedules:
+    async def test_is_told_and_records_the_entries_that_fired_its_slot_once(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        entries = merged.merge(
+            [
+                merged.Entry("tens", interval.IntervalSchedule(every=10 * SECOND)),
+                merged.Entry("fifteens", interval.IntervalSchedule(every=15 * SECOND)),
+            ]
+        )
+        plan = plans.JobPlan(schedule=entries, entries=entries)
+        target = Target(wall, duration=SECOND)
+        supervisor.arm(JOB, plan, target, resume_after=at(5))
+        await wall.sleep_until(at(35))
+
+        fired = [(record.slot, record.schedules) for record in store.jobs[JOB].finished]
+        assert fired == [
+            (at(10), ("tens",)),
+            (at(15), ("fifteens",)),
+            (at(20), ("tens",)),
+            (at(30), ("tens", "fifteens")),
+        ]
+        assert [context.schedules for context in target.contexts] == [
+            schedules for _, schedules in fired
+        ]

@@ -72,6 +72,22 @@ class TestAFinishedRun:
         assert [line.levelname for line in caplog.records] == ["INFO"]
         assert "detail" not in fields(caplog.records[0])
 
+    def test_a_run_of_several_schedules_names_the_entries_that_fired_it(
+        self, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        record = records.RunRecord(
+            slot=SLOT,
+            scheduled_time=SLOT,
+            result=records.RunResult.SUCCEEDED,
+            replica="r1",
+            schedules=("hourly", "noon"),
+        )
+
+        with caplog.at_level("INFO", logger="punctual.runs"):
+            logs.LogStore().run_finished(JOB, record)
+
+        assert fields(caplog.records[0])["schedules"] == "hourly,noon"
+
     def test_a_slot_that_never_started_has_no_lateness_nor_duration(
         self, caplog: pytest.LogCaptureFixture
     ) -> None:

@@ -88,6 +88,24 @@ async def test_a_warm_started_run_says_how_its_job_started() -> None:
     assert entry == dumped(status_models.RunRecord, entry)
 
 
+async def test_a_run_of_several_schedules_names_the_entries_that_fired_it() -> None:
+    run = records.RunRecord(
+        slot=SLOT,
+        scheduled_time=SLOT,
+        result=records.RunResult.SUCCEEDED,
+        started_at=SLOT,
+        finished_at=SLOT + timedelta(seconds=1),
+        replica="r1",
+        schedules=("hourly", "noon"),
+    )
+
+    status = await written(FakeStatusApi(scheduled_job()), runs=[run])
+
+    [entry] = status["recentRuns"]
+    assert entry["schedules"] == ["hourly", "noon"]
+    assert entry == dumped(status_models.RunRecord, entry)
+
+
 async def test_a_slot_that_never_ran_says_no_times() -> None:
     skipped = records.RunRecord(
         slot=SLOT, scheduled_time=SLOT, result=records.RunResult.SKIPPED_OVERLAP, replica="r1"

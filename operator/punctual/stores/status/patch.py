@@ -193,6 +193,7 @@ def _run_entry(record: records.RunRecord) -> dict[str, Any]:
         trigger=None if record.trigger == records.Trigger.SCHEDULED else record.trigger,
         run_now_token=record.token,
         warm_start=record.start_mode,
+        schedules=list(record.schedules) or None,
     ).model_dump(mode="json", exclude_none=True)
 
 
