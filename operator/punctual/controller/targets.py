@@ -8,7 +8,7 @@ from punctual.api import models
 from punctual.contracts import protocols
 from punctual.kube import secrets
 from punctual.scheduling import slots
-from punctual.targets.http import allowlist
+from punctual.targets import addresses
 from punctual.targets.http import connections as http_connections
 from punctual.targets.http import wiring as http_wiring
 from punctual.targets.job import requests as batch_job_requests
@@ -35,7 +35,7 @@ class Targets:
         meter_lock: Callable[[protocols.SlotLock], protocols.SlotLock] = lambda lock: lock,
         connections: http_connections.HttpConnections,
         secrets: secrets.SecretReader,
-        guard: allowlist.AddressGuard | None = None,
+        guard: addresses.AddressGuard | None = None,
         batch_jobs: batch_job_requests.BatchJobsApi | None = None,
         batch_job_watcher: batch_job_watcher.BatchJobWatcher | None = None,
         streams: queue_stream.StreamClaims | None = None,
