@@ -20,7 +20,8 @@ A ``Replica`` owns, once ``start`` has built them in this order:
    owns or backs up among the members;
 7. the HTTP targets' connections, behind the address guard (the API server's addresses);
 8. the batch-Job API and its one watcher;
-9. the queue targets' stream claims (with a ``redis_url``, whatever the lock backend);
+9. the queue targets' stream claims (with a ``redis_url``, whatever the lock backend), and the
+   clients of the tenants' brokers (behind the same address guard);
 10. the reconciler and its targets, and the admission webhook's reviews (with a
     ``webhook_port``; kopf serves them); every ScheduledJob armed from one paged LIST (this
     replica's share, with sharding), and only then this replica's own Lease held;
@@ -77,6 +78,7 @@ from punctual.targets import addresses
 from punctual.targets.http import connections as http_connections
 from punctual.targets.job import requests as batch_job_requests
 from punctual.targets.job import watcher as batch_job_watcher
+from punctual.targets.queue import brokers as queue_brokers
 from punctual.targets.queue import stream as queue_stream
 from punctual.targets.queue import wiring as queue_wiring
 
@@ -304,6 +306,8 @@ class Replica:
         )
         self._stack.push_async_callback(batch_watcher.close)
         streams = self._open_streams()
+        brokers = queue_brokers.Brokers(guard=guard)
+        self._stack.push_async_callback(brokers.close)
         if settings.webhook_port:
             self._admission = admission.Admission(
                 batch_jobs=batch_jobs,
@@ -325,6 +329,7 @@ class Replica:
                 # Told by the job target itself, at the slot: the scheduler does not see pods.
                 warm_start_reports=fanout.FanoutStore(statuses, warnings),
                 streams=streams,
+                brokers=brokers,
                 queue_max_len=settings.queue_max_len,
                 meter_lock=lambda lock: metered.MeteredLock(
                     lock, meters=self.meters, backend="redis-stream"
