@@ -464,7 +464,8 @@ class Target(fields.ApiModel):
     queue: QueueTarget | None = pydantic.Field(
         default=None,
         description="Append an entry to a Redis stream (XADD) on the operator's Redis, "
-        "atomically with claiming the slot; consumers do the work.",
+        "atomically with claiming the slot, or push a Celery or RQ task onto the tenant's own "
+        "broker, once per slot; consumers do the work.",
     )
     job: JobTarget | None = pydantic.Field(
         default=None,
