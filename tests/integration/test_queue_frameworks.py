@@ -268,3 +268,31 @@ class TestTheSameSlotPushedTwice:
             assert [line["slot"] for line in celery_worker.recorded("twice/pushed")] == [slot_id]
         finally:
             celery_worker.stop()
+
+
+class TestAQueueKeyOfAnotherType:
+    def test_fails_the_push_and_writes_nothing_not_even_the_claim(self, broker: LocalRedis) -> None:
+        client = redis.Redis.from_url(broker.url, decode_responses=True)
+        try:
+            client.set("not-a-list", "the tenant's own value")
+            slot_id = "typed/job/uid/1"
+            task = models.CeleryTask.model_validate({"task": "tests.record", "queue": "not-a-list"})
+            push = celery_messages.celery_push(
+                task, slot_id=slot_id, scheduled_time=slot_of(slot_id)
+            )
+
+            async def push_once() -> bool:
+                clients = brokers.Brokers(guard=addresses.AddressGuard())
+                try:
+                    return await clients.push(
+                        namespace="typed", url=broker.url, slot_id=slot_id, push=push
+                    )
+                finally:
+                    await clients.close()
+
+            with pytest.raises(brokers.BrokerUnavailableError, match="holds a string, not a list"):
+                asyncio.run(push_once())
+            assert client.get("not-a-list") == "the tenant's own value"
+            assert client.exists(brokers.claim_key(slot_id)) == 0
+        finally:
+            client.close()

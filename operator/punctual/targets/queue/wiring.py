@@ -8,14 +8,15 @@ lower), and a ``maxLen`` above the limit (``--queue-max-len``) is not scheduled.
 """
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from punctual.api import models
-from punctual.contracts import protocols
+from punctual.contracts import protocols, records
 from punctual.kube import secrets
 from punctual.redis_io import namespace_keys
 from punctual.scheduling import slots
 from punctual.targets import errors
-from punctual.targets.queue import brokers, celery_messages, executor, rq_jobs, stream
+from punctual.targets.queue import brokers, celery_messages, executor, pushes, rq_jobs, stream
 
 DEFAULT_MAX_LEN_LIMIT = 100_000
 """The most entries a queue job's stream may keep (``--queue-max-len``)."""
@@ -78,20 +79,7 @@ class QueueTargets:
                 errors.QUEUE_UNAVAILABLE,
                 "spec.target.queue.brokerFrom: this operator pushes to no tenant's broker",
             )
-        build: executor.MessageBuilder
-        if target.celery is not None:
-            task = target.celery
-            build = lambda context, _now: celery_messages.celery_push(  # noqa: E731
-                task, slot_id=context.slot_id, scheduled_time=context.scheduled_time
-            )
-            what = f"celery task {task.task} on queue {task.queue}"
-        else:
-            assert target.rq is not None  # the model allows exactly one format
-            rq_job = target.rq
-            build = lambda context, now: rq_jobs.rq_push(  # noqa: E731
-                rq_job, slot_id=context.slot_id, scheduled_time=context.scheduled_time, now=now
-            )
-            what = f"rq job {rq_job.function} on queue {rq_job.queue}"
+        build, what = _message_builder(target)
         source = target.broker_from
         return WiredQueue(
             executor.BrokerExecutor(
@@ -116,3 +104,24 @@ class QueueTargets:
                 f"of {self._max_len_limit} entries per stream (--queue-max-len)",
             )
         return target.max_len
+
+
+def _message_builder(target: models.QueueTarget) -> tuple[executor.MessageBuilder, str]:
+    """The message of a run's slot in the target's format, and what it is, for users."""
+    celery_task, rq_job = target.celery, target.rq
+    if celery_task is not None:
+
+        def celery(context: records.RunContext, _now: datetime) -> pushes.Push:
+            return celery_messages.celery_push(
+                celery_task, slot_id=context.slot_id, scheduled_time=context.scheduled_time
+            )
+
+        return celery, f"celery task {celery_task.task} on queue {celery_task.queue}"
+    assert rq_job is not None  # the model allows exactly one format
+
+    def rq(context: records.RunContext, now: datetime) -> pushes.Push:
+        return rq_jobs.rq_push(
+            rq_job, slot_id=context.slot_id, scheduled_time=context.scheduled_time, now=now
+        )
+
+    return rq, f"rq job {rq_job.function} on queue {rq_job.queue}"
