@@ -20,7 +20,8 @@ A ``Replica`` owns, once ``start`` has built them in this order:
    owns or backs up among the members;
 7. the HTTP targets' connections, behind the address guard (the API server's addresses);
 8. the batch-Job API and its one watcher;
-9. the queue targets' stream claims (with a ``redis_url``, whatever the lock backend);
+9. the queue targets' stream claims (with a ``redis_url``, whatever the lock backend), and the
+   clients of the tenants' brokers (behind the same address guard);
 10. the reconciler and its targets, and the admission webhook's reviews (with a
     ``webhook_port``; kopf serves them); every ScheduledJob armed from one paged LIST (this
     replica's share, with sharding), and only then this replica's own Lease held;
@@ -73,10 +74,11 @@ from punctual.stores import fanout
 from punctual.stores import logs as log_store
 from punctual.stores import metered as metered_store
 from punctual.stores import status as status_store
-from punctual.targets.http import allowlist
+from punctual.targets import addresses
 from punctual.targets.http import connections as http_connections
 from punctual.targets.job import requests as batch_job_requests
 from punctual.targets.job import watcher as batch_job_watcher
+from punctual.targets.queue import brokers as queue_brokers
 from punctual.targets.queue import stream as queue_stream
 from punctual.targets.queue import wiring as queue_wiring
 
@@ -123,9 +125,9 @@ class ReplicaSettings:
     """Per job, after a burst; above it, the job's runs are summarized once a minute."""
     queue_max_len: int = queue_wiring.DEFAULT_MAX_LEN_LIMIT
     """The most entries a queue target's stream keeps: its ``maxLen`` at most."""
-    allowed_hosts: allowlist.HostAllowlist | None = None
+    allowed_hosts: addresses.HostAllowlist | None = None
     """The only hosts HTTP targets may call; ``None``: any but those refused by default."""
-    refused_addresses: tuple[allowlist.RefusedAddresses, ...] = ()
+    refused_addresses: tuple[addresses.RefusedAddresses, ...] = ()
     """Addresses HTTP targets never reach, beside those refused by default."""
     http_connections_per_namespace: int = http_connections.LIMIT_PER_NAMESPACE
     """Connections to one origin busy at once for one namespace's HTTP targets."""
@@ -291,7 +293,7 @@ class Replica:
                 ),
                 name="claim notices",
             )
-        guard = allowlist.AddressGuard.default(
+        guard = addresses.AddressGuard.default(
             api_server=await _api_server(api_server_urls(api.configuration.host, os.environ)),
             allowed=settings.allowed_hosts,
             refused=settings.refused_addresses,
@@ -304,6 +306,8 @@ class Replica:
         )
         self._stack.push_async_callback(batch_watcher.close)
         streams = self._open_streams()
+        brokers = queue_brokers.Brokers(guard=guard)
+        self._stack.push_async_callback(brokers.close)
         if settings.webhook_port:
             self._admission = admission.Admission(
                 batch_jobs=batch_jobs,
@@ -325,6 +329,7 @@ class Replica:
                 # Told by the job target itself, at the slot: the scheduler does not see pods.
                 warm_start_reports=fanout.FanoutStore(statuses, warnings),
                 streams=streams,
+                brokers=brokers,
                 queue_max_len=settings.queue_max_len,
                 meter_lock=lambda lock: metered.MeteredLock(
                     lock, meters=self.meters, backend="redis-stream"
@@ -458,12 +463,12 @@ class Replica:
         return scheduler
 
     async def open_http_connections(
-        self, guard: allowlist.AddressGuard | None = None
+        self, guard: addresses.AddressGuard | None = None
     ) -> http_connections.HttpConnections:
         """The HTTP targets' connections, refusing what ``guard`` refuses (by default: the
         addresses refused without an API server to add, and what ``allowed_hosts`` leaves)."""
         if guard is None:
-            guard = allowlist.AddressGuard.default(
+            guard = addresses.AddressGuard.default(
                 api_server=[],
                 allowed=self.settings.allowed_hosts,
                 refused=self.settings.refused_addresses,
@@ -548,7 +553,7 @@ async def _api_server(urls: Iterable[str]) -> list[tuple[str, int]]:
     for url in urls:
         parts = urllib.parse.urlsplit(url)
         try:
-            port = parts.port or allowlist.DEFAULT_PORTS.get(parts.scheme, 443)
+            port = parts.port or addresses.DEFAULT_PORTS.get(parts.scheme, 443)
             infos = await asyncio.get_running_loop().getaddrinfo(
                 parts.hostname, port, type=socket.SOCK_STREAM
             )

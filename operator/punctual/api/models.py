@@ -210,10 +210,130 @@ StreamName = Annotated[
 ]
 
 
-class QueueTarget(fields.ApiModel):
-    """A message appended to a Redis stream, atomically with claiming the slot."""
+class BrokerSource(fields.ApiModel):
+    """Where a queue job's broker URL is read from: a Secret in the job's own namespace."""
 
-    stream: StreamName = pydantic.Field(
+    secret_name: str = pydantic.Field(
+        min_length=1,
+        max_length=253,
+        description="Name of a Secret in the same namespace as the ScheduledJob.",
+    )
+    key: str = pydantic.Field(
+        min_length=1,
+        max_length=253,
+        description="The Secret's key whose value is the broker's URL: redis://[user:password@]"
+        "host[:port][/db] or rediss:// for TLS. The host must be one the operator may reach "
+        "(--http-allowed-hosts; link-local, metadata and API server addresses are refused).",
+    )
+
+
+TASK_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*([.:][A-Za-z_][A-Za-z0-9_]*)*$"
+"""A Python dotted path (``reports.tasks.nightly``), as Celery task names and RQ function
+paths are; ``:`` separates a module from its attribute in some task names."""
+QUEUE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
+
+TaskName = Annotated[str, pydantic.Field(min_length=1, max_length=256, pattern=TASK_NAME_PATTERN)]
+QueueName = Annotated[str, pydantic.Field(min_length=1, max_length=128, pattern=QUEUE_NAME_PATTERN)]
+MAX_TASK_ARGS = 64
+
+
+def _task_arguments(arguments: dict[str, pydantic.JsonValue]) -> dict[str, pydantic.JsonValue]:
+    """Accept ``{"args": [...], "kwargs": {...}}``, either key optional, and nothing else."""
+    unknown = sorted(set(arguments) - {"args", "kwargs"})
+    if unknown:
+        raise InvalidSpecError("", f"only args and kwargs, not {', '.join(unknown)}")
+    args = arguments.get("args", [])
+    if not isinstance(args, list) or len(args) > MAX_TASK_ARGS:
+        raise InvalidSpecError("args", f"a list of at most {MAX_TASK_ARGS} JSON values")
+    if not isinstance(arguments.get("kwargs", {}), dict):
+        raise InvalidSpecError("kwargs", "an object: the keyword arguments by name")
+    return arguments
+
+
+TaskArguments = Annotated[fields.FreeFormObject, pydantic.AfterValidator(_task_arguments)]
+"""A task's arguments, JSON only (never pickle): ``args`` (a list) and ``kwargs`` (an object).
+Kept as given by the API server (a task's argument may be any JSON value), checked here."""
+
+
+def split_arguments(
+    arguments: dict[str, pydantic.JsonValue] | None,
+) -> tuple[list[pydantic.JsonValue], dict[str, pydantic.JsonValue]]:
+    """The positional and keyword arguments of checked ``TaskArguments`` (none when unset)."""
+    arguments = arguments or {}
+    args, kwargs = arguments.get("args", []), arguments.get("kwargs", {})
+    assert isinstance(args, list)  # checked by _task_arguments
+    assert isinstance(kwargs, dict)
+    return args, kwargs
+
+
+_ARGUMENTS = (
+    "The call's arguments, JSON only: args (a list of at most 64 values) and kwargs (an "
+    "object), e.g. {args: [7], kwargs: {region: eu}}. Unset: none."
+)
+
+
+class CeleryTask(fields.ApiModel):
+    """A Celery task message (protocol 2, JSON) pushed onto a queue of the tenant's broker."""
+
+    task: TaskName = pydantic.Field(
+        description="The task's registered name, e.g. reports.tasks.nightly.",
+    )
+    arguments: TaskArguments | None = pydantic.Field(default=None, description=_ARGUMENTS)
+    queue: QueueName = pydantic.Field(
+        default="celery", description="The queue (the Redis list) workers consume. Default celery."
+    )
+    priority: fields.WholeNumber | None = pydantic.Field(
+        default=None,
+        ge=0,
+        le=9,
+        description="Kombu's Redis priority, 0 (first, the default) to 9; the message goes to "
+        "the list of its priority step (0, 3, 6 or 9) as kombu writes it.",
+    )
+    expires: fields.Duration | None = pydantic.Field(
+        default=None,
+        description="Workers discard the task if it starts this long after its scheduled time. "
+        "Unset: never.",
+    )
+
+
+class RqJob(fields.ApiModel):
+    """An RQ job (JSON serializer) enqueued on a queue of the tenant's broker."""
+
+    function: TaskName = pydantic.Field(
+        description="The function's import path, e.g. reports.jobs.nightly.",
+    )
+    arguments: TaskArguments | None = pydantic.Field(default=None, description=_ARGUMENTS)
+    queue: QueueName = pydantic.Field(default="default", description="The queue. Default default.")
+    timeout: fields.Duration | None = pydantic.Field(
+        default=None,
+        description="The job's timeout, in whole seconds (rounded up). Unset: the worker's "
+        "default (180s).",
+    )
+
+
+class QueueTarget(fields.ApiModel):
+    """A message for consumers: a Punctual stream entry on the operator's Redis, or a task of a
+    framework users already run (celery, rq) pushed onto their own broker (brokerFrom)."""
+
+    model_config = pydantic.ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "[has(self.stream), has(self.celery), has(self.rq)]"
+                    ".filter(set, set).size() == 1",
+                    "message": "set exactly one of stream, celery or rq",
+                },
+                {
+                    "rule": "has(self.stream) != has(self.brokerFrom)",
+                    "message": "celery and rq need brokerFrom; stream takes none (it is on the "
+                    "operator's Redis)",
+                },
+            ]
+        }
+    )
+
+    stream: StreamName | None = pydantic.Field(
+        default=None,
         description="The stream's name within this namespace. Entries are appended (XADD) on "
         "the operator's Redis (--redis-url) to the key punctual:ns:{<namespace>}:stream:<name>, "
         "which the Ready condition's message names; a ScheduledJob can reach no other key. "
@@ -223,7 +343,7 @@ class QueueTarget(fields.ApiModel):
     payload: fields.FreeFormObject | None = pydantic.Field(
         default=None,
         description="Any object, sent JSON-encoded as the entry's payload field. Unset: an "
-        "empty object.",
+        "empty object. Only with stream.",
     )
     max_len: fields.WholeNumber | None = pydantic.Field(
         default=None,
@@ -231,8 +351,39 @@ class QueueTarget(fields.ApiModel):
         description="Trim the stream to about this many entries on every append (XADD MAXLEN "
         f"~). Unset: {DEFAULT_STREAM_MAX_LEN}, or the operator's --queue-max-len if lower; above "
         "--queue-max-len (default 100000) the job is not scheduled (Ready False, "
-        "MaxLenAboveLimit).",
+        "MaxLenAboveLimit). Only with stream.",
     )
+    broker_from: BrokerSource | None = pydantic.Field(
+        default=None,
+        description="The tenant's broker (a Redis) for celery and rq, read from a Secret at "
+        "each run. Each slot's message is pushed exactly once at the broker.",
+    )
+    celery: CeleryTask | None = pydantic.Field(
+        default=None,
+        description="Push a Celery task (message protocol 2, JSON, kombu's Redis transport); "
+        "its task id is derived from the slot id, its headers carry punctual_slot and "
+        "punctual_scheduled_time.",
+    )
+    rq: RqJob | None = pydantic.Field(
+        default=None,
+        description="Enqueue an RQ job (JSON serializer); its job id is derived from the slot "
+        "id, its meta carries punctual_slot and punctual_scheduled_time.",
+    )
+
+    @pydantic.model_validator(mode="after")
+    def _one_format(self) -> "QueueTarget":
+        if not _exactly_one_set(self.stream, self.celery, self.rq):
+            raise InvalidSpecError("", "set exactly one of stream, celery or rq")
+        if self.stream is None and self.broker_from is None:
+            raise InvalidSpecError("brokerFrom", "celery and rq need the broker's Secret")
+        if self.stream is not None and self.broker_from is not None:
+            raise InvalidSpecError(
+                "brokerFrom",
+                "stream entries go to the operator's Redis: brokerFrom is for celery and rq",
+            )
+        if self.stream is None and (self.payload is not None or self.max_len is not None):
+            raise InvalidSpecError("", "payload and maxLen are only for stream")
+        return self
 
 
 class WarmStartMode(enum.StrEnum):
@@ -313,7 +464,8 @@ class Target(fields.ApiModel):
     queue: QueueTarget | None = pydantic.Field(
         default=None,
         description="Append an entry to a Redis stream (XADD) on the operator's Redis, "
-        "atomically with claiming the slot; consumers do the work.",
+        "atomically with claiming the slot, or push a Celery or RQ task onto the tenant's own "
+        "broker, once per slot; consumers do the work.",
     )
     job: JobTarget | None = pydantic.Field(
         default=None,

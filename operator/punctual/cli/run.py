@@ -28,7 +28,7 @@ from punctual.kube import events, membership
 from punctual.scheduling import durations, overlap
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.stores import logs as log_store
-from punctual.targets.http import allowlist
+from punctual.targets import addresses
 from punctual.targets.http import connections as http_connections
 from punctual.targets.queue import wiring as queue_wiring
 
@@ -418,11 +418,11 @@ def _settings(arguments: argparse.Namespace) -> replica.ReplicaSettings:
         ),
     )
     settings = dataclasses.replace(
-        settings, refused_addresses=allowlist.parse_refused(arguments.http_refused_addresses)
+        settings, refused_addresses=addresses.parse_refused(arguments.http_refused_addresses)
     )
     if not arguments.http_allowed_hosts:
         return settings
-    allowed = allowlist.HostAllowlist.parse(arguments.http_allowed_hosts)
+    allowed = addresses.HostAllowlist.parse(arguments.http_allowed_hosts)
     return dataclasses.replace(settings, allowed_hosts=allowed)
 
 

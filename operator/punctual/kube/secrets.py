@@ -1,8 +1,9 @@
-"""Reading the Secrets that ``headersFrom`` names: the one module that reads Secrets.
+"""Reading the Secrets that ``headersFrom`` (HTTP targets) and ``brokerFrom`` (the queue
+target's tasks) name: the one module that reads Secrets.
 
 Values are cached for a short while, so a 1-second job does not read its Secret every second,
 and a rotated Secret is picked up within ``ttl``. Values never leave this module except as
-headers handed to an executor: never logged, never in status or Events.
+headers or a broker's URL handed to an executor: never logged, never in status or Events.
 """
 
 import asyncio

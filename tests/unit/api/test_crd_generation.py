@@ -149,7 +149,12 @@ class TestTheSchemaIsStructural:
             for path, node in schema_nodes(ROOT)
             if node.get("x-kubernetes-preserve-unknown-fields")
         )
-        assert free_form == [".spec.target.job.template", ".spec.target.queue.payload"]
+        assert free_form == [
+            ".spec.target.job.template",
+            ".spec.target.queue.celery.arguments",
+            ".spec.target.queue.payload",
+            ".spec.target.queue.rq.arguments",
+        ]
         for path, node in schema_nodes(ROOT):
             if path in free_form:
                 assert node["type"] == "object"

@@ -3,6 +3,8 @@
 - the queue target claims through a stream lock of its own, which needs the operator's Redis,
   appends to its namespace's stream and keeps it bounded;
 - the queue executor reports the entry its claim appended;
+- a celery or rq task is claimed by the operator's lock and pushed onto the broker its Secret
+  names, at each run; a Secret without the key fails the run before anything is sent;
 - the job target needs a JobSpec in its template; its executor names its Jobs by slot.
 """
 
@@ -19,11 +21,13 @@ from punctual.controller import targets
 from punctual.kube import secrets
 from punctual.scheduling import slots
 from punctual.scheduling.errors import InvalidSpecError
+from punctual.targets import addresses
 from punctual.targets import errors as target_errors
 from punctual.targets.http import connections as http_connections
 from punctual.targets.job import executor as batch_job_executor
 from punctual.targets.job import requests as batch_job_requests
 from punctual.targets.job import watcher as batch_job_watcher
+from punctual.targets.queue import brokers as queue_brokers
 from punctual.targets.queue import executor as queue_executor
 from punctual.targets.queue import stream as queue_stream
 from punctual.targets.queue import wiring as queue_wiring
@@ -96,10 +100,13 @@ def wiring(
         streams: queue_stream.StreamClaims | None = None,
         with_jobs: bool = True,
         queue_max_len: int = queue_wiring.DEFAULT_MAX_LEN_LIMIT,
+        brokers: queue_brokers.Brokers | None = None,
+        reader: object = None,
     ) -> targets.Targets:
         return targets.Targets(
             connections=connections,
-            secrets=cast(secrets.SecretReader, object()),
+            secrets=cast(secrets.SecretReader, reader or object()),
+            brokers=brokers,
             batch_jobs=cast(batch_job_requests.BatchJobsApi, NoBatchJobsApi())
             if with_jobs
             else None,
@@ -218,6 +225,63 @@ class TestTheQueueTarget:
         fields = queue_stream.entry_fields(claim(), payload="{}")
 
         assert fields["scheduledTime"] == "2026-11-30T01:30:00Z"
+
+
+class SecretsOf:
+    """A Secret reader holding the given Secrets' data."""
+
+    def __init__(self, data: dict[str, dict[str, str]]) -> None:
+        self.data = data
+
+    async def read(self, *, namespace: str, name: str) -> dict[str, str]:
+        return self.data[f"{namespace}/{name}"]
+
+
+CELERY = {
+    "celery": {"task": "reports.tasks.nightly"},
+    "brokerFrom": {"secretName": "broker", "key": "url"},
+}
+
+
+class TestATaskOnTheTenantsBroker:
+    async def test_without_brokers_is_unavailable_not_invalid(
+        self, wiring: Callable[..., targets.Targets]
+    ) -> None:
+        with pytest.raises(target_errors.TargetUnavailableError) as raised:
+            wiring().wire(JOB_REF, spec({"queue": CELERY}))
+        assert raised.value.reason == "QueueUnavailable"
+
+    async def test_is_claimed_by_the_operators_lock_and_says_where_it_goes(
+        self, wiring: Callable[..., targets.Targets]
+    ) -> None:
+        brokers = queue_brokers.Brokers(guard=addresses.AddressGuard())
+        wired = wiring(brokers=brokers, reader=SecretsOf({})).wire(JOB_REF, spec({"queue": CELERY}))
+        assert wired.lock is None
+        assert wired.destination == (
+            "celery task reports.tasks.nightly on queue celery, on the broker of Secret "
+            "reports/broker key url"
+        )
+
+    @pytest.mark.parametrize(
+        ("data", "message"),
+        [
+            ({}, "Secret reports/broker has no key 'url' (the broker's URL): nothing sent"),
+            (
+                {"url": "redis://169.254.169.254/0"},
+                "broker redis://169.254.169.254/0: 169.254.169.254 is link-local",
+            ),
+        ],
+    )
+    async def test_a_broker_it_cannot_use_fails_the_run_naming_the_secret(
+        self, wiring: Callable[..., targets.Targets], data: dict[str, str], message: str
+    ) -> None:
+        brokers = queue_brokers.Brokers(guard=addresses.AddressGuard())
+        reader = SecretsOf({"reports/broker": data})
+        wired = wiring(brokers=brokers, reader=reader).wire(JOB_REF, spec({"queue": CELERY}))
+        outcome = await wired.executor(context())
+        await brokers.close()
+        assert not outcome.succeeded
+        assert outcome.message.startswith(message)
 
 
 class TestTheJobTarget:

@@ -9,8 +9,7 @@ from punctual.contracts import protocols, records
 from punctual.kube import secrets
 from punctual.scheduling import slots
 from punctual.scheduling.errors import InvalidSpecError
-from punctual.targets import errors
-from punctual.targets.http import allowlist
+from punctual.targets import addresses, errors
 from punctual.targets.http import connections as http_connections
 from punctual.targets.http import executor as http_executor
 
@@ -25,11 +24,11 @@ class HttpTargets:
         *,
         connections: http_connections.HttpConnections,
         secrets: secrets.SecretReader,
-        guard: allowlist.AddressGuard | None = None,
+        guard: addresses.AddressGuard | None = None,
     ) -> None:
         self._connections = connections
         self._secrets = secrets
-        self._guard = guard or allowlist.AddressGuard()
+        self._guard = guard or addresses.AddressGuard()
 
     def wire(self, job: slots.JobRef, target: models.HttpTarget) -> protocols.Executor:
         """Raises ``InvalidSpecError`` for a request that cannot be sent (``request_for``),
@@ -45,7 +44,7 @@ class HttpTargets:
                 f"this operator may call (--http-allowed-hosts {allowed})",
             )
         url = urllib.parse.urlsplit(target.url)
-        port = url.port or allowlist.DEFAULT_PORTS[url.scheme.lower()]
+        port = url.port or addresses.DEFAULT_PORTS[url.scheme.lower()]
         refusal = self._guard.refusal(url.hostname or "", port)
         if refusal is not None:  # an IP literal; names are checked on each address they resolve to
             raise errors.TargetUnavailableError(

@@ -1,13 +1,21 @@
-"""The queue target's executor: the slot's stream entry was appended when the slot was claimed.
+"""The queue target's executors.
 
-The queue target claims its slots through a lock that appends the stream entry in the same
+A ``stream`` job claims its slots through a lock that appends the stream entry in the same
 atomic step (``punctual.targets.queue.stream``), so a run has nothing left to do but report
-which entry it was: ``enqueued <entry id>``. Consumers do the work.
+which entry it was: ``enqueued <entry id>``. A ``celery`` or ``rq`` job is claimed by the
+operator's lock like any other, and its run pushes the slot's message onto the tenant's broker
+(``BrokerExecutor``), claimed once more there (``punctual.targets.queue.brokers``). Consumers do
+the work.
 """
 
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Protocol
 
+from punctual.api import models
 from punctual.contracts import records
+from punctual.kube import secrets
+from punctual.targets.queue import brokers, pushes
 
 
 class Entries(Protocol):
@@ -17,7 +25,7 @@ class Entries(Protocol):
 
 
 class QueueExecutor:
-    """``protocols.Executor`` of one queue-target job."""
+    """``protocols.Executor`` of one stream job."""
 
     def __init__(self, entries: Entries, *, stream: str) -> None:
         self._entries = entries
@@ -30,3 +38,52 @@ class QueueExecutor:
         entry = self._entries.take_entry(context.slot_id)
         # A won claim always appended the entry; only its id can be missing (a lost reply).
         return records.Outcome(True, f"enqueued {entry or '(id unknown)'}")
+
+
+MessageBuilder = Callable[[records.RunContext, datetime], pushes.Push]
+"""A format's message of a run's slot, pushed at the given instant (UTC)."""
+
+
+class BrokerExecutor:
+    """``protocols.Executor`` of one celery or rq job: reads the broker's URL from the job's
+    Secret at each run (cached by the reader, so a rotated Secret is picked up), then pushes the
+    slot's message, once per slot at the broker."""
+
+    def __init__(
+        self,
+        build: MessageBuilder,
+        *,
+        brokers: brokers.Brokers,
+        reader: secrets.SecretReader,
+        namespace: str,
+        source: models.BrokerSource,
+    ) -> None:
+        self._build = build
+        self._brokers = brokers
+        self._reader = reader
+        self._namespace = namespace
+        self._source = source
+
+    def __repr__(self) -> str:
+        return f"BrokerExecutor({self._namespace}/{self._source.secret_name})"
+
+    async def __call__(self, context: records.RunContext) -> records.Outcome:
+        where = f"Secret {self._namespace}/{self._source.secret_name}"
+        values = await self._reader.read(namespace=self._namespace, name=self._source.secret_name)
+        url = values.get(self._source.key, "").strip()
+        if not url:
+            return records.Outcome(
+                False, f"{where} has no key {self._source.key!r} (the broker's URL): nothing sent"
+            )
+        push = self._build(context, datetime.now(UTC))
+        try:
+            pushed = await self._brokers.push(
+                namespace=self._namespace, url=url, slot_id=context.slot_id, push=push
+            )
+        except (brokers.BrokerRefusedError, brokers.BrokerUnavailableError) as error:
+            return records.Outcome(False, f"{error} (URL from {where})")
+        if not pushed:
+            return records.Outcome(
+                True, f"{push.description}: pushed before for this slot, not pushed again"
+            )
+        return records.Outcome(True, f"enqueued {push.description}")

@@ -1,17 +1,22 @@
-"""From ``spec.target.queue`` to its executor and the stream lock that claims its slots.
+"""From ``spec.target.queue`` to its executor, and for a stream to the lock that claims its
+slots.
 
-The stream is the job's namespace's (``redis_io.namespace_keys.stream_key``), and it is always
+A stream is the job's namespace's (``redis_io.namespace_keys.stream_key``), and it is always
 bounded: ``maxLen`` unset is ``models.DEFAULT_STREAM_MAX_LEN`` (or the operator's limit, if
-lower), and a ``maxLen`` above the limit (``--queue-max-len``) is not scheduled.
+lower), and a ``maxLen`` above the limit (``--queue-max-len``) is not scheduled. A ``celery`` or
+``rq`` task goes to the tenant's broker (``brokerFrom``), claimed by the operator's slot lock.
 """
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from punctual.api import models
+from punctual.contracts import protocols, records
+from punctual.kube import secrets
 from punctual.redis_io import namespace_keys
 from punctual.scheduling import slots
 from punctual.targets import errors
-from punctual.targets.queue import executor, stream
+from punctual.targets.queue import brokers, celery_messages, executor, pushes, rq_jobs, stream
 
 DEFAULT_MAX_LEN_LIMIT = 100_000
 """The most entries a queue job's stream may keep (``--queue-max-len``)."""
@@ -19,29 +24,38 @@ DEFAULT_MAX_LEN_LIMIT = 100_000
 
 @dataclass(frozen=True, slots=True)
 class WiredQueue:
-    executor: executor.QueueExecutor
-    lock: stream.StreamLock
-    stream_key: str
-    """The Redis key the entries go to, for users to find (the Ready condition names it)."""
+    executor: protocols.Executor
+    lock: stream.StreamLock | None
+    """A stream's own lock; ``None``: the operator's (a broker's task)."""
+    destination: str
+    """Where the messages go, for users to find (the Ready condition says it)."""
 
 
 class QueueTargets:
     """The queue targets of this operator: the stream claims on its Redis (``None``: it has
-    none), and the longest stream a job may ask for."""
+    none), the longest stream a job may ask for, and the tenants' brokers with the Secrets
+    that name them (``None``: no broker tasks)."""
 
     def __init__(
         self,
         streams: stream.StreamClaims | None = None,
         *,
         max_len_limit: int = DEFAULT_MAX_LEN_LIMIT,
+        brokers: brokers.Brokers | None = None,
+        secrets: secrets.SecretReader | None = None,
     ) -> None:
         self._streams = streams
         self._max_len_limit = max_len_limit
+        self._brokers = brokers
+        self._secrets = secrets
 
     def wire(self, job: slots.JobRef, target: models.QueueTarget) -> WiredQueue:
-        """The job's executor and its own slot lock, which appends the slot's entry to the
-        namespace's stream as it claims it. Raises ``TargetUnavailableError`` when this
-        operator has no Redis, or ``maxLen`` is above its limit."""
+        """The job's executor, and a stream's own slot lock, which appends the slot's entry to
+        the namespace's stream as it claims it. Raises ``TargetUnavailableError`` when this
+        operator has no Redis (a stream) or no brokers (a task), or ``maxLen`` is above its
+        limit."""
+        if target.stream is None:
+            return self._wire_task(job, target)
         if self._streams is None:
             raise errors.TargetUnavailableError(
                 errors.QUEUE_UNAVAILABLE,
@@ -52,7 +66,33 @@ class QueueTargets:
         lock = self._streams.lock_for(
             stream=key, payload=target.payload, max_len=self._max_len(target)
         )
-        return WiredQueue(executor.QueueExecutor(lock, stream=key), lock, key)
+        return WiredQueue(
+            executor.QueueExecutor(lock, stream=key),
+            lock,
+            f"entries go to the Redis stream {key}",
+        )
+
+    def _wire_task(self, job: slots.JobRef, target: models.QueueTarget) -> WiredQueue:
+        assert target.broker_from is not None  # the model requires it without a stream
+        if self._brokers is None or self._secrets is None:
+            raise errors.TargetUnavailableError(
+                errors.QUEUE_UNAVAILABLE,
+                "spec.target.queue.brokerFrom: this operator pushes to no tenant's broker",
+            )
+        build, what = _message_builder(target)
+        source = target.broker_from
+        return WiredQueue(
+            executor.BrokerExecutor(
+                build,
+                brokers=self._brokers,
+                reader=self._secrets,
+                namespace=job.namespace,
+                source=source,
+            ),
+            None,
+            f"{what}, on the broker of Secret {job.namespace}/{source.secret_name} "
+            f"key {source.key}",
+        )
 
     def _max_len(self, target: models.QueueTarget) -> int:
         if target.max_len is None:
@@ -64,3 +104,24 @@ class QueueTargets:
                 f"of {self._max_len_limit} entries per stream (--queue-max-len)",
             )
         return target.max_len
+
+
+def _message_builder(target: models.QueueTarget) -> tuple[executor.MessageBuilder, str]:
+    """The message of a run's slot in the target's format, and what it is, for users."""
+    celery_task, rq_job = target.celery, target.rq
+    if celery_task is not None:
+
+        def celery(context: records.RunContext, _now: datetime) -> pushes.Push:
+            return celery_messages.celery_push(
+                celery_task, slot_id=context.slot_id, scheduled_time=context.scheduled_time
+            )
+
+        return celery, f"celery task {celery_task.task} on queue {celery_task.queue}"
+    assert rq_job is not None  # the model allows exactly one format
+
+    def rq(context: records.RunContext, now: datetime) -> pushes.Push:
+        return rq_jobs.rq_push(
+            rq_job, slot_id=context.slot_id, scheduled_time=context.scheduled_time, now=now
+        )
+
+    return rq, f"rq job {rq_job.function} on queue {rq_job.queue}"

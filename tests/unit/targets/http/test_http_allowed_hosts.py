@@ -11,9 +11,9 @@ from punctual.api import planning
 from punctual.cli import run as run_command
 from punctual.controller import targets
 from punctual.scheduling import slots
+from punctual.targets import addresses
 from punctual.targets import errors as target_errors
-from punctual.targets.http import allowlist
-from punctual.targets.http.allowlist import AddressGuard, HostAllowlist
+from punctual.targets.addresses import AddressGuard, HostAllowlist
 
 JOB = slots.JobRef(namespace="ns", name="job", uid="uid-1")
 
@@ -229,7 +229,7 @@ def test_the_platform_team_adds_its_own_refused_addresses(
     entries: list[str], address: str, port: int, refused: bool
 ) -> None:
     guard = AddressGuard.default(
-        api_server=[], allowed=None, refused=allowlist.parse_refused(entries)
+        api_server=[], allowed=None, refused=addresses.parse_refused(entries)
     )
 
     why = guard.refusal(address, port)
@@ -241,7 +241,7 @@ def test_the_platform_team_adds_its_own_refused_addresses(
 @pytest.mark.parametrize("entry", ["api.internal", "*.svc", "*", "10.0.0.0/33", "10.0.0.1:99999"])
 def test_a_refused_entry_must_be_an_address_or_network(entry: str) -> None:
     with pytest.raises(ValueError, match="--http-refused-addresses"):
-        allowlist.parse_refused([entry])
+        addresses.parse_refused([entry])
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,13 @@
-"""The operator's allowlist of HTTP target hosts (``punctual run --http-allowed-hosts``).
+"""The hosts and addresses targets may reach: the operator's allowlist (``punctual run
+--http-allowed-hosts``) and the addresses refused by default.
 
-Whoever may create a ScheduledJob may otherwise make the operator call any address it can
-reach (the cloud metadata endpoint, the API server, a database's HTTP port) with the operator's
-network position: server-side request forgery. An allowlist bounds that to the hosts the
-operator's owner chose. Patterns, one per entry, case-insensitive:
+Shared by the kinds that make the operator connect where a spec says: HTTP targets' URLs and
+the queue target's brokers (``redis://`` and ``rediss://`` URLs read from a tenant's Secret),
+each checked the same way. Whoever may create a ScheduledJob may otherwise make the operator
+call any address it can reach (the cloud metadata endpoint, the API server, a database's HTTP
+port) with the operator's network position: server-side request forgery. An
+allowlist bounds that to the hosts the operator's owner chose.
+Patterns, one per entry, case-insensitive:
 
 - ``report-svc.reports.svc``: exactly this host name;
 - ``*.svc.cluster.local``: any name with one or more labels before this suffix (not the suffix
@@ -43,7 +47,7 @@ from dataclasses import dataclass
 _LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
 _NAME = re.compile(rf"\A{_LABEL}(\.{_LABEL})*\Z")
 _WITH_PORT = re.compile(r"\A(?P<host>\[[^\]]+\]|[^:\[\]]+)(:(?P<port>[0-9]{1,5}))?\Z")
-DEFAULT_PORTS = {"http": 80, "https": 443}
+DEFAULT_PORTS = {"http": 80, "https": 443, "redis": 6379, "rediss": 6379}
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -147,7 +151,8 @@ class HostAllowlist:
         )
 
     def admits(self, url: str) -> bool:
-        """Whether ``url`` (an absolute http:// or https:// URL) names an allowed host and port."""
+        """Whether ``url`` (an absolute http://, https://, redis:// or rediss:// URL) names an
+        allowed host and port."""
         parts = urllib.parse.urlsplit(url)
         host = (parts.hostname or "").lower().rstrip(".")
         try:
@@ -164,7 +169,7 @@ class HostAllowlist:
 
 @dataclass(frozen=True, slots=True)
 class RefusedAddresses:
-    """A network HTTP targets never reach by default, at one port or at any, and why."""
+    """A network targets never reach by default, at one port or at any, and why."""
 
     network: Network
     why: str
@@ -241,7 +246,8 @@ def forms_of(address: IpAddress) -> tuple[IpAddress, ...]:
 
 @dataclass(frozen=True, slots=True)
 class AddressGuard:
-    """The addresses HTTP targets never reach unless ``--http-allowed-hosts`` names them."""
+    """The addresses targets (HTTP URLs, brokers) never reach unless ``--http-allowed-hosts``
+    names them."""
 
     refused: tuple[RefusedAddresses, ...] = DEFAULT_REFUSED
     allowed: HostAllowlist | None = None

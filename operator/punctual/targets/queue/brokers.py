@@ -1,0 +1,231 @@
+"""The tenants' brokers: a Redis named by a Secret in the job's namespace, checked like an HTTP
+target's URL, connected with bounded pools and timeouts, and pushed to exactly once per slot.
+
+**Exactly once per slot.** One Lua script, run atomically by the broker, claims the slot
+(``SET punctual:enqueued:<slot id> <message id> NX PX <one day>``) and, only if that succeeded,
+runs the push (``pushes.Push``: the framework's own writes). So a slot yields one message even
+when two replicas both believed they held the slot's lock (the slot lock in the operator's lock
+backend stays as it is; this is the broker's own guard), and a second call for the same slot
+adds nothing. Every key the push writes is checked for its type first: a key of another type
+fails the run before anything is written. The claim key outlives the slot by a day
+(``CLAIM_TTL_MS``); it is the only key the operator writes besides the framework's. On a Redis
+Cluster the keys live in different hash slots: only a standalone Redis (or a primary endpoint)
+works, and Redis answers ``CROSSSLOT``, which fails the run with that message.
+
+**Outside input.** The URL is the tenant's: ``redis://`` or ``rediss://`` (TLS, verified against
+the operator's CA bundle) only, with no query options (the driver would let them override the
+bounds below, or read the operator's files as TLS keys), its host
+admitted by the operator's allowlist (``--http-allowed-hosts``) and refused, like an HTTP
+target's, when it is, or resolves to, a link-local, metadata or API server address
+(``punctual.targets.addresses``). The name is resolved and its addresses checked before each
+push; the driver then resolves it again to connect (a name that changes its answer in between is
+the cluster DNS owner's business, as for the allowlist).
+
+**Bounded.** One client per namespace and URL (a rotated Secret's new URL gets a new one), at
+most ``MAX_CLIENTS`` of them (the least recently used is closed), each with a pool of at most
+``POOL_SIZE`` connections and timeouts on waiting for a connection, connecting and each reply;
+the whole push is bounded by ``PUSH_TIMEOUT`` as well. A broker that never answers fails its
+own runs with a message saying so; it holds only its own pool's connections, never the event
+loop or another tenant's pool. The script's reply is an integer: anything else fails the run.
+redis-py has no limit on a reply's size; the timeouts bound how long a huge one is read.
+"""
+
+import asyncio
+import collections
+import logging
+import socket
+import urllib.parse
+
+import redis.asyncio
+import redis.commands.core
+import redis.exceptions
+
+from punctual.redis_io import connections
+from punctual.targets import addresses
+from punctual.targets.queue import pushes
+
+logger = logging.getLogger(__name__)
+
+CLAIM_PREFIX = "punctual:enqueued:"
+CLAIM_TTL_MS = 24 * 60 * 60 * 1000
+"""How long a slot's claim stays on the broker: far longer than any retry of the same slot."""
+MAX_CLIENTS = 256
+POOL_SIZE = 4
+"""Connections per namespace and broker: one push at a time is the common case."""
+CONNECT_TIMEOUT = 2.0
+REPLY_TIMEOUT = 2.0
+POOL_TIMEOUT = 2.0
+PUSH_TIMEOUT = 8.0
+"""Seconds for a whole push: name resolution, a connection from the pool, the script."""
+
+CLAIM_AND_PUSH = """
+-- KEYS[1] the slot's claim, KEYS[2..] the key of each command of the push, in order
+-- ARGV[1] the claim's value, ARGV[2] its TTL in ms, then for each command: the type its key
+-- must hold (if any), the command, the count of its arguments, the arguments
+local commands = {}
+local at = 3
+for index = 2, #KEYS do
+  local kind, name, count = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2])
+  local held = redis.call('TYPE', KEYS[index])['ok']
+  if held ~= kind and held ~= 'none' then
+    return redis.error_reply('WRONGTYPE ' .. KEYS[index] .. ' holds a ' .. held .. ', not a '
+      .. kind .. ': nothing was written')
+  end
+  commands[#commands + 1] = {name, index, at + 3, at + 2 + count}
+  at = at + 3 + count
+end
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return 0
+end
+for _, command in ipairs(commands) do
+  redis.call(command[1], KEYS[command[2]], unpack(ARGV, command[3], command[4]))
+end
+return 1
+"""
+
+
+class BrokerRefusedError(Exception):
+    """The broker's URL is not one this operator connects to (scheme, allowlist, address)."""
+
+
+class BrokerUnavailableError(Exception):
+    """The broker did not take the push: unreachable, too slow, or an unexpected answer."""
+
+
+def claim_key(slot_id: str) -> str:
+    return f"{CLAIM_PREFIX}{slot_id}"
+
+
+def script_arguments(push: pushes.Push) -> tuple[list[str], list[str | bytes | int]]:
+    """The script's keys and its arguments after the claim's value and TTL."""
+    keys: list[str] = []
+    arguments: list[str | bytes | int] = []
+    for command in push.commands:
+        keys.append(command.key)
+        arguments += [command.kind, command.name, len(command.arguments), *command.arguments]
+    return keys, arguments
+
+
+class Brokers:
+    """The operator's clients of tenants' brokers, per namespace and URL."""
+
+    def __init__(self, *, guard: addresses.AddressGuard) -> None:
+        self._guard = guard
+        self._clients: collections.OrderedDict[
+            tuple[str, str], tuple[connections.Connection, redis.commands.core.AsyncScript]
+        ] = collections.OrderedDict()
+
+    def __repr__(self) -> str:
+        return f"Brokers({len(self._clients)} clients)"
+
+    async def push(self, *, namespace: str, url: str, slot_id: str, push: pushes.Push) -> bool:
+        """Claim ``slot_id`` on the broker at ``url`` and push ``push``: True when this call
+        pushed it, False when the slot's message was pushed before.
+
+        Raises ``BrokerRefusedError`` or ``BrokerUnavailableError``; their messages carry the
+        redacted URL only.
+        """
+        description = connections.redact_url(url)
+        try:
+            async with asyncio.timeout(PUSH_TIMEOUT):
+                await self._check(url, description)
+                script = await self._script(namespace, url)
+                keys, arguments = script_arguments(push)
+                reply = await script(
+                    keys=[claim_key(slot_id), *keys],
+                    args=[push.message_id, CLAIM_TTL_MS, *arguments],
+                )
+        except TimeoutError:
+            raise BrokerUnavailableError(
+                f"broker {description}: no answer within {PUSH_TIMEOUT:g}s; nothing is known to "
+                "have been pushed"
+            ) from None
+        except redis.exceptions.TimeoutError:
+            raise BrokerUnavailableError(
+                f"broker {description}: no answer within {REPLY_TIMEOUT:g}s"
+            ) from None
+        except redis.exceptions.RedisError as error:
+            message = str(error)
+            if password := urllib.parse.urlsplit(url).password:
+                message = message.replace(urllib.parse.unquote(password), "***")
+            raise BrokerUnavailableError(
+                f"broker {description}: {type(error).__name__}: {message}"[:1024]
+            ) from None
+        if reply == 1:
+            return True
+        if reply == 0:
+            return False
+        raise BrokerUnavailableError(
+            f"broker {description}: an unexpected reply to the push ({type(reply).__name__}): "
+            "not a Redis that ran the script"
+        )
+
+    async def _check(self, url: str, description: str) -> None:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in connections.SCHEMES:
+            raise BrokerRefusedError(
+                f"broker {description}: the URL must start with redis:// or rediss://"
+            )
+        try:
+            host, port = parts.hostname, parts.port or addresses.DEFAULT_PORTS[parts.scheme]
+        except ValueError:
+            raise BrokerRefusedError(f"broker {description}: not a usable URL") from None
+        if not host:
+            raise BrokerRefusedError(f"broker {description}: the URL names no host")
+        if parts.query or parts.fragment:
+            # The driver would take its options from the query (timeouts, pool size, files of
+            # the operator's as TLS keys), overriding the bounds here.
+            raise BrokerRefusedError(
+                f"broker {description}: no query options: redis[s]://[user:password@]host"
+                "[:port][/db] only"
+            )
+        allowed = self._guard.allowed
+        if allowed is not None and not allowed.admits(url):
+            raise BrokerRefusedError(
+                f"broker {description}: not a host this operator may reach "
+                f"(--http-allowed-hosts {allowed})"
+            )
+        loop = asyncio.get_running_loop()
+        try:
+            found = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as error:
+            raise BrokerUnavailableError(
+                f"broker {description}: cannot resolve {host}: {error}"
+            ) from None
+        for *_, address in found:
+            refusal = self._guard.refusal(str(address[0]), port)
+            if refusal is not None:
+                raise BrokerRefusedError(
+                    f"broker {description}: {host} is {refusal}: this operator reaches it only "
+                    "if --http-allowed-hosts names it"
+                )
+
+    async def _script(self, namespace: str, url: str) -> redis.commands.core.AsyncScript:
+        """The script on the client of ``namespace``'s broker at ``url``, made on first use;
+        beyond ``MAX_CLIENTS``, the least recently used client is closed."""
+        key = (namespace, url)
+        found = self._clients.get(key)
+        if found is not None:
+            self._clients.move_to_end(key)
+            return found[1]
+        try:
+            connection = connections.connect(
+                url,
+                max_connections=POOL_SIZE,
+                pool_timeout=POOL_TIMEOUT,
+                socket_timeout=REPLY_TIMEOUT,
+                connect_timeout=CONNECT_TIMEOUT,
+            )
+        except ValueError as error:
+            raise BrokerRefusedError(str(error)) from None
+        script = connection.client.register_script(CLAIM_AND_PUSH)
+        self._clients[key] = (connection, script)
+        while len(self._clients) > MAX_CLIENTS:
+            _, (evicted, _) = self._clients.popitem(last=False)
+            await evicted.client.aclose()
+        return script
+
+    async def close(self) -> None:
+        clients, self._clients = list(self._clients.values()), collections.OrderedDict()
+        for connection, _ in clients:
+            await connection.client.aclose()

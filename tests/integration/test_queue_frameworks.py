@@ -1,0 +1,298 @@
+"""Celery and RQ tasks on the tenant's broker, run by the frameworks' own workers.
+
+Two operator replicas race for every slot (the redis slot lock on the harness's Redis); each
+slot's message goes to another Redis, the tenant's broker, whose URL and password the job reads
+from a Secret in its namespace. The framework's own worker (``celery worker``, ``rq worker``,
+pinned in uv.lock) runs a task that records the slot id and scheduled time its message carried
+(``queue_workers``): over a window of about 15 s every slot runs exactly once, none missing,
+none twice, with the scheduled time of its slot and the task id derived from it. The claim and
+the push are one script on the broker: the same slot pushed twice yields one message.
+"""
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from operator_harness import (
+    Operators,
+    apply,
+    condition,
+    delete,
+    eventually,
+    every_slots,
+    from_millis,
+    parse_time,
+    read,
+    recent_runs,
+    report,
+    scheduled_job,
+)
+
+from localcluster import LocalCluster, LocalRedis
+from punctual.api import models
+from punctual.targets import addresses
+from punctual.targets.queue import brokers, celery_messages, pushes
+
+pytest_plugins = ["operator_fixtures"]
+
+WINDOW = timedelta(seconds=15)
+VENV_BIN = Path(sys.executable).parent
+WORKERS = Path(__file__).resolve().parent
+SECRET = "tenant-broker"
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRedis]:
+    """The tenant's broker: a Redis of its own, with a password, not the lock's."""
+    with LocalRedis(run_dir=tmp_path_factory.mktemp("broker"), password="tenant s3cret") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def two_replicas(
+    cluster: LocalCluster,
+    redis_server: LocalRedis,
+    scheduled_job_crd: list[Path],
+    module_namespace: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Operators]:
+    with Operators(
+        cluster,
+        tmp_path_factory.mktemp("operators"),
+        namespace=module_namespace,
+        replicas=2,
+        lock_backend="redis",
+        extra_args=["--sharding", "off"],  # both arm every job: the slot lock picks one
+        redis_url=redis_server.url,
+    ) as started:
+        yield started
+
+
+WORKER_COMMANDS = {
+    "celery": lambda _url: [  # the app's broker is $BROKER_URL
+        str(VENV_BIN / "celery"), "-A", "queue_workers.celery_app", "worker", "--pool", "solo",
+        "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "INFO",
+    ],
+    "rq": lambda url: [
+        str(VENV_BIN / "rq"), "worker", "--url", url,
+        "--serializer", "rq.serializers.JSONSerializer", "default",
+    ],
+}  # fmt: skip
+
+
+class Worker:
+    """The framework's own worker process, recording into ``records``."""
+
+    def __init__(self, framework: str, broker: LocalRedis, run_dir: Path) -> None:
+        self.framework = framework
+        self.records = run_dir / "records.jsonl"
+        self.records.touch()
+        self.log = run_dir / "worker.log"
+        env = dict(
+            os.environ,
+            BROKER_URL=broker.url,
+            RECORD_FILE=str(self.records),
+            PYTHONPATH=str(WORKERS),
+        )
+        with self.log.open("w") as log:
+            self.process = subprocess.Popen(
+                WORKER_COMMANDS[framework](broker.url),
+                env=env,
+                cwd=run_dir,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+
+    def recorded(self, job: str | None = None) -> list[dict[str, Any]]:
+        lines = [json.loads(line) for line in self.records.read_text().splitlines()]
+        return [line for line in lines if job is None or line["slot"].startswith(f"{job}/")]
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture(params=["celery", "rq"])
+def worker(request: pytest.FixtureRequest, broker: LocalRedis, tmp_path: Path) -> Iterator[Worker]:
+    started = Worker(request.param, broker, tmp_path)
+    yield started
+    started.stop()
+
+
+def task_target(framework: str, name: str) -> dict[str, Any]:
+    source = {"secretName": SECRET, "key": "url"}
+    if framework == "celery":
+        task = {"task": "tests.record", "arguments": {"args": [name]}}
+        return {"celery": task, "brokerFrom": source}
+    job = {"function": "queue_workers.rq_tasks.record_slot", "arguments": {"args": [name]}}
+    return {"rq": {**job, "timeout": "30s"}, "brokerFrom": source}
+
+
+def slot_of(slot_id: str) -> datetime:
+    return from_millis(int(slot_id.rsplit("/", 1)[1]))
+
+
+class TestEverySlotOnTheTenantsBroker:
+    def test_runs_exactly_once_in_the_frameworks_own_worker(
+        self,
+        cluster: LocalCluster,
+        broker: LocalRedis,
+        module_namespace: str,
+        two_replicas: Operators,
+        worker: Worker,
+    ) -> None:
+        framework = worker.framework
+        name = f"every-second-{framework}"
+        job = f"{module_namespace}/{name}"
+        apply(
+            cluster,
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": SECRET, "namespace": module_namespace},
+                "stringData": {"url": broker.url},
+            },
+            scheduled_job(
+                module_namespace,
+                name,
+                {
+                    "every": "1s",
+                    "history": {"succeeded": 20, "failed": 20},
+                    "target": {"queue": task_target(framework, name)},
+                },
+            ),
+        )
+
+        def window() -> list[dict[str, Any]] | None:
+            slots = sorted(slot_of(line["slot"]) for line in worker.recorded(job))
+            return worker.recorded(job) if slots and slots[-1] - slots[0] >= WINDOW else None
+
+        eventually(window, timeout=90, what=f"{WINDOW} of slots run by {framework}'s worker")
+        body = read(cluster, module_namespace, name)
+        delete(cluster, module_namespace, name)
+        client = redis.Redis.from_url(broker.url, decode_responses=True)
+        try:
+            # Every slot claimed at the broker is run by the worker (the last ones drain).
+            eventually(
+                lambda: (
+                    len(worker.recorded(job)) >= len(client.keys(f"{brokers.CLAIM_PREFIX}{job}/*"))
+                ),
+                timeout=30,
+                what="the worker running every slot claimed at the broker",
+            )
+            claimed = client.keys(f"{brokers.CLAIM_PREFIX}{job}/*")
+        finally:
+            client.close()
+        records = worker.recorded(job)
+        slots = [slot_of(line["slot"]) for line in records]
+        duplicates = sum(count - 1 for count in Counter(slots).values())
+        expected = every_slots(min(slots) - timedelta(seconds=1), max(slots), timedelta(seconds=1))
+        lateness = sorted(
+            (line["startedAt"] - parse_time(line["scheduledTime"]).timestamp()) * 1000
+            for line in records
+        )
+        report(
+            f"{framework} worker on the tenant's broker, 2 replicas, every 1s",
+            [
+                f"{len(records)} runs, {duplicates} duplicates, "
+                f"{len(set(expected) - set(slots))} missing; scheduled time → task started: "
+                f"p50 {lateness[len(lateness) // 2]:.0f} ms, max {lateness[-1]:.0f} ms"
+            ],
+        )
+        assert duplicates == 0
+        assert sorted(slots) == expected
+        assert len(claimed) == len(records)
+        uid = body["metadata"]["uid"]
+        for line in records:
+            assert line["slot"] == f"{job}/{uid}/{line['slot'].rsplit('/', 1)[1]}"
+            assert parse_time(line["scheduledTime"]) == slot_of(line["slot"])
+            args, _kwargs, task_id = line["args"]
+            assert args == [name]
+            assert task_id == pushes.message_id(line["slot"])
+        ready = condition(body, "Ready")
+        assert ready is not None
+        assert f"on the broker of Secret {module_namespace}/{SECRET} key url" in ready["message"]
+        runs = [run for run in recent_runs(body) if run["result"] == "Succeeded"]
+        assert runs
+        assert all(run["message"].startswith(f"enqueued {framework} ") for run in runs)
+        assert "s3cret" not in json.dumps(body)
+        assert two_replicas.problems() == {}, f"see {two_replicas.logs()}"
+
+
+class TestTheSameSlotPushedTwice:
+    def test_yields_one_message(self, broker: LocalRedis, tmp_path: Path) -> None:
+        celery_worker = Worker("celery", broker, tmp_path)
+        try:
+            slot_id = f"twice/pushed/uid/{int(datetime.now().timestamp() * 1000)}"
+            task = models.CeleryTask.model_validate(
+                {"task": "tests.record", "arguments": {"args": ["twice"]}}
+            )
+            push = celery_messages.celery_push(
+                task, slot_id=slot_id, scheduled_time=slot_of(slot_id)
+            )
+
+            async def push_twice() -> list[bool]:
+                clients = brokers.Brokers(guard=addresses.AddressGuard())
+                try:
+                    return [
+                        await clients.push(
+                            namespace="twice", url=broker.url, slot_id=slot_id, push=push
+                        )
+                        for _ in range(2)
+                    ]
+                finally:
+                    await clients.close()
+
+            assert asyncio.run(push_twice()) == [True, False]
+            eventually(
+                lambda: celery_worker.recorded("twice/pushed"), timeout=30, what="the task run"
+            )
+            client = redis.Redis.from_url(broker.url)
+            try:
+                assert client.llen("celery") == 0  # nothing left for a second run
+            finally:
+                client.close()
+            assert [line["slot"] for line in celery_worker.recorded("twice/pushed")] == [slot_id]
+        finally:
+            celery_worker.stop()
+
+
+class TestAQueueKeyOfAnotherType:
+    def test_fails_the_push_and_writes_nothing_not_even_the_claim(self, broker: LocalRedis) -> None:
+        client = redis.Redis.from_url(broker.url, decode_responses=True)
+        try:
+            client.set("not-a-list", "the tenant's own value")
+            slot_id = "typed/job/uid/1"
+            task = models.CeleryTask.model_validate({"task": "tests.record", "queue": "not-a-list"})
+            push = celery_messages.celery_push(
+                task, slot_id=slot_id, scheduled_time=slot_of(slot_id)
+            )
+
+            async def push_once() -> bool:
+                clients = brokers.Brokers(guard=addresses.AddressGuard())
+                try:
+                    return await clients.push(
+                        namespace="typed", url=broker.url, slot_id=slot_id, push=push
+                    )
+                finally:
+                    await clients.close()
+
+            with pytest.raises(brokers.BrokerUnavailableError, match="holds a string, not a list"):
+                asyncio.run(push_once())
+            assert client.get("not-a-list") == "the tenant's own value"
+            assert client.exists(brokers.claim_key(slot_id)) == 0
+        finally:
+            client.close()
