@@ -18,6 +18,30 @@ class RunResult(enum.StrEnum):
     MISSED = "Missed"
     LOST = "Lost"
     """The replica running it died (its lease expired); recorded by the replica that noticed."""
+    CANCELLED = "Cancelled"
+    """Ended by the operator, not by its target: replaced by a newer slot (``Replace``), its
+    job deleted or no longer schedulable, or the operator stopping. No verdict on the run."""
+
+    @property
+    def ran(self) -> bool:
+        """The run started at its target (the others never did: skipped, missed)."""
+        return self in _RAN
+
+    @property
+    def final(self) -> bool:
+        """The run came to its own end, a verdict on it: it becomes ``lastRun`` and
+        ``LastRunSucceeded``, and counts toward ``suspendAfterFailures`` (reset by a success)."""
+        return self in _FINAL
+
+    @property
+    def failed(self) -> bool:
+        """A final verdict other than success: a Warning Event (``RunFailed``, ``RunTimedOut``,
+        ``RunLost``) and one more failure in a row."""
+        return self.final and self is not RunResult.SUCCEEDED
+
+
+_FINAL = frozenset({RunResult.SUCCEEDED, RunResult.FAILED, RunResult.TIMED_OUT, RunResult.LOST})
+_RAN = _FINAL | {RunResult.CANCELLED}
 
 
 class MissedReason(enum.StrEnum):
@@ -113,6 +137,10 @@ class Outcome:
     message: str = ""
     timed_out: bool = False
     """The target itself stopped the run at its timeout (a Job's activeDeadlineSeconds)."""
+    cancelled: bool = False
+    """The run's work was ended from outside it, not by itself: its Job was deleted before it
+    finished (another replica's ``Replace``, the ScheduledJob's deletion, a user). Recorded
+    ``RunResult.CANCELLED``, as a run the operator ended here."""
     start_mode: StartMode | None = None
     """For a target that arms slots ahead: how this run's work was started (None: no such
     target)."""
@@ -210,6 +238,6 @@ class BackfillProgress:
     failed: int = 0
     """Runs that started and did not succeed (Failed, TimedOut, Lost)."""
     skipped: int = 0
-    """Slots not run: they ran already, ran elsewhere, or were skipped by the concurrency
-    policy."""
+    """Slots not run to their end: they ran already, ran elsewhere, were skipped by the
+    concurrency policy, or were cancelled (``RunResult.CANCELLED``)."""
     finished: bool = False

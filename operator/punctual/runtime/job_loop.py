@@ -179,10 +179,13 @@ class JobLoop:
         """
         await tasks.wait_for(self.cancel(reason=reason), grace=grace)
 
-    def cancel(self, *, reason: str = runs.OPERATOR_STOPPING) -> set[asyncio.Task[object]]:
-        """``close`` without the wait: the tasks still to end (many jobs' waited for at once)."""
+    def cancel(
+        self, *, reason: str = runs.OPERATOR_STOPPING, hand_over: bool = False
+    ) -> set[asyncio.Task[object]]:
+        """``close`` without the wait: the tasks still to end (many jobs' waited for at once).
+        ``hand_over``: see ``JobRuns.stop``."""
         self.stop_scheduling()
-        self._runs.stop(reason=reason)
+        self._runs.stop(reason=reason, hand_over=hand_over)
         return self._tasks.cancel()
 
     def lost(

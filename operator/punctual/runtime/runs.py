@@ -100,7 +100,8 @@ class NamespaceRuns:
 
 @dataclass(slots=True)
 class _Run:
-    """A run this replica claimed and started; ``recorded`` once its record is out. Not a
+    """A run this replica claimed and started; ``recorded`` once its record is out (or it is
+    handed over, unrecorded, see ``JobRuns.stop``). Not a
     record but the run's live state: its task and whether it is recorded change as it goes."""
 
     context: records.RunContext
@@ -149,6 +150,7 @@ class JobRuns:
         list, as an empty deque takes 600 bytes, 6 MB at 10,000 jobs."""
         self._replaced: set[datetime] = set()
         self._stopping: str | None = None
+        self._hand_over = False
         self._tasks = job_tasks
         self._draining: asyncio.Task[None] | None = None
         self._claiming: Claiming | None = None
@@ -318,12 +320,26 @@ class JobRuns:
 
         A slot armed ahead whose time has not come is no lost run: ``replica`` died during its
         lead, what it armed releases itself at its time, and this replica carries it on as if
-        it had armed it (arming again adopts what is there, or arms what never got there)."""
+        it had armed it (arming again adopts what is there, or arms what never got there).
+
+        Nor is a run whose work goes on at its target without ``replica`` (a Job the executor
+        still sees running, ``protocols.SeesRuns``): ``replica`` stopped (and handed it over,
+        see ``stop``) or died, and this replica follows it to its real end and records that,
+        the same attempt (starting it again adopts what is there). A Job that ended while
+        nobody followed it is recorded Lost, as any run whose end nobody saw."""
         if armed is not None and armed.arms_ahead is not None and self._stopping is None:
             context = self._context(slot, armed)
             if context.scheduled_time > self._wall():
                 self._arm_ahead(context, armed, armed.arms_ahead)
                 return
+        if armed is not None and self._stopping is None and self._goes_on(slot, armed):
+            logger.info(
+                "slot %s: its run goes on at the target after replica %s stopped; followed",
+                self._slot_id(slot),
+                replica,
+            )
+            self._start(slot, armed, attempt=attempt)
+            return
         retry = (
             armed is not None
             and armed.plan.retry_lost_runs
@@ -349,10 +365,16 @@ class JobRuns:
         if retry and armed is not None:
             self._admit(slot, armed, attempt=attempt + 1)
 
-    def stop(self, *, reason: str) -> None:
+    def stop(self, *, reason: str, hand_over: bool = False) -> None:
         """Start no more runs (``reason`` is what the cancelled ones are recorded with), and
-        count the claimed slots still queued missed: they will not run here."""
+        count the claimed slots still queued missed: they will not run here.
+
+        ``hand_over`` (the operator stopping, its runs' leases left to expire): a run whose
+        work goes on at its target without this replica (a Job, ``protocols.SeesRuns``) is
+        cancelled here but not recorded; the replica that takes its lease over follows it to
+        its real end (``lost``)."""
         self._stopping = reason
+        self._hand_over = hand_over
         if self._queued:
             newest = max(slot for slot, _ in self._queued)
             self._store.slots_missed(self._job, count=len(self._queued), newest=newest)
@@ -630,6 +652,18 @@ class JobRuns:
             return []
         return sorted(slot for slot in running if slot not in self._active and slot != besides)
 
+    def _goes_on(self, slot: datetime, armed: Armed) -> bool:
+        """Whether the run of ``slot`` goes on at its target, whoever started it (an executor
+        that sees runs: ``protocols.SeesRuns``); best effort, False when it cannot tell."""
+        view = armed.runs_view
+        if view is None:
+            return False
+        try:
+            return slot in view.running_slots()
+        except Exception:  # best effort: a view that fails is no view
+            logger.exception("%r could not tell its runs", view)
+            return False
+
     def _drain_when_idle_elsewhere(self, armed: Armed) -> None:
         """Start the queued slots once the runs elsewhere are over (checked every second)."""
         if self._draining is None or self._draining.done():
@@ -712,6 +746,8 @@ class JobRuns:
             start_mode = outcome.start_mode
             if outcome.timed_out:
                 result = records.RunResult.TIMED_OUT
+            elif outcome.cancelled:
+                result = records.RunResult.CANCELLED
             elif outcome.succeeded:
                 result = records.RunResult.SUCCEEDED
             else:
@@ -725,9 +761,15 @@ class JobRuns:
             else:
                 result, message = records.RunResult.FAILED, records.describe_error(error)
         except asyncio.CancelledError:
-            if run.context.slot in self._replaced:
+            replaced = run.context.slot in self._replaced
+            if replaced:
                 self._abort(run.context, armed)
-            self._finish(run, records.RunResult.FAILED, f"cancelled: {self._cancel_reason(run)}")
+            if self._hand_over and armed.runs_view is not None and not replaced:
+                self._free(run)  # its Job goes on: followed by the lease's next holder
+            else:
+                self._finish(
+                    run, records.RunResult.CANCELLED, f"cancelled: {self._cancel_reason(run)}"
+                )
             raise
         except Exception as error:  # any failure of a run is recorded, the loop goes on
             result, message = records.RunResult.FAILED, records.describe_error(error)
@@ -764,13 +806,9 @@ class JobRuns:
         start_mode: records.StartMode | None = None,
     ) -> None:
         """Record ``run`` once, free its place, and start the next queued slot."""
-        if run.recorded:
+        if not self._free(run):
             return
-        run.recorded = True
         slot = run.context.slot
-        if self._active.pop(slot, None) is not None:
-            self._namespace_runs.ended(self._job.namespace)
-        self._replaced.discard(slot)
         record = records.RunRecord(
             slot=slot,
             scheduled_time=run.context.scheduled_time,
@@ -795,6 +833,17 @@ class JobRuns:
                 self._queued.pop(0)
                 self._start(queued_slot, armed)
 
+    def _free(self, run: _Run) -> bool:
+        """Free ``run``'s place; False if it was freed (and recorded, or handed over) before."""
+        if run.recorded:
+            return False
+        run.recorded = True
+        slot = run.context.slot
+        if self._active.pop(slot, None) is not None:
+            self._namespace_runs.ended(self._job.namespace)
+        self._replaced.discard(slot)
+        return True
+
     def _slot_id(self, slot: datetime) -> str:
         token = self._tokens.get(slot)
         if token is not None:
@@ -813,10 +862,9 @@ def _counted(
     done = progress.done + 1
     if result == records.RunResult.SUCCEEDED:
         return dataclasses.replace(progress, done=done, succeeded=progress.succeeded + 1)
-    if result is None or result in _SKIPPED:
-        return dataclasses.replace(progress, done=done, skipped=progress.skipped + 1)
-    return dataclasses.replace(progress, done=done, failed=progress.failed + 1)
+    if result is not None and result.failed:
+        return dataclasses.replace(progress, done=done, failed=progress.failed + 1)
+    return dataclasses.replace(progress, done=done, skipped=progress.skipped + 1)
 
 
-_SKIPPED = {records.RunResult.SKIPPED_OVERLAP, records.RunResult.SKIPPED_IN_FLIGHT_LIMIT}
-_CANCELLED_EARLY = (records.RunResult.FAILED, "cancelled before it started")
+_CANCELLED_EARLY = (records.RunResult.CANCELLED, "cancelled before it started")

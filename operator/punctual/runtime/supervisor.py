@@ -321,8 +321,10 @@ class Supervisor:
             await tasks.wait_for(set(loop.disarm_ahead()), grace=self._grace)
             await loop.close(grace=self._grace, reason="job disarmed")
 
-    async def shutdown(self) -> None:
-        """Disarm every job at once, waiting at most the grace period."""
+    async def shutdown(self, *, hand_over: bool = False) -> None:
+        """Disarm every job at once, waiting at most the grace period. ``hand_over`` (the run
+        leases outlive this replica): runs whose work goes on at their target are left
+        unrecorded, for the replica that takes their lease over (``JobRuns.stop``)."""
         loops, self._loops = list(self._loops.values()), {}
         self._requests.clear()
         self._roles.clear()
@@ -331,5 +333,5 @@ class Supervisor:
         # One wait for every job's tasks: a wait per job cost a second at 10,000 jobs.
         cancelled: set[asyncio.Task[object]] = set()
         for loop in loops:
-            cancelled |= loop.cancel()
+            cancelled |= loop.cancel(hand_over=hand_over)
         await tasks.wait_for(cancelled, grace=self._grace)

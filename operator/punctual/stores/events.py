@@ -50,7 +50,6 @@ IDLE: Final = 600.0
 """Seconds without an occurrence after which a job and reason are forgotten (a new Event
 next time)."""
 
-_WARNED = {records.RunResult.FAILED, records.RunResult.TIMED_OUT, records.RunResult.LOST}
 _Key = tuple[slots.JobRef, str]
 
 
@@ -108,7 +107,7 @@ class EventStore(protocols.RunStore):
     # an Event: the protocol's no-ops. Overlaps show in status and metrics.
 
     def run_finished(self, job: slots.JobRef, record: records.RunRecord) -> None:
-        if record.result in _WARNED:
+        if record.result.failed:
             self.warn(
                 job,
                 reason=f"Run{record.result}",

@@ -40,6 +40,7 @@ _QUIET = {
     records.RunResult.SUCCEEDED,
     records.RunResult.SKIPPED_OVERLAP,
     records.RunResult.SKIPPED_IN_FLIGHT_LIMIT,
+    records.RunResult.CANCELLED,
 }
 _RUNS = set(records.RunResult) - {records.RunResult.MISSED}
 """The results of "run finished" lines (the others: "slots missed")."""

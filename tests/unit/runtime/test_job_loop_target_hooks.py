@@ -18,7 +18,7 @@ from runtime_doubles import JOB, LOOPTIME, SECOND, FakeWall, GrantingLock, Targe
 from punctual.contracts import protocols, records
 from punctual.contracts.records import Outcome, RunResult
 from punctual.runtime.supervisor import Supervisor
-from punctual.scheduling import missed
+from punctual.scheduling import missed, slots
 from punctual.scheduling.overlap import ConcurrencyPolicy
 from punctual.stores.memory import MemoryStore
 
@@ -290,3 +290,98 @@ class TestRunsElsewhereCount:
 
         [skipped] = store.jobs[JOB].finished
         assert skipped.message == "1 run(s) active, concurrencyPolicy Forbid"
+
+
+class TestAnOperatorStopHandsOverTheRunsThatGoOn:
+    """With run leases (``hand_over``), a run whose work goes on at its target without the
+    operator (a Job: the executor sees runs) is not recorded by the stopping replica: its lease
+    expires, and the replica that takes it over follows the Job to its real end."""
+
+    async def test_a_run_whose_job_goes_on_is_left_unrecorded_and_its_job_alone(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        target = SharedTarget(wall, hang=True)
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5))
+        await wall.sleep_until(at(12))
+
+        await supervisor.shutdown(hand_over=True)
+
+        assert target.cancelled == 1
+        assert target.aborted == []
+        assert [run.slot for run in store.jobs[JOB].started] == ats(10)
+        assert store.jobs[JOB].finished == []
+
+    async def test_a_run_whose_work_cannot_be_followed_is_recorded_cancelled(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        target = JobLikeTarget(wall, hang=True)  # sees no runs: nobody could follow it
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5))
+        await wall.sleep_until(at(12))
+
+        await supervisor.shutdown(hand_over=True)
+
+        [record] = store.jobs[JOB].finished
+        assert (record.result, record.message) == (
+            RunResult.CANCELLED,
+            "cancelled: operator stopping",
+        )
+
+    async def test_without_run_leases_a_run_whose_job_goes_on_is_recorded_cancelled(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        target = SharedTarget(wall, hang=True)
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5))
+        await wall.sleep_until(at(12))
+
+        await supervisor.shutdown()
+
+        [record] = store.jobs[JOB].finished
+        assert record.result == RunResult.CANCELLED
+
+    async def test_the_replica_that_takes_its_lease_over_follows_the_job_to_its_end(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        target = SharedTarget(wall, duration=SECOND, elsewhere={at(0)})  # replica-b's Job
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5))
+        await wall.sleep_until(at(7))
+
+        await supervisor.lost(
+            records.Lease(
+                job=JOB, slot=at(0), slot_id=slots.slot_id(JOB, at(0)), replica="replica-b"
+            )
+        )
+        await wall.sleep_until(at(9))
+
+        assert target.slots == ats(0)  # created again: AlreadyExists, the Job is followed
+        [record] = store.jobs[JOB].finished
+        assert (record.slot, record.result, record.attempt) == (at(0), RunResult.SUCCEEDED, 1)
+        assert record.replica != "replica-b"
+
+    async def test_a_job_that_ended_while_nobody_followed_it_is_a_lost_run_as_any(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        target = SharedTarget(wall, duration=SECOND)  # no Job of 00:00:00 runs any more
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5))
+        await wall.sleep_until(at(7))
+
+        await supervisor.lost(
+            records.Lease(
+                job=JOB, slot=at(0), slot_id=slots.slot_id(JOB, at(0)), replica="replica-b"
+            )
+        )
+
+        assert target.slots == []
+        [record] = store.jobs[JOB].finished
+        assert (record.slot, record.result) == (at(0), RunResult.LOST)
+
+
+async def test_a_target_whose_work_was_ended_from_outside_is_a_cancelled_run(
+    supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+) -> None:
+    deleted = Outcome(False, "Job nightly-10 deleted before it finished", cancelled=True)
+    target = JobLikeTarget(wall, duration=SECOND, outcome=deleted)
+    supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5))
+    await wall.sleep_until(at(12))
+
+    [record] = store.jobs[JOB].finished
+    assert (record.result, record.message) == (RunResult.CANCELLED, deleted.message)

@@ -32,7 +32,7 @@ def other_tasks() -> set[asyncio.Task[object]]:
 
 
 class TestShutdown:
-    async def test_cancels_the_runs_in_flight_and_records_them_failed(
+    async def test_cancels_the_runs_in_flight_and_records_them_cancelled(
         self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
     ) -> None:
         target = Target(wall, hang=True)
@@ -42,7 +42,11 @@ class TestShutdown:
         await supervisor.shutdown()
 
         [record] = store.jobs[JOB].finished
-        assert (record.slot, record.result, record.message) == (at(10), RunResult.FAILED, STOPPING)
+        assert (record.slot, record.result, record.message) == (
+            at(10),
+            RunResult.CANCELLED,
+            STOPPING,
+        )
         assert target.cancelled == 1
         assert target.running == 0
 
@@ -92,7 +96,7 @@ class TestShutdown:
         assert asyncio.get_running_loop().time() - began == pytest.approx(5.0)  # the grace
         assert "did not stop within" in caplog.text
         await wall.sleep(60 * SECOND)  # let it end, so that no task is left behind
-        assert results(store.jobs[JOB].finished) == [(at(10), RunResult.FAILED)]
+        assert results(store.jobs[JOB].finished) == [(at(10), RunResult.CANCELLED)]
 
 
 class TestDisarm:
@@ -108,7 +112,7 @@ class TestDisarm:
 
         assert target.slots == ats(10)
         assert target.cancelled == 1
-        assert results(store.jobs[JOB].finished) == [(at(10), RunResult.FAILED)]
+        assert results(store.jobs[JOB].finished) == [(at(10), RunResult.CANCELLED)]
         assert JOB not in supervisor.armed
         assert supervisor.active_slots(JOB) == []
 

@@ -150,7 +150,7 @@ class TestWhatRaisesAWarning:
         assert message.startswith("6 slot(s) missed, the newest 2026-11-30T01:30:00Z: ")
         assert "cannot prove they did not run" in message
 
-    async def test_successes_skips_and_starts_raise_nothing(self) -> None:
+    async def test_successes_skips_cancelled_runs_and_starts_raise_nothing(self) -> None:
         api = FakeEventsApi()
         events_ = store(api, JOB)
         async with writing(events_):
@@ -161,6 +161,7 @@ class TestWhatRaisesAWarning:
             )
             events_.run_finished(JOB, finished(records.RunResult.SUCCEEDED))
             events_.run_finished(JOB, finished(records.RunResult.SKIPPED_OVERLAP))
+            events_.run_finished(JOB, finished(records.RunResult.CANCELLED))
             events_.slot_overlapped(JOB, slot=SLOT, policy=overlap.ConcurrencyPolicy.FORBID)
             await asyncio.sleep(1)
 

@@ -7,8 +7,11 @@ operator's one shared watch of Jobs (``watcher``). A Job that fails with ``Deadl
 ``activeDeadlineSeconds``, from ``spec.timeout``) is a timed-out run.
 
 When the loop gives up on a run (``Replace``, or the loop's own timeout), ``abort`` deletes the
-Job with background propagation. When the operator stops, runs are cancelled but their Jobs
-are left alone: they go on, and the ScheduledJob's owner reference cleans them up eventually.
+Job with background propagation; a run whose Job is deleted before it finished (by another
+replica's ``Replace``, the ScheduledJob's deletion, a user) is cancelled, no failure. When the
+operator stops, runs are cancelled but their Jobs are left alone: they go on, the replica that
+takes a run's lease over follows its Job to its end (``runs.JobRuns.lost``), and the
+ScheduledJob's owner reference cleans them up eventually.
 
 After each run, finished Jobs beyond ``spec.history`` are deleted: the newest ``succeeded``
 complete Jobs and the newest ``failed`` failed Jobs of the ScheduledJob are kept, as CronJob's
@@ -108,6 +111,10 @@ class BatchJobExecutor:
         start_mode = self._start_mode(state)
         if end.succeeded:
             return records.Outcome(True, f"Job {name} complete", start_mode=start_mode)
+        if end.deleted:
+            return records.Outcome(
+                False, f"Job {name} {end.message}", cancelled=True, start_mode=start_mode
+            )
         detail = f"{end.reason}: {end.message}" if end.message else end.reason
         return records.Outcome(
             False,

@@ -167,6 +167,19 @@ class TestARun:
         assert outcome.timed_out
         assert not outcome.succeeded
 
+    async def test_a_job_deleted_before_it_finished_is_a_cancelled_run(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        """Another replica's Replace, the ScheduledJob's deletion or a user deleted it: no
+        verdict on its workload."""
+        watcher.end = states.DELETED
+
+        outcome = await executor(api, watcher)(context())
+
+        assert outcome == records.Outcome(
+            False, "Job nightly-1796002200 deleted before it finished", cancelled=True
+        )
+
     async def test_adopts_the_job_of_the_same_slot_when_it_exists(
         self, api: FakeApi, watcher: FakeWatcher
     ) -> None:
