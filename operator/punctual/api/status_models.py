@@ -201,6 +201,12 @@ class RunCounts(fields.ApiModel):
         ge=0,
         description="Runs whose operator replica died while they ran (spec.retryLostRuns).",
     )
+    suspended: fields.WholeNumber = pydantic.Field(
+        default=0,
+        ge=0,
+        description="Slots due while the job was suspended (spec.suspend): never run, on resume "
+        "either, and not missed.",
+    )
     cancelled: fields.WholeNumber = pydantic.Field(
         default=0,
         ge=0,

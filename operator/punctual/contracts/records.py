@@ -57,8 +57,18 @@ class MissedReason(enum.StrEnum):
     did not run, and are counted once a claim gets an answer again."""
     DISARMED = "Disarmed"
     """Armed ahead of its time at the target (a warm start, ``protocols.ArmsAhead``), then given
-    up before it: the job was suspended, its spec changed, or it was deleted. What was armed is
-    removed; the slot never runs. A count like any slot given up, not a failure: nothing ran."""
+    up before it: its spec changed, or it was deleted. What was armed is removed; the slot
+    never runs. A count like any slot given up, not a failure: nothing ran."""
+    SUSPENDED = "Suspended"
+    """Due while the job was suspended (``spec.suspend``, or pause on failure), armed ahead or
+    not: what was asked for, so no slot missed. Counted apart (``counts.suspended``), with no
+    Warning Event and no missed metric, and never run, on resume either."""
+
+    @property
+    def missed(self) -> bool:
+        """The slots were missed: counted ``missed`` (and in the missed metric), with a Warning
+        Event of this reason. Slots a suspension passed are not."""
+        return self is not MissedReason.SUSPENDED
 
 
 class StartMode(enum.StrEnum):

@@ -533,27 +533,30 @@ class JobRuns:
         if self._stopping is not None:
             return  # left to release itself, as a run in flight is left going
         if self._admit(slot, armed) is None:  # skipped (recorded) or queued: not released
-            await self._disarm(ahead, count=False)
+            await self._disarm(ahead, count=None)
 
-    def disarm_ahead(self) -> list[asyncio.Task[None]]:
-        """Give up every slot armed here and not released yet (the job suspended, its spec
-        changed, or deleted): what was armed is removed and the slot counted missed (reason
-        ``Disarmed``), in a task each; those tasks."""
+    def disarm_ahead(
+        self, *, reason: records.MissedReason = records.MissedReason.DISARMED
+    ) -> list[asyncio.Task[None]]:
+        """Give up every slot armed here and not released yet (its spec changed, or deleted:
+        ``Disarmed``; the job suspended: ``reason`` ``Suspended``): what was armed is removed
+        and the slot counted for ``reason``, in a task each; those tasks."""
         disarming = []
         for ahead in self._ahead.values():
             if ahead.carrying is not None:
                 ahead.carrying.cancel()
             disarming.append(
                 self._tasks.spawn(
-                    self._disarm(ahead, count=True), name=f"disarm {ahead.context.slot_id}"
+                    self._disarm(ahead, count=reason), name=f"disarm {ahead.context.slot_id}"
                 )
             )
         self._ahead.clear()
         return disarming
 
-    async def _disarm(self, ahead: _Ahead, *, count: bool) -> None:
+    async def _disarm(self, ahead: _Ahead, *, count: records.MissedReason | None) -> None:
         """Remove what was armed for the slot once its arm is over (it may still be creating
-        it); ``count``: count the slot missed, reason ``Disarmed``."""
+        it); ``count``: count the slot given up for that reason (None: it is counted where it
+        was decided, skipped or queued)."""
         context = ahead.context
         try:
             async with asyncio.timeout(ABORT_TIMEOUT.total_seconds()):
@@ -562,10 +565,8 @@ class JobRuns:
                 await ahead.arms_ahead.disarm(context)
         except Exception:  # logged: it may release itself, unfollowed
             logger.exception("slot %s: removing what was armed ahead failed", context.slot_id)
-        if count:
-            self._store.slots_missed(
-                self._job, count=1, newest=context.slot, reason=records.MissedReason.DISARMED
-            )
+        if count is not None:
+            self._store.slots_missed(self._job, count=1, newest=context.slot, reason=count)
 
     def _admit(
         self, slot: datetime, armed: Armed, *, attempt: int = 1

@@ -122,11 +122,12 @@ class EventStore(protocols.RunStore):
         newest: datetime,
         reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
     ) -> None:
-        self.warn(
-            job,
-            reason=str(reason),
-            message=ledger.missed_message(count=count, newest=newest, reason=reason),
-        )
+        if reason.missed:  # slots a suspension passed were asked for: nothing went wrong
+            self.warn(
+                job,
+                reason=str(reason),
+                message=ledger.missed_message(count=count, newest=newest, reason=reason),
+            )
 
     def warm_start_checked(
         self, job: slots.JobRef, *, scheduled_time: datetime, not_ready: str | None

@@ -147,7 +147,8 @@ class LogStore(protocols.RunStore):
         reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
     ) -> None:
         if not self._pacer.admit(job, self._clock()):
-            self._pacer.hold(job, records.RunResult.MISSED, count=count)
+            if reason.missed:  # slots a suspension passed were asked for: their line may go
+                self._pacer.hold(job, records.RunResult.MISSED, count=count)
             return
         fields = {
             "namespace": job.namespace,
@@ -156,7 +157,10 @@ class LogStore(protocols.RunStore):
             "newest": timeline.rfc3339(newest),
             "reason": str(reason),
         }
-        logger.warning("slots missed", extra={"fields": fields})
+        if reason.missed:
+            logger.warning("slots missed", extra={"fields": fields})
+        else:
+            logger.info("slots passed while suspended", extra={"fields": fields})
 
     async def run(self) -> None:
         """Summarize every ``summary_every`` what was kept back, until cancelled; then once

@@ -6,6 +6,7 @@ itself (``Cancelled``) ran, and has no verdict."""
 
 import pytest
 
+from punctual.contracts.records import MissedReason
 from punctual.contracts.records import RunResult as R
 
 
@@ -34,3 +35,20 @@ def test_every_result_is_in_the_table() -> None:
 
 def test_the_api_value_of_a_run_the_operator_ended_is_cancelled() -> None:
     assert R.CANCELLED == "Cancelled"
+
+
+@pytest.mark.parametrize(
+    ("reason", "missed"),
+    [
+        (MissedReason.SLOTS_MISSED, True),
+        (MissedReason.LOCK_FORGOT, True),
+        (MissedReason.LOCK_UNAVAILABLE, True),
+        (MissedReason.DISARMED, True),
+        (MissedReason.SUSPENDED, False),
+    ],
+)
+def test_slots_given_up_are_missed_unless_a_suspension_passed_them(
+    reason: MissedReason, missed: bool
+) -> None:
+    assert reason.missed is missed
+    assert len(MissedReason) == 5

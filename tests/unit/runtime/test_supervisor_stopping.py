@@ -10,7 +10,7 @@ from datetime import datetime
 import pytest
 from runtime_doubles import JOB, LOOPTIME, SECOND, FakeWall, Target, at, ats, every, results
 
-from punctual.contracts.records import RunContext, RunResult
+from punctual.contracts.records import MissedReason, RunContext, RunResult
 from punctual.runtime.supervisor import Supervisor
 from punctual.scheduling import slots
 from punctual.stores.memory import MemoryStore
@@ -168,8 +168,9 @@ class TestSuspend:
         supervisor.suspend(JOB)
         await wall.sleep_until(at(47))
 
-        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(10), missed_through=at(47))
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(10), suspended_through=at(47))
         await wall.sleep_until(at(55))
 
         assert target.slots == ats(10, 50)
-        assert store.jobs[JOB].missed == 3  # 00:00:20, 00:00:30, 00:00:40
+        assert store.jobs[JOB].missed_by_reason == {MissedReason.SUSPENDED: 3}  # 00:00:20 … 40
+        assert store.jobs[JOB].missed == 0

@@ -85,7 +85,7 @@ def compose(
     claimed = pending.claimed
     forward = claimed is not None and (known_last is None or claimed > known_last)
     stated = status_models.ScheduledJobStatus(
-        counts=_counts(current, pending.counts),
+        counts=_counts(current, pending.counts, suspended=pending.suspended),
         consecutive_failures=_consecutive_failures(current, pending),
         last_schedule_time=claimed if forward else None,
         last_run_now_token=pending.run_now_token,
@@ -191,15 +191,19 @@ def _active_entry(run: records.ActiveRun, *, heartbeat: datetime) -> dict[str, A
 
 
 def _counts(
-    current: Mapping[str, Any], pending: collections.Counter[records.RunResult]
+    current: Mapping[str, Any],
+    pending: collections.Counter[records.RunResult],
+    *,
+    suspended: int,
 ) -> status_models.RunCounts:
     known: Mapping[str, Any] = current.get("counts") or {}
     # Read by name, not validated: a newer operator's status may count what this one does not
     # know, and the merge patch leaves such a count as it is.
+    added = {name: pending[result] for result, name in _COUNTED.items()} | {"suspended": suspended}
     return status_models.RunCounts(
         **{
-            name: known.get(_wire(status_models.RunCounts, name), 0) + pending[result]
-            for result, name in _COUNTED.items()
+            name: known.get(_wire(status_models.RunCounts, name), 0) + count
+            for name, count in added.items()
         }
     )
 
