@@ -611,13 +611,23 @@ class JobRuns:
                     self._drain_when_idle_elsewhere(armed)
                 return None
             case overlap.Action.REPLACE:
-                for running_slot, run in self._active.items():
-                    self._replaced.add(running_slot)
-                    if run.task is not None:
-                        run.task.cancel()
-                for running_slot in elsewhere:
-                    self._abort(self._context(running_slot, armed), armed)
+                return self._start(
+                    slot, armed, attempt=attempt, after=self._replace(elsewhere, armed)
+                )
         return self._start(slot, armed, attempt=attempt)
+
+    def _replace(self, elsewhere: list[datetime], armed: Armed) -> list[asyncio.Task[None]]:
+        """Cancel the runs in flight here and have the target stop theirs and those
+        ``elsewhere`` (``Replace``); the tasks stopping them at the target."""
+        aborting = []
+        for running_slot, run in self._active.items():
+            self._replaced.add(running_slot)
+            if run.task is not None:
+                run.task.cancel()
+            aborting.append(self._abort(run.context, armed))
+        for running_slot in elsewhere:
+            aborting.append(self._abort(self._context(running_slot, armed), armed))
+        return [task for task in aborting if task is not None]
 
     def _action(self, slot: datetime, armed: Armed) -> tuple[overlap.Action, list[datetime]]:
         """What the concurrency policy says of ``slot`` now, and the runs elsewhere it counted."""
@@ -710,7 +720,16 @@ class JobRuns:
             token=token,
         )
 
-    def _start(self, slot: datetime, armed: Armed, *, attempt: int = 1) -> asyncio.Task[None]:
+    def _start(
+        self,
+        slot: datetime,
+        armed: Armed,
+        *,
+        attempt: int = 1,
+        after: Sequence[asyncio.Task[None]] = (),
+    ) -> asyncio.Task[None]:
+        """Start the run of ``slot``; its work at the target begins once ``after`` (the runs
+        it replaces being stopped there) are done."""
         context = self._context(slot, armed)
         if slot not in self._active:  # the count follows ``_active``'s size
             self._namespace_runs.started(self._job.namespace)
@@ -731,13 +750,21 @@ class JobRuns:
         )
         # A task cancelled before its first step never enters _execute: recorded when done.
         run.task = self._tasks.spawn(
-            self._execute(run, armed),
+            self._execute(run, armed, after=after),
             name=f"run {context.slot_id}",
             on_done=lambda _: self._finish(run, *_CANCELLED_EARLY),
         )
         return run.task
 
-    async def _execute(self, run: _Run, armed: Armed) -> None:
+    async def _execute(
+        self, run: _Run, armed: Armed, *, after: Sequence[asyncio.Task[None]]
+    ) -> None:
+        if after:
+            # Replace in CronJob's order: what the replaced runs left at the target is gone (a
+            # Job deleted, its deletion seen) before this run's work is created. Bounded: each
+            # abort gives up after ABORT_TIMEOUT. Cancelled meanwhile: nothing was started
+            # (recorded as cancelled before it started).
+            await asyncio.wait(after)
         timeout = armed.plan.timeout
         deadline = asyncio.timeout(timeout.total_seconds())
         start_mode: records.StartMode | None = None
@@ -762,9 +789,7 @@ class JobRuns:
             else:
                 result, message = records.RunResult.FAILED, records.describe_error(error)
         except asyncio.CancelledError:
-            replaced = run.context.slot in self._replaced
-            if replaced:
-                self._abort(run.context, armed)
+            replaced = run.context.slot in self._replaced  # aborted by ``_replace`` already
             if self._hand_over and armed.runs_view is not None and not replaced:
                 self._free(run)  # its Job goes on: followed by the lease's next holder
             else:
@@ -776,15 +801,17 @@ class JobRuns:
             result, message = records.RunResult.FAILED, records.describe_error(error)
         self._finish(run, result, message, start_mode=start_mode)
 
-    def _abort(self, context: records.RunContext, armed: Armed) -> None:
-        """Have the executor stop what the run left at the target, in a task of its own.
+    def _abort(self, context: records.RunContext, armed: Armed) -> asyncio.Task[None] | None:
+        """Have the executor stop what the run left at the target, in a task of its own (that
+        task; None: nothing to stop).
 
         Only for runs the loop gave up on (Replace, timeout); never while stopping, when the
         target's work is left alone (a Job outlives the operator).
         """
         executor = armed.executor
-        if self._stopping is None and isinstance(executor, protocols.Abortable):
-            self._tasks.spawn(self._aborting(executor, context), name=f"abort {context.slot_id}")
+        if self._stopping is not None or not isinstance(executor, protocols.Abortable):
+            return None
+        return self._tasks.spawn(self._aborting(executor, context), name=f"abort {context.slot_id}")
 
     async def _aborting(self, executor: protocols.Abortable, context: records.RunContext) -> None:
         try:

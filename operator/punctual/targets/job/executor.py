@@ -44,6 +44,9 @@ from punctual.targets.job import watcher as batch_job_watcher
 
 logger = logging.getLogger(__name__)
 
+DELETION_SEEN = timedelta(seconds=20)
+"""How long an abort waits for its Job's deletion to come through the watch before the run
+that replaces it creates its own Job anyway (a watch that is behind; logged)."""
 CHECK_TIMEOUT = timedelta(seconds=5)
 """The longest a warm Job's check at its slot may take: past it, nothing is reported."""
 CHECKED_PODS = 5
@@ -128,7 +131,9 @@ class BatchJobExecutor:
         return None
 
     async def abort(self, context: records.RunContext) -> None:
-        """Delete the slot's Job (and, in the background, its pods), if it is ours."""
+        """Delete the slot's Job (and, in the background, its pods), if it is ours, and wait
+        (at most ``DELETION_SEEN``) until the watch has seen it gone: as CronJob does for
+        ``Replace``, the Job replaced is gone before the one replacing it is created."""
         name = self.job_name(context)
         namespace = self._owner.namespace
         state = self._watcher.known(namespace, name) or await self._api.read(namespace, name)
@@ -136,6 +141,17 @@ class BatchJobExecutor:
             return
         if await self._api.delete(namespace, name, uid=state.uid):
             logger.info("slot %s: deleted Job %s/%s", context.slot_id, namespace, name)
+        try:
+            async with asyncio.timeout(DELETION_SEEN.total_seconds()):
+                await self._watcher.deleted(state)
+        except TimeoutError:
+            logger.warning(
+                "slot %s: the deletion of Job %s/%s not seen within %s; going on",
+                context.slot_id,
+                namespace,
+                name,
+                DELETION_SEEN,
+            )
 
     def running_slots(self) -> list[datetime]:
         """The slots of this ScheduledJob's Jobs that have not ended, whoever created them."""
