@@ -595,7 +595,9 @@ class Stopping:
         if self.members is not None:
             await self.members.leave()  # then at once: the others take this replica's jobs now
         self.prober.cancel()  # no Ready changes any more: they would come after the last write
-        await self.scheduler.shutdown()  # runs cancelled, recorded Failed ("operator stopping")
+        # Runs cancelled, recorded Cancelled ("operator stopping"); with run leases, a Job that
+        # goes on is left to the replica that takes its lease over, unrecorded here.
+        await self.scheduler.shutdown(hand_over=self.durable is not None)
         if self.durable is not None:
             await self.durable.stop(self.durable_tasks)
         runs_ended = clock()

@@ -105,8 +105,10 @@ class RunRecord(fields.ApiModel):
         "(an earlier run was still going, see spec.concurrencyPolicy), SkippedInFlightLimit "
         "(the job, or its namespace on the replica, had as many runs in flight as the operator "
         "allows), Missed (see "
-        "spec.missedRuns) or Lost (the operator replica running it died; see "
-        "spec.retryLostRuns).",
+        "spec.missedRuns), Lost (the operator replica running it died; see "
+        "spec.retryLostRuns) or Cancelled (ended by the operator, not by its target: replaced "
+        "by a newer slot, its ScheduledJob deleted or no longer schedulable, or the operator "
+        "stopping; no verdict on the run: it is not lastRun and no failure).",
     )
     # Status strings carry no length limits: a long error must not make the status unwritable.
     message: str = pydantic.Field(
@@ -207,6 +209,19 @@ class RunCounts(fields.ApiModel):
         ge=0,
         description="Runs whose operator replica died while they ran (spec.retryLostRuns).",
     )
+    suspended: fields.WholeNumber = pydantic.Field(
+        default=0,
+        ge=0,
+        description="Slots due while the job was suspended (spec.suspend): never run, on resume "
+        "either, and not missed.",
+    )
+    cancelled: fields.WholeNumber = pydantic.Field(
+        default=0,
+        ge=0,
+        description="Runs ended by the operator, not by their target: replaced by a newer slot "
+        "(spec.concurrencyPolicy Replace), their ScheduledJob deleted or no longer schedulable, "
+        "or the operator stopping.",
+    )
 
 
 class BackfillStatus(fields.ApiModel):
@@ -237,8 +252,8 @@ class BackfillStatus(fields.ApiModel):
     skipped: fields.WholeNumber | None = pydantic.Field(
         default=None,
         ge=0,
-        description="Of those, the slots not run: they ran already, ran elsewhere, or were "
-        "skipped by spec.concurrencyPolicy.",
+        description="Of those, the slots not run to their end: they ran already, ran elsewhere, "
+        "were skipped by spec.concurrencyPolicy, or were cancelled.",
     )
     finished: bool | None = pydantic.Field(
         default=None, description="True once every slot of the window was dealt with."
@@ -299,8 +314,9 @@ class ScheduledJobStatus(fields.ApiModel):
     )
     last_run: RunRecord | None = pydantic.Field(
         default=None,
-        description="The most recent run that started: Succeeded, Failed, TimedOut or Lost "
-        "(skipped and missed slots never ran; recentRuns shows them).",
+        description="The most recent run that came to its end: Succeeded, Failed, TimedOut or "
+        "Lost (skipped and missed slots never ran, cancelled runs got no verdict; recentRuns "
+        "shows them).",
     )
     recent_runs: tuple[RunRecord, ...] = pydantic.Field(
         default_factory=tuple,
@@ -317,7 +333,8 @@ class ScheduledJobStatus(fields.ApiModel):
         default=None,
         ge=0,
         description="Runs in a row that did not succeed (Failed, TimedOut, Lost), up to the "
-        "last one: a success sets it to 0, skipped and missed slots leave it as it is, and "
+        "last one: a success sets it to 0, skipped and missed slots and cancelled runs leave "
+        "it as it is, and "
         "resuming the job (spec.suspend back to false) sets it to 0. Compared with "
         "spec.suspendAfterFailures.",
     )

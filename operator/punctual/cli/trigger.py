@@ -18,21 +18,15 @@ from typing import Any
 
 from punctual.api import annotations
 from punctual.cli import namespaces
+from punctual.contracts import records
 from punctual.kube import client, resources, spec_api, status_api
 from punctual.scheduling import durations
 from punctual.scheduling.errors import InvalidSpecError
 
 PROG = "punctual trigger"
 POLL_SECONDS = 1.0
-_FINAL_RESULTS = {
-    "Succeeded",
-    "Failed",
-    "TimedOut",
-    "Lost",
-    "SkippedOverlap",
-    "SkippedInFlightLimit",
-    "Missed",
-}
+_FINAL_RESULTS = frozenset(result.value for result in records.RunResult)
+"""Every result ends what a token asked for (a Cancelled run too: it did not succeed)."""
 
 
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:

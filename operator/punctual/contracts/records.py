@@ -18,6 +18,30 @@ class RunResult(enum.StrEnum):
     MISSED = "Missed"
     LOST = "Lost"
     """The replica running it died (its lease expired); recorded by the replica that noticed."""
+    CANCELLED = "Cancelled"
+    """Ended by the operator, not by its target: replaced by a newer slot (``Replace``), its
+    job deleted or no longer schedulable, or the operator stopping. No verdict on the run."""
+
+    @property
+    def ran(self) -> bool:
+        """The run started at its target (the others never did: skipped, missed)."""
+        return self in _RAN
+
+    @property
+    def final(self) -> bool:
+        """The run came to its own end, a verdict on it: it becomes ``lastRun`` and
+        ``LastRunSucceeded``, and counts toward ``suspendAfterFailures`` (reset by a success)."""
+        return self in _FINAL
+
+    @property
+    def failed(self) -> bool:
+        """A final verdict other than success: a Warning Event (``RunFailed``, ``RunTimedOut``,
+        ``RunLost``) and one more failure in a row."""
+        return self.final and self is not RunResult.SUCCEEDED
+
+
+_FINAL = frozenset({RunResult.SUCCEEDED, RunResult.FAILED, RunResult.TIMED_OUT, RunResult.LOST})
+_RAN = _FINAL | {RunResult.CANCELLED}
 
 
 class MissedReason(enum.StrEnum):
@@ -33,8 +57,18 @@ class MissedReason(enum.StrEnum):
     did not run, and are counted once a claim gets an answer again."""
     DISARMED = "Disarmed"
     """Armed ahead of its time at the target (a warm start, ``protocols.ArmsAhead``), then given
-    up before it: the job was suspended, its spec changed, or it was deleted. What was armed is
-    removed; the slot never runs. A count like any slot given up, not a failure: nothing ran."""
+    up before it: its spec changed, or it was deleted. What was armed is removed; the slot
+    never runs. A count like any slot given up, not a failure: nothing ran."""
+    SUSPENDED = "Suspended"
+    """Due while the job was suspended (``spec.suspend``, or pause on failure), armed ahead or
+    not: what was asked for, so no slot missed. Counted apart (``counts.suspended``), with no
+    Warning Event and no missed metric, and never run, on resume either."""
+
+    @property
+    def missed(self) -> bool:
+        """The slots were missed: counted ``missed`` (and in the missed metric), with a Warning
+        Event of this reason. Slots a suspension passed are not."""
+        return self is not MissedReason.SUSPENDED
 
 
 class StartMode(enum.StrEnum):
@@ -116,6 +150,10 @@ class Outcome:
     message: str = ""
     timed_out: bool = False
     """The target itself stopped the run at its timeout (a Job's activeDeadlineSeconds)."""
+    cancelled: bool = False
+    """The run's work was ended from outside it, not by itself: its Job was deleted before it
+    finished (another replica's ``Replace``, the ScheduledJob's deletion, a user). Recorded
+    ``RunResult.CANCELLED``, as a run the operator ended here."""
     start_mode: StartMode | None = None
     """For a target that arms slots ahead: how this run's work was started (None: no such
     target)."""
@@ -216,6 +254,6 @@ class BackfillProgress:
     failed: int = 0
     """Runs that started and did not succeed (Failed, TimedOut, Lost)."""
     skipped: int = 0
-    """Slots not run: they ran already, ran elsewhere, or were skipped by the concurrency
-    policy."""
+    """Slots not run to their end: they ran already, ran elsewhere, were skipped by the
+    concurrency policy, or were cancelled (``RunResult.CANCELLED``)."""
     finished: bool = False

@@ -187,13 +187,14 @@ class Reconciler:
             # high-water mark follow the missed-run policy; a new object starts from now.
             self._scheduler.arm(job, plan, executor, resume_after=high_water or now, lock=lock)
         elif seen.suspended:
-            # Resumed: slots while suspended are counted missed, never replayed. Counted from
+            # Resumed: slots while suspended are counted so (not missed), never replayed (a
+            # CronJob runs the newest of them on resume, within its deadline). Counted from
             # the last slot this replica dealt with, not from the Suspended condition's time
             # (a later status write, in whole seconds): a slot due in between would be lost.
             since = seen.suspended_after or _suspended_since(body) or high_water or now
             start = max(since, high_water) if high_water else since
             self._scheduler.arm(
-                job, plan, executor, resume_after=start, missed_through=now, lock=lock
+                job, plan, executor, resume_after=start, suspended_through=now, lock=lock
             )
         else:
             # A spec change takes effect from the first slot after it; never a past slot.

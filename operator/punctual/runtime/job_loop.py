@@ -101,18 +101,18 @@ class JobLoop:
         executor: protocols.Executor,
         *,
         resume_after: datetime,
-        missed_through: datetime | None = None,
+        suspended_through: datetime | None = None,
         lock: protocols.SlotLock | None = None,
         delay: timedelta = timedelta(),
     ) -> None:
         """(Re)start scheduling with ``plan`` from the first slot after ``resume_after``.
 
-        Slots in ``(resume_after, missed_through]`` are counted missed and never run (a job
-        resumed from suspension). A slot at or before ``resume_after`` is never run. Runs in
-        flight and slots already claimed and queued are kept. ``lock``, when given, claims
-        this job's slots instead of the loop's own (the queue target claims and enqueues in
-        one step). ``delay`` postpones each claim further (a backup's: it claims only what the
-        owner left free).
+        Slots in ``(resume_after, suspended_through]`` passed while the job was suspended: they
+        are counted so (``MissedReason.SUSPENDED``) and never run. A slot at or before
+        ``resume_after`` is never run. Runs in flight and slots already claimed and queued are
+        kept. ``lock``, when given, claims this job's slots instead of the loop's own (the
+        queue target claims and enqueues in one step). ``delay`` postpones each claim further
+        (a backup's: it claims only what the owner left free).
         """
         self.stop_scheduling()
         self._backing_up = delay > timedelta()
@@ -129,7 +129,7 @@ class JobLoop:
         )
         self._scheduling = self._tasks.spawn(
             self._schedule(
-                armed, resume_after=resume_after, missed_through=missed_through, delay=delay
+                armed, resume_after=resume_after, suspended_through=suspended_through, delay=delay
             ),
             name=f"schedule {self.job.namespace}/{self.job.name}",
             on_done=self._report_crash,
@@ -162,9 +162,11 @@ class JobLoop:
         self._noticed.add(slot)
         return True
 
-    def disarm_ahead(self) -> list[asyncio.Task[None]]:
+    def disarm_ahead(
+        self, *, reason: records.MissedReason = records.MissedReason.DISARMED
+    ) -> list[asyncio.Task[None]]:
         """Give up the slots armed ahead and not released yet: see ``JobRuns.disarm_ahead``."""
-        return self._runs.disarm_ahead()
+        return self._runs.disarm_ahead(reason=reason)
 
     def stop_scheduling(self) -> None:
         """Stop starting new slots; runs in flight and claimed slots go on."""
@@ -179,10 +181,13 @@ class JobLoop:
         """
         await tasks.wait_for(self.cancel(reason=reason), grace=grace)
 
-    def cancel(self, *, reason: str = runs.OPERATOR_STOPPING) -> set[asyncio.Task[object]]:
-        """``close`` without the wait: the tasks still to end (many jobs' waited for at once)."""
+    def cancel(
+        self, *, reason: str = runs.OPERATOR_STOPPING, hand_over: bool = False
+    ) -> set[asyncio.Task[object]]:
+        """``close`` without the wait: the tasks still to end (many jobs' waited for at once).
+        ``hand_over``: see ``JobRuns.stop``."""
         self.stop_scheduling()
-        self._runs.stop(reason=reason)
+        self._runs.stop(reason=reason, hand_over=hand_over)
         return self._tasks.cancel()
 
     def lost(
@@ -272,18 +277,22 @@ class JobLoop:
         armed: runs.Armed,
         *,
         resume_after: datetime,
-        missed_through: datetime | None,
+        suspended_through: datetime | None,
         delay: timedelta,
     ) -> None:
         plan = armed.plan
         cursor = resume_after
-        if missed_through is not None and missed_through > cursor:
+        if suspended_through is not None and suspended_through > cursor:
             skipped = await self._due(
-                plan.schedule, after=cursor, until=missed_through, keep=missed.GIVEN_UP_CLAIMS
+                plan.schedule, after=cursor, until=suspended_through, keep=missed.GIVEN_UP_CLAIMS
             )
             if skipped.total:
-                await self._count_missed(missed.give_up(skipped.newest, total=skipped.total), armed)
-            cursor = missed_through
+                await self._count_missed(
+                    missed.give_up(skipped.newest, total=skipped.total),
+                    armed,
+                    reason=records.MissedReason.SUSPENDED,
+                )
+            cursor = suspended_through
         self._handled_through = cursor
         keep = missed.keep_for(plan.missed_runs)
         # This replica's stagger and a backup's delay postpone its claims; they are not
@@ -366,12 +375,18 @@ class JobLoop:
                 if started is not None:
                     await asyncio.wait([started])
 
-    async def _count_missed(self, decision: missed.Decision, armed: runs.Armed) -> None:
+    async def _count_missed(
+        self,
+        decision: missed.Decision,
+        armed: runs.Armed,
+        *,
+        reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
+    ) -> None:
         """Count the slots given up once across replicas (``JobRuns.count_missed``): in a task
         of the job's own, so that what is won is counted even when the loop is cancelled."""
         await asyncio.shield(
             self._tasks.spawn(
-                self._runs.count_missed(decision, armed),
+                self._runs.count_missed(decision, armed, reason=reason),
                 name=f"count missed of {self.job.namespace}/{self.job.name}",
             )
         )

@@ -100,7 +100,8 @@ class NamespaceRuns:
 
 @dataclass(slots=True)
 class _Run:
-    """A run this replica claimed and started; ``recorded`` once its record is out. Not a
+    """A run this replica claimed and started; ``recorded`` once its record is out (or it is
+    handed over, unrecorded, see ``JobRuns.stop``). Not a
     record but the run's live state: its task and whether it is recorded change as it goes."""
 
     context: records.RunContext
@@ -149,6 +150,7 @@ class JobRuns:
         list, as an empty deque takes 600 bytes, 6 MB at 10,000 jobs."""
         self._replaced: set[datetime] = set()
         self._stopping: str | None = None
+        self._hand_over = False
         self._tasks = job_tasks
         self._draining: asyncio.Task[None] | None = None
         self._claiming: Claiming | None = None
@@ -318,12 +320,26 @@ class JobRuns:
 
         A slot armed ahead whose time has not come is no lost run: ``replica`` died during its
         lead, what it armed releases itself at its time, and this replica carries it on as if
-        it had armed it (arming again adopts what is there, or arms what never got there)."""
+        it had armed it (arming again adopts what is there, or arms what never got there).
+
+        Nor is a run whose work goes on at its target without ``replica`` (a Job the executor
+        still sees running, ``protocols.SeesRuns``): ``replica`` stopped (and handed it over,
+        see ``stop``) or died, and this replica follows it to its real end and records that,
+        the same attempt (starting it again adopts what is there). A Job that ended while
+        nobody followed it is recorded Lost, as any run whose end nobody saw."""
         if armed is not None and armed.arms_ahead is not None and self._stopping is None:
             context = self._context(slot, armed)
             if context.scheduled_time > self._wall():
                 self._arm_ahead(context, armed, armed.arms_ahead)
                 return
+        if armed is not None and self._stopping is None and self._goes_on(slot, armed):
+            logger.info(
+                "slot %s: its run goes on at the target after replica %s stopped; followed",
+                self._slot_id(slot),
+                replica,
+            )
+            self._start(slot, armed, attempt=attempt)
+            return
         retry = (
             armed is not None
             and armed.plan.retry_lost_runs
@@ -350,10 +366,16 @@ class JobRuns:
         if retry and armed is not None:
             self._admit(slot, armed, attempt=attempt + 1)
 
-    def stop(self, *, reason: str) -> None:
+    def stop(self, *, reason: str, hand_over: bool = False) -> None:
         """Start no more runs (``reason`` is what the cancelled ones are recorded with), and
-        count the claimed slots still queued missed: they will not run here."""
+        count the claimed slots still queued missed: they will not run here.
+
+        ``hand_over`` (the operator stopping, its runs' leases left to expire): a run whose
+        work goes on at its target without this replica (a Job, ``protocols.SeesRuns``) is
+        cancelled here but not recorded; the replica that takes its lease over follows it to
+        its real end (``lost``)."""
         self._stopping = reason
+        self._hand_over = hand_over
         if self._queued:
             newest = max(slot for slot, _ in self._queued)
             self._store.slots_missed(self._job, count=len(self._queued), newest=newest)
@@ -512,27 +534,30 @@ class JobRuns:
         if self._stopping is not None:
             return  # left to release itself, as a run in flight is left going
         if self._admit(slot, armed) is None:  # skipped (recorded) or queued: not released
-            await self._disarm(ahead, count=False)
+            await self._disarm(ahead, count=None)
 
-    def disarm_ahead(self) -> list[asyncio.Task[None]]:
-        """Give up every slot armed here and not released yet (the job suspended, its spec
-        changed, or deleted): what was armed is removed and the slot counted missed (reason
-        ``Disarmed``), in a task each; those tasks."""
+    def disarm_ahead(
+        self, *, reason: records.MissedReason = records.MissedReason.DISARMED
+    ) -> list[asyncio.Task[None]]:
+        """Give up every slot armed here and not released yet (its spec changed, or deleted:
+        ``Disarmed``; the job suspended: ``reason`` ``Suspended``): what was armed is removed
+        and the slot counted for ``reason``, in a task each; those tasks."""
         disarming = []
         for ahead in self._ahead.values():
             if ahead.carrying is not None:
                 ahead.carrying.cancel()
             disarming.append(
                 self._tasks.spawn(
-                    self._disarm(ahead, count=True), name=f"disarm {ahead.context.slot_id}"
+                    self._disarm(ahead, count=reason), name=f"disarm {ahead.context.slot_id}"
                 )
             )
         self._ahead.clear()
         return disarming
 
-    async def _disarm(self, ahead: _Ahead, *, count: bool) -> None:
+    async def _disarm(self, ahead: _Ahead, *, count: records.MissedReason | None) -> None:
         """Remove what was armed for the slot once its arm is over (it may still be creating
-        it); ``count``: count the slot missed, reason ``Disarmed``."""
+        it); ``count``: count the slot given up for that reason (None: it is counted where it
+        was decided, skipped or queued)."""
         context = ahead.context
         try:
             async with asyncio.timeout(ABORT_TIMEOUT.total_seconds()):
@@ -541,10 +566,8 @@ class JobRuns:
                 await ahead.arms_ahead.disarm(context)
         except Exception:  # logged: it may release itself, unfollowed
             logger.exception("slot %s: removing what was armed ahead failed", context.slot_id)
-        if count:
-            self._store.slots_missed(
-                self._job, count=1, newest=context.slot, reason=records.MissedReason.DISARMED
-            )
+        if count is not None:
+            self._store.slots_missed(self._job, count=1, newest=context.slot, reason=count)
 
     def _admit(
         self, slot: datetime, armed: Armed, *, attempt: int = 1
@@ -589,13 +612,23 @@ class JobRuns:
                     self._drain_when_idle_elsewhere(armed)
                 return None
             case overlap.Action.REPLACE:
-                for running_slot, run in self._active.items():
-                    self._replaced.add(running_slot)
-                    if run.task is not None:
-                        run.task.cancel()
-                for running_slot in elsewhere:
-                    self._abort(self._context(running_slot, armed), armed)
+                return self._start(
+                    slot, armed, attempt=attempt, after=self._replace(elsewhere, armed)
+                )
         return self._start(slot, armed, attempt=attempt)
+
+    def _replace(self, elsewhere: list[datetime], armed: Armed) -> list[asyncio.Task[None]]:
+        """Cancel the runs in flight here and have the target stop theirs and those
+        ``elsewhere`` (``Replace``); the tasks stopping them at the target."""
+        aborting = []
+        for running_slot, run in self._active.items():
+            self._replaced.add(running_slot)
+            if run.task is not None:
+                run.task.cancel()
+            aborting.append(self._abort(run.context, armed))
+        for running_slot in elsewhere:
+            aborting.append(self._abort(self._context(running_slot, armed), armed))
+        return [task for task in aborting if task is not None]
 
     def _action(self, slot: datetime, armed: Armed) -> tuple[overlap.Action, list[datetime]]:
         """What the concurrency policy says of ``slot`` now, and the runs elsewhere it counted."""
@@ -630,6 +663,18 @@ class JobRuns:
             logger.exception("%r could not tell its runs", view)
             return []
         return sorted(slot for slot in running if slot not in self._active and slot != besides)
+
+    def _goes_on(self, slot: datetime, armed: Armed) -> bool:
+        """Whether the run of ``slot`` goes on at its target, whoever started it (an executor
+        that sees runs: ``protocols.SeesRuns``); best effort, False when it cannot tell."""
+        view = armed.runs_view
+        if view is None:
+            return False
+        try:
+            return slot in view.running_slots()
+        except Exception:  # best effort: a view that fails is no view
+            logger.exception("%r could not tell its runs", view)
+            return False
 
     def _drain_when_idle_elsewhere(self, armed: Armed) -> None:
         """Start the queued slots once the runs elsewhere are over (checked every second)."""
@@ -679,7 +724,16 @@ class JobRuns:
             schedules=() if token is not None else armed.plan.fired_by(slot),
         )
 
-    def _start(self, slot: datetime, armed: Armed, *, attempt: int = 1) -> asyncio.Task[None]:
+    def _start(
+        self,
+        slot: datetime,
+        armed: Armed,
+        *,
+        attempt: int = 1,
+        after: Sequence[asyncio.Task[None]] = (),
+    ) -> asyncio.Task[None]:
+        """Start the run of ``slot``; its work at the target begins once ``after`` (the runs
+        it replaces being stopped there) are done."""
         context = self._context(slot, armed)
         if slot not in self._active:  # the count follows ``_active``'s size
             self._namespace_runs.started(self._job.namespace)
@@ -700,13 +754,21 @@ class JobRuns:
         )
         # A task cancelled before its first step never enters _execute: recorded when done.
         run.task = self._tasks.spawn(
-            self._execute(run, armed),
+            self._execute(run, armed, after=after),
             name=f"run {context.slot_id}",
             on_done=lambda _: self._finish(run, *_CANCELLED_EARLY),
         )
         return run.task
 
-    async def _execute(self, run: _Run, armed: Armed) -> None:
+    async def _execute(
+        self, run: _Run, armed: Armed, *, after: Sequence[asyncio.Task[None]]
+    ) -> None:
+        if after:
+            # Replace in CronJob's order: what the replaced runs left at the target is gone (a
+            # Job deleted, its deletion seen) before this run's work is created. Bounded: each
+            # abort gives up after ABORT_TIMEOUT. Cancelled meanwhile: nothing was started
+            # (recorded as cancelled before it started).
+            await asyncio.wait(after)
         timeout = armed.plan.timeout
         deadline = asyncio.timeout(timeout.total_seconds())
         start_mode: records.StartMode | None = None
@@ -716,6 +778,8 @@ class JobRuns:
             start_mode = outcome.start_mode
             if outcome.timed_out:
                 result = records.RunResult.TIMED_OUT
+            elif outcome.cancelled:
+                result = records.RunResult.CANCELLED
             elif outcome.succeeded:
                 result = records.RunResult.SUCCEEDED
             else:
@@ -729,23 +793,29 @@ class JobRuns:
             else:
                 result, message = records.RunResult.FAILED, records.describe_error(error)
         except asyncio.CancelledError:
-            if run.context.slot in self._replaced:
-                self._abort(run.context, armed)
-            self._finish(run, records.RunResult.FAILED, f"cancelled: {self._cancel_reason(run)}")
+            replaced = run.context.slot in self._replaced  # aborted by ``_replace`` already
+            if self._hand_over and armed.runs_view is not None and not replaced:
+                self._free(run)  # its Job goes on: followed by the lease's next holder
+            else:
+                self._finish(
+                    run, records.RunResult.CANCELLED, f"cancelled: {self._cancel_reason(run)}"
+                )
             raise
         except Exception as error:  # any failure of a run is recorded, the loop goes on
             result, message = records.RunResult.FAILED, records.describe_error(error)
         self._finish(run, result, message, start_mode=start_mode)
 
-    def _abort(self, context: records.RunContext, armed: Armed) -> None:
-        """Have the executor stop what the run left at the target, in a task of its own.
+    def _abort(self, context: records.RunContext, armed: Armed) -> asyncio.Task[None] | None:
+        """Have the executor stop what the run left at the target, in a task of its own (that
+        task; None: nothing to stop).
 
         Only for runs the loop gave up on (Replace, timeout); never while stopping, when the
         target's work is left alone (a Job outlives the operator).
         """
         executor = armed.executor
-        if self._stopping is None and isinstance(executor, protocols.Abortable):
-            self._tasks.spawn(self._aborting(executor, context), name=f"abort {context.slot_id}")
+        if self._stopping is not None or not isinstance(executor, protocols.Abortable):
+            return None
+        return self._tasks.spawn(self._aborting(executor, context), name=f"abort {context.slot_id}")
 
     async def _aborting(self, executor: protocols.Abortable, context: records.RunContext) -> None:
         try:
@@ -768,13 +838,9 @@ class JobRuns:
         start_mode: records.StartMode | None = None,
     ) -> None:
         """Record ``run`` once, free its place, and start the next queued slot."""
-        if run.recorded:
+        if not self._free(run):
             return
-        run.recorded = True
         slot = run.context.slot
-        if self._active.pop(slot, None) is not None:
-            self._namespace_runs.ended(self._job.namespace)
-        self._replaced.discard(slot)
         record = records.RunRecord(
             slot=slot,
             scheduled_time=run.context.scheduled_time,
@@ -800,6 +866,17 @@ class JobRuns:
                 self._queued.pop(0)
                 self._start(queued_slot, armed)
 
+    def _free(self, run: _Run) -> bool:
+        """Free ``run``'s place; False if it was freed (and recorded, or handed over) before."""
+        if run.recorded:
+            return False
+        run.recorded = True
+        slot = run.context.slot
+        if self._active.pop(slot, None) is not None:
+            self._namespace_runs.ended(self._job.namespace)
+        self._replaced.discard(slot)
+        return True
+
     def _slot_id(self, slot: datetime) -> str:
         token = self._tokens.get(slot)
         if token is not None:
@@ -818,10 +895,9 @@ def _counted(
     done = progress.done + 1
     if result == records.RunResult.SUCCEEDED:
         return dataclasses.replace(progress, done=done, succeeded=progress.succeeded + 1)
-    if result is None or result in _SKIPPED:
-        return dataclasses.replace(progress, done=done, skipped=progress.skipped + 1)
-    return dataclasses.replace(progress, done=done, failed=progress.failed + 1)
+    if result is not None and result.failed:
+        return dataclasses.replace(progress, done=done, failed=progress.failed + 1)
+    return dataclasses.replace(progress, done=done, skipped=progress.skipped + 1)
 
 
-_SKIPPED = {records.RunResult.SKIPPED_OVERLAP, records.RunResult.SKIPPED_IN_FLIGHT_LIMIT}
-_CANCELLED_EARLY = (records.RunResult.FAILED, "cancelled before it started")
+_CANCELLED_EARLY = (records.RunResult.CANCELLED, "cancelled before it started")

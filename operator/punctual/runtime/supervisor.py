@@ -42,7 +42,7 @@ class _Request:
     plan: plans.JobPlan
     executor: protocols.Executor
     resume_after: datetime
-    missed_through: datetime | None
+    suspended_through: datetime | None
     lock: protocols.SlotLock | None
 
 
@@ -139,7 +139,7 @@ class Supervisor:
         executor: protocols.Executor,
         *,
         resume_after: datetime,
-        missed_through: datetime | None = None,
+        suspended_through: datetime | None = None,
         lock: protocols.SlotLock | None = None,
     ) -> None:
         """Schedule ``job`` (again) with ``plan``; see ``JobLoop.arm``. With sharding, only
@@ -155,12 +155,16 @@ class Supervisor:
             plan=plan,
             executor=executor,
             resume_after=resume_after,
-            missed_through=missed_through,
+            suspended_through=suspended_through,
             lock=lock,
         )
         if self._sharding is None:
             self._loop(job).arm(
-                plan, executor, resume_after=resume_after, missed_through=missed_through, lock=lock
+                plan,
+                executor,
+                resume_after=resume_after,
+                suspended_through=suspended_through,
+                lock=lock,
             )
             return
         self._requests[job] = request
@@ -174,7 +178,7 @@ class Supervisor:
             plan,
             executor,
             resume_after=resume_after,
-            missed_through=missed_through,
+            suspended_through=suspended_through,
             lock=lock,
             delay=self._delay(role),
         )
@@ -231,15 +235,15 @@ class Supervisor:
             return
         handled = loop.handled_through if loop is not None else None
         if before != ownership.Role.NONE and handled is not None:
-            resume_after, missed_through = handled, None
+            resume_after, suspended_through = handled, None
         else:
             resume_after = max(request.resume_after, request.plan.nominal(self._wall()))
-            missed_through = None
+            suspended_through = None
         self._loop(job).arm(
             request.plan,
             request.executor,
             resume_after=resume_after,
-            missed_through=missed_through,
+            suspended_through=suspended_through,
             lock=request.lock,
             delay=self._delay(role),
         )
@@ -305,7 +309,7 @@ class Supervisor:
         if loop is None:
             return None
         loop.stop_scheduling()
-        loop.disarm_ahead()
+        loop.disarm_ahead(reason=records.MissedReason.SUSPENDED)
         # A loop stopped since the job moved away knows nothing of the slots after.
         return loop.handled_through if role != ownership.Role.NONE else None
 
@@ -321,8 +325,10 @@ class Supervisor:
             await tasks.wait_for(set(loop.disarm_ahead()), grace=self._grace)
             await loop.close(grace=self._grace, reason="job disarmed")
 
-    async def shutdown(self) -> None:
-        """Disarm every job at once, waiting at most the grace period."""
+    async def shutdown(self, *, hand_over: bool = False) -> None:
+        """Disarm every job at once, waiting at most the grace period. ``hand_over`` (the run
+        leases outlive this replica): runs whose work goes on at their target are left
+        unrecorded, for the replica that takes their lease over (``JobRuns.stop``)."""
         loops, self._loops = list(self._loops.values()), {}
         self._requests.clear()
         self._roles.clear()
@@ -331,5 +337,5 @@ class Supervisor:
         # One wait for every job's tasks: a wait per job cost a second at 10,000 jobs.
         cancelled: set[asyncio.Task[object]] = set()
         for loop in loops:
-            cancelled |= loop.cancel()
+            cancelled |= loop.cancel(hand_over=hand_over)
         await tasks.wait_for(cancelled, grace=self._grace)

@@ -50,7 +50,6 @@ IDLE: Final = 600.0
 """Seconds without an occurrence after which a job and reason are forgotten (a new Event
 next time)."""
 
-_WARNED = {records.RunResult.FAILED, records.RunResult.TIMED_OUT, records.RunResult.LOST}
 _Key = tuple[slots.JobRef, str]
 
 
@@ -108,7 +107,7 @@ class EventStore(protocols.RunStore):
     # an Event: the protocol's no-ops. Overlaps show in status and metrics.
 
     def run_finished(self, job: slots.JobRef, record: records.RunRecord) -> None:
-        if record.result in _WARNED:
+        if record.result.failed:
             self.warn(
                 job,
                 reason=f"Run{record.result}",
@@ -123,11 +122,12 @@ class EventStore(protocols.RunStore):
         newest: datetime,
         reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
     ) -> None:
-        self.warn(
-            job,
-            reason=str(reason),
-            message=ledger.missed_message(count=count, newest=newest, reason=reason),
-        )
+        if reason.missed:  # slots a suspension passed were asked for: nothing went wrong
+            self.warn(
+                job,
+                reason=str(reason),
+                message=ledger.missed_message(count=count, newest=newest, reason=reason),
+            )
 
     def warm_start_checked(
         self, job: slots.JobRef, *, scheduled_time: datetime, not_ready: str | None

@@ -41,6 +41,7 @@ _QUIET = {
     records.RunResult.SUCCEEDED,
     records.RunResult.SKIPPED_OVERLAP,
     records.RunResult.SKIPPED_IN_FLIGHT_LIMIT,
+    records.RunResult.CANCELLED,
 }
 _RUNS = set(records.RunResult) - {records.RunResult.MISSED}
 """The results of "run finished" lines (the others: "slots missed")."""
@@ -149,7 +150,8 @@ class LogStore(protocols.RunStore):
         reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
     ) -> None:
         if not self._pacer.admit(job, self._clock()):
-            self._pacer.hold(job, records.RunResult.MISSED, count=count)
+            if reason.missed:  # slots a suspension passed were asked for: their line may go
+                self._pacer.hold(job, records.RunResult.MISSED, count=count)
             return
         fields = {
             "namespace": job.namespace,
@@ -158,7 +160,10 @@ class LogStore(protocols.RunStore):
             "newest": timeline.rfc3339(newest),
             "reason": str(reason),
         }
-        logger.warning("slots missed", extra={"fields": fields})
+        if reason.missed:
+            logger.warning("slots missed", extra={"fields": fields})
+        else:
+            logger.info("slots passed while suspended", extra={"fields": fields})
 
     async def run(self) -> None:
         """Summarize every ``summary_every`` what was kept back, until cancelled; then once

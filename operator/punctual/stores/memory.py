@@ -68,6 +68,7 @@ class MemoryStore:
         reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
     ) -> None:
         history = self.jobs[job]
-        history.missed += count
+        if reason.missed:
+            history.missed += count
         history.missed_by_reason[reason] += count
         history.newest_missed = newest

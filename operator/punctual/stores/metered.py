@@ -62,7 +62,7 @@ class MeteredStore(protocols.RunStore):
         newest: datetime,
         reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
     ) -> None:
-        if count > 0:
+        if count > 0 and reason.missed:
             self._meters.slots_missed.inc(count)
 
     def claim_skipped(self, job: slots.JobRef, *, slot: datetime) -> None:

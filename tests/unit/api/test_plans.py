@@ -501,6 +501,8 @@ class TestStatusRoundTripsThroughItsWireForm:
                 "skippedInFlightLimit": 0,
                 "missed": 0,
                 "lost": 0,
+                "suspended": 0,
+                "cancelled": 0,
             },
         }
 

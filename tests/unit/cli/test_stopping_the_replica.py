@@ -207,8 +207,8 @@ class TestTheStop:
         await stopping.stop()
 
         [run] = api.status["recentRuns"]
-        assert (run["result"], run["message"]) == ("Failed", "cancelled: operator stopping")
-        assert api.status["counts"]["failed"] == 1
+        assert (run["result"], run["message"]) == ("Cancelled", "cancelled: operator stopping")
+        assert api.status["counts"]["cancelled"] == 1
         assert api.status["active"] == []
         assert stopping.flusher.done()
         assert not stopping.flusher.cancelled()
@@ -260,6 +260,6 @@ class TestTheStop:
         await stopping.stop()
 
         assert api.cut == 0
-        assert api.status["counts"]["failed"] == 1
+        assert api.status["counts"]["cancelled"] == 1
         assert stopping.flusher.done()
         assert not stopping.flusher.cancelled()

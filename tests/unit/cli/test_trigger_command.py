@@ -29,6 +29,13 @@ class TestResults:
         assert trigger.result_of(body, "t2") is None
         assert trigger.result_of({"status": {"lastRun": "junk"}}, "t1") is None
 
+    def test_a_run_the_operator_cancelled_is_its_result(self) -> None:
+        """Replaced by a newer slot, or cut by an operator stop: it did not succeed."""
+        mine = {"runNowToken": "t1", "result": "Cancelled", "message": "cancelled: replaced"}
+        body = {"status": {"recentRuns": [mine]}}
+
+        assert trigger.result_of(body, "t1") == mine
+
     def test_a_job_whose_ready_is_false_is_not_scheduled(self) -> None:
         ready = {"type": "Ready", "status": "False", "reason": "InvalidSpec", "message": "bad"}
         assert trigger.not_scheduled({"status": {"conditions": [ready]}}) == "InvalidSpec: bad"

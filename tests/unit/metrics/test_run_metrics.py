@@ -148,6 +148,15 @@ class TestRunsAreCountedByResult:
 
         assert sample(registry, "punctual_slots_missed_total") == 5.0
 
+    def test_slots_passed_while_suspended_are_not_missed(
+        self, registry: prometheus_client.CollectorRegistry, meters: metrics.Metrics
+    ) -> None:
+        store = metered_store.MeteredStore(meters)
+
+        store.slots_missed(JOB, count=3, newest=SLOT, reason=records.MissedReason.SUSPENDED)
+
+        assert sample(registry, "punctual_slots_missed_total") == 0.0
+
 
 class TestActiveRunsFollowStartsAndEnds:
     def test_a_run_is_active_from_its_start_to_its_end(

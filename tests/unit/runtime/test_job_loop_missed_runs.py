@@ -154,25 +154,29 @@ class TestStartingDeadline:
         assert store.jobs[JOB].newest_missed == at(3600)
 
 
-class TestMissedThrough:
-    async def test_counts_the_slots_up_to_it_as_missed_and_never_runs_them(
+class TestSuspendedThrough:
+    """Slots up to it passed while the job was suspended: counted so, never missed."""
+
+    async def test_counts_the_slots_up_to_it_as_suspended_and_never_runs_them(
         self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
     ) -> None:
         plan = every(PERIOD, policy=CATCH_UP, max_catch_up=100)
-        supervisor.arm(JOB, plan, Target(wall), resume_after=at(-55), missed_through=at(5))
+        supervisor.arm(JOB, plan, Target(wall), resume_after=at(-55), suspended_through=at(5))
         await wall.sleep_until(at(25))
 
-        assert store.jobs[JOB].missed == 6  # 23:59:10 ... 00:00:00
+        assert store.jobs[JOB].missed_by_reason == {records.MissedReason.SUSPENDED: 6}  # 23:59:10 …
+        assert store.jobs[JOB].missed == 0
         assert started_slots(store) == ats(10, 20)
 
     async def test_slots_after_it_follow_the_policy(
         self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
     ) -> None:
         plan = every(PERIOD, policy=CATCH_UP, max_catch_up=100)
-        supervisor.arm(JOB, plan, Target(wall), resume_after=at(-55), missed_through=at(-15))
+        supervisor.arm(JOB, plan, Target(wall), resume_after=at(-55), suspended_through=at(-15))
         await wall.sleep_until(at(7))
 
-        assert store.jobs[JOB].missed == 4  # 23:59:10 ... 23:59:40
+        assert store.jobs[JOB].missed_by_reason == {records.MissedReason.SUSPENDED: 4}  # 23:59:10 …
+        assert store.jobs[JOB].missed == 0
         assert started_slots(store) == ats(-10, 0)
 
 

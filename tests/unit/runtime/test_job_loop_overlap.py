@@ -29,7 +29,7 @@ pytestmark = LOOPTIME
 
 PERIOD = 10 * SECOND
 MILLISECOND = SECOND / 1000
-SUCCEEDED, FAILED = RunResult.SUCCEEDED, RunResult.FAILED
+SUCCEEDED, FAILED, CANCELLED = RunResult.SUCCEEDED, RunResult.FAILED, RunResult.CANCELLED
 SKIPPED = RunResult.SKIPPED_OVERLAP
 
 
@@ -137,7 +137,7 @@ class TestTheCapOnRunsInFlight:
 
 
 class TestReplace:
-    async def test_cancels_the_active_run_and_records_it_failed_as_replaced(
+    async def test_cancels_the_active_run_and_records_it_cancelled_as_replaced(
         self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore, target: Target
     ) -> None:
         arm(supervisor, target, ConcurrencyPolicy.REPLACE)
@@ -145,7 +145,7 @@ class TestReplace:
 
         [replaced] = store.jobs[JOB].finished
         assert replaced.slot == at(10)
-        assert replaced.result == FAILED
+        assert replaced.result == CANCELLED
         assert replaced.message.startswith("cancelled: replaced")
         assert abs(replaced.finished_at - at(20)) <= TOLERANCE  # type: ignore[operator]
 
@@ -160,9 +160,9 @@ class TestReplace:
             assert abs(began - slot) <= TOLERANCE
         assert supervisor.active_slots(JOB) == ats(40)
         assert results(store.jobs[JOB].finished) == [
-            (at(10), FAILED),
-            (at(20), FAILED),
-            (at(30), FAILED),
+            (at(10), CANCELLED),
+            (at(20), CANCELLED),
+            (at(30), CANCELLED),
         ]
 
     async def test_lets_a_run_that_fits_its_period_finish(

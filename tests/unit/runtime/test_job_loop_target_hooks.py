@@ -9,8 +9,10 @@ An ``every: 10s`` job is armed at 00:00:05: its slots are 00:00:10, 00:00:20, ..
 """
 
 import asyncio
+import json
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import cast
 
 import pytest
 from runtime_doubles import JOB, LOOPTIME, SECOND, FakeWall, GrantingLock, Target, at, ats, every
@@ -18,9 +20,13 @@ from runtime_doubles import JOB, LOOPTIME, SECOND, FakeWall, GrantingLock, Targe
 from punctual.contracts import protocols, records
 from punctual.contracts.records import Outcome, RunResult
 from punctual.runtime.supervisor import Supervisor
-from punctual.scheduling import missed
+from punctual.scheduling import missed, slots
 from punctual.scheduling.overlap import ConcurrencyPolicy
 from punctual.stores.memory import MemoryStore
+from punctual.targets.job import executor as job_executor
+from punctual.targets.job import manifests, states
+from punctual.targets.job import requests as job_requests
+from punctual.targets.job import watcher as job_watcher
 
 pytestmark = LOOPTIME
 
@@ -290,3 +296,195 @@ class TestRunsElsewhereCount:
 
         [skipped] = store.jobs[JOB].finished
         assert skipped.message == "1 run(s) active, concurrencyPolicy Forbid"
+
+
+class TestAnOperatorStopHandsOverTheRunsThatGoOn:
+    """With run leases (``hand_over``), a run whose work goes on at its target without the
+    operator (a Job: the executor sees runs) is not recorded by the stopping replica: its lease
+    expires, and the replica that takes it over follows the Job to its real end."""
+
+    async def test_a_run_whose_job_goes_on_is_left_unrecorded_and_its_job_alone(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        target = SharedTarget(wall, hang=True)
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5))
+        await wall.sleep_until(at(12))
+
+        await supervisor.shutdown(hand_over=True)
+
+        assert target.cancelled == 1
+        assert target.aborted == []
+        assert [run.slot for run in store.jobs[JOB].started] == ats(10)
+        assert store.jobs[JOB].finished == []
+
+    async def test_a_run_whose_work_cannot_be_followed_is_recorded_cancelled(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        target = JobLikeTarget(wall, hang=True)  # sees no runs: nobody could follow it
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5))
+        await wall.sleep_until(at(12))
+
+        await supervisor.shutdown(hand_over=True)
+
+        [record] = store.jobs[JOB].finished
+        assert (record.result, record.message) == (
+            RunResult.CANCELLED,
+            "cancelled: operator stopping",
+        )
+
+    async def test_without_run_leases_a_run_whose_job_goes_on_is_recorded_cancelled(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        target = SharedTarget(wall, hang=True)
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5))
+        await wall.sleep_until(at(12))
+
+        await supervisor.shutdown()
+
+        [record] = store.jobs[JOB].finished
+        assert record.result == RunResult.CANCELLED
+
+    async def test_the_replica_that_takes_its_lease_over_follows_the_job_to_its_end(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        target = SharedTarget(wall, duration=SECOND, elsewhere={at(0)})  # replica-b's Job
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5))
+        await wall.sleep_until(at(7))
+
+        await supervisor.lost(
+            records.Lease(
+                job=JOB, slot=at(0), slot_id=slots.slot_id(JOB, at(0)), replica="replica-b"
+            )
+        )
+        await wall.sleep_until(at(9))
+
+        assert target.slots == ats(0)  # created again: AlreadyExists, the Job is followed
+        [record] = store.jobs[JOB].finished
+        assert (record.slot, record.result, record.attempt) == (at(0), RunResult.SUCCEEDED, 1)
+        assert record.replica != "replica-b"
+
+    async def test_a_job_that_ended_while_nobody_followed_it_is_a_lost_run_as_any(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        target = SharedTarget(wall, duration=SECOND)  # no Job of 00:00:00 runs any more
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5))
+        await wall.sleep_until(at(7))
+
+        await supervisor.lost(
+            records.Lease(
+                job=JOB, slot=at(0), slot_id=slots.slot_id(JOB, at(0)), replica="replica-b"
+            )
+        )
+
+        assert target.slots == []
+        [record] = store.jobs[JOB].finished
+        assert (record.slot, record.result) == (at(0), RunResult.LOST)
+
+
+async def test_a_target_whose_work_was_ended_from_outside_is_a_cancelled_run(
+    supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+) -> None:
+    deleted = Outcome(False, "Job nightly-10 deleted before it finished", cancelled=True)
+    target = JobLikeTarget(wall, duration=SECOND, outcome=deleted)
+    supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5))
+    await wall.sleep_until(at(12))
+
+    [record] = store.jobs[JOB].finished
+    assert (record.result, record.message) == (RunResult.CANCELLED, deleted.message)
+
+
+class ApiDoubles:
+    """The job target's Jobs API and watch, as the executor sees them: a Job runs until it is
+    deleted, and its deletion comes through the watch ``seen_after`` later. ``log`` is what the
+    API server and the watch saw, in order."""
+
+    def __init__(self, *, seen_after: float) -> None:
+        self.seen_after = seen_after
+        self.log: list[tuple[str, str]] = []
+        self.jobs: dict[str, states.BatchJobState] = {}
+        self.gone: dict[str, asyncio.Event] = {}
+
+    async def create(self, request: manifests.BatchJobRequest) -> tuple[states.BatchJobState, bool]:
+        body = json.loads(request.body)
+        body["metadata"] |= {"uid": f"uid-{request.name}", "resourceVersion": "1"}
+        state = self.jobs[request.name] = states.BatchJobState.from_body(body)
+        self.gone[request.name] = asyncio.Event()
+        self.log.append(("created", request.name))
+        return state, True
+
+    async def read(self, namespace: str, name: str) -> states.BatchJobState | None:
+        return self.jobs.get(name)
+
+    async def delete(self, namespace: str, name: str, *, uid: str | None = None) -> bool:
+        self.log.append(("deleted", name))
+        asyncio.get_running_loop().call_later(self.seen_after, self._seen, name)
+        return self.jobs.pop(name, None) is not None
+
+    def _seen(self, name: str) -> None:
+        self.log.append(("seen gone", name))
+        self.gone[name].set()
+
+    # the watch
+    async def ended(self, job_state: states.BatchJobState) -> states.BatchJobEnd:
+        await self.gone[job_state.name].wait()
+        return states.DELETED
+
+    async def deleted(self, job_state: states.BatchJobState) -> None:
+        await self.gone[job_state.name].wait()
+
+    def known(self, namespace: str, name: str) -> states.BatchJobState | None:
+        return self.jobs.get(name)
+
+    def jobs_of(self, owner: slots.JobRef) -> list[states.BatchJobState]:
+        return list(self.jobs.values())
+
+
+class TestReplaceInCronJobsOrder:
+    """The running Job is deleted and seen gone before the next slot's Job is created: never
+    both at once (Kubernetes' own CronJob e2e scenario saw the new one ADDED first)."""
+
+    async def test_the_new_slots_job_is_created_once_the_old_one_is_seen_gone(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        doubles = ApiDoubles(seen_after=2.0)
+        executor = job_executor.BatchJobExecutor(
+            api=cast(job_requests.BatchJobsApi, doubles),
+            watcher=cast(job_watcher.BatchJobWatcher, doubles),
+            owner=JOB,
+            template={"spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}},
+            active_deadline=timedelta(hours=1),
+        )
+        plan = every(PERIOD, concurrency=ConcurrencyPolicy.REPLACE, timeout=timedelta(hours=1))
+        supervisor.arm(JOB, plan, executor, resume_after=at(5))
+        await wall.sleep_until(at(25))
+
+        first, second = (manifests.batch_job_name(JOB.name, slot) for slot in ats(10, 20))
+        assert doubles.log == [
+            ("created", first),
+            ("deleted", first),
+            ("seen gone", first),
+            ("created", second),
+        ]
+        [replaced] = store.jobs[JOB].finished
+        assert (replaced.slot, replaced.result) == (at(10), RunResult.CANCELLED)
+        [running] = store.jobs[JOB].started[1:]
+        assert running.slot == at(20)
+
+    async def test_a_replaced_runs_abort_holds_the_new_run_back_until_it_is_done(
+        self, supervisor: Supervisor, wall: FakeWall
+    ) -> None:
+        target = SlowAbortTarget(wall, hang=True)
+        plan = every(PERIOD, concurrency=ConcurrencyPolicy.REPLACE)
+        supervisor.arm(JOB, plan, target, resume_after=at(5))
+        await wall.sleep_until(at(25))
+
+        assert target.aborted == ats(10)
+        assert target.slots == ats(10, 20)
+        assert target.started[1] >= at(23)  # the abort took 3 s
+
+
+@dataclass
+class SlowAbortTarget(JobLikeTarget):
+    async def abort(self, context: records.RunContext) -> None:
+        await asyncio.sleep(3)
+        self.aborted.append(context.slot)

@@ -257,17 +257,23 @@ class TestThePolicyAtTheSlot:
 
 
 class TestGivingUpDuringTheLead:
-    """Whatever gives the armed slot up, it is disarmed and counted missed (Disarmed): it never
-    runs, and nothing is recorded Failed."""
+    """Whatever gives the armed slot up, it is disarmed and counted, missed (Disarmed) or, for
+    a suspension, passed while suspended (Suspended, no slot missed): it never runs, and
+    nothing is recorded Failed."""
 
     async def assert_disarmed_and_counted(
-        self, target: WarmTarget, wall: FakeWall, store: MemoryStore
+        self,
+        target: WarmTarget,
+        wall: FakeWall,
+        store: MemoryStore,
+        reason: MissedReason = MissedReason.DISARMED,
     ) -> None:
         await wall.sleep_until(at(70))
         assert [slot for slot, _ in target.disarmed] == [SLOT]
         assert SLOT not in target.slots
         history = store.jobs[JOB]
-        assert history.missed_by_reason == {MissedReason.DISARMED: 1}
+        assert history.missed_by_reason == {reason: 1}
+        assert history.missed == (1 if reason.missed else 0)
         assert history.newest_missed == SLOT
         assert [r for r in history.finished if r.slot == SLOT] == []
 
@@ -280,7 +286,7 @@ class TestGivingUpDuringTheLead:
 
         supervisor.suspend(JOB)
 
-        await self.assert_disarmed_and_counted(target, wall, store)
+        await self.assert_disarmed_and_counted(target, wall, store, MissedReason.SUSPENDED)
 
     async def test_a_spec_change_and_the_new_spec_arms_the_slots_after(
         self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
@@ -317,7 +323,7 @@ class TestGivingUpDuringTheLead:
 
         supervisor.suspend(JOB)
 
-        await self.assert_disarmed_and_counted(target, wall, store)
+        await self.assert_disarmed_and_counted(target, wall, store, MissedReason.SUSPENDED)
 
 
 class TestWhatIsLeftAlone:

@@ -10,7 +10,7 @@ from datetime import datetime
 import pytest
 from runtime_doubles import JOB, LOOPTIME, SECOND, FakeWall, Target, at, ats, every, results
 
-from punctual.contracts.records import RunContext, RunResult
+from punctual.contracts.records import MissedReason, RunContext, RunResult
 from punctual.runtime.supervisor import Supervisor
 from punctual.scheduling import slots
 from punctual.stores.memory import MemoryStore
@@ -32,7 +32,7 @@ def other_tasks() -> set[asyncio.Task[object]]:
 
 
 class TestShutdown:
-    async def test_cancels_the_runs_in_flight_and_records_them_failed(
+    async def test_cancels_the_runs_in_flight_and_records_them_cancelled(
         self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
     ) -> None:
         target = Target(wall, hang=True)
@@ -42,7 +42,11 @@ class TestShutdown:
         await supervisor.shutdown()
 
         [record] = store.jobs[JOB].finished
-        assert (record.slot, record.result, record.message) == (at(10), RunResult.FAILED, STOPPING)
+        assert (record.slot, record.result, record.message) == (
+            at(10),
+            RunResult.CANCELLED,
+            STOPPING,
+        )
         assert target.cancelled == 1
         assert target.running == 0
 
@@ -92,7 +96,7 @@ class TestShutdown:
         assert asyncio.get_running_loop().time() - began == pytest.approx(5.0)  # the grace
         assert "did not stop within" in caplog.text
         await wall.sleep(60 * SECOND)  # let it end, so that no task is left behind
-        assert results(store.jobs[JOB].finished) == [(at(10), RunResult.FAILED)]
+        assert results(store.jobs[JOB].finished) == [(at(10), RunResult.CANCELLED)]
 
 
 class TestDisarm:
@@ -108,7 +112,7 @@ class TestDisarm:
 
         assert target.slots == ats(10)
         assert target.cancelled == 1
-        assert results(store.jobs[JOB].finished) == [(at(10), RunResult.FAILED)]
+        assert results(store.jobs[JOB].finished) == [(at(10), RunResult.CANCELLED)]
         assert JOB not in supervisor.armed
         assert supervisor.active_slots(JOB) == []
 
@@ -164,8 +168,9 @@ class TestSuspend:
         supervisor.suspend(JOB)
         await wall.sleep_until(at(47))
 
-        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(10), missed_through=at(47))
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(10), suspended_through=at(47))
         await wall.sleep_until(at(55))
 
         assert target.slots == ats(10, 50)
-        assert store.jobs[JOB].missed == 3  # 00:00:20, 00:00:30, 00:00:40
+        assert store.jobs[JOB].missed_by_reason == {MissedReason.SUSPENDED: 3}  # 00:00:20 … 40
+        assert store.jobs[JOB].missed == 0

@@ -138,6 +138,16 @@ class TestWhatRaisesAWarning:
             ("SlotsMissed", "3 slot(s) missed, the newest 2026-11-30T01:30:00Z", 1)
         ]
 
+    async def test_slots_passed_while_suspended_raise_nothing(self) -> None:
+        """A suspension is deliberate: its slots are counted in status, not warned about."""
+        api = FakeEventsApi()
+        events_ = store(api, JOB)
+        async with writing(events_):
+            events_.slots_missed(JOB, count=3, newest=SLOT, reason=records.MissedReason.SUSPENDED)
+            await asyncio.sleep(1)
+
+        assert api.writes == []
+
     async def test_slots_the_lock_forgot_raise_a_warning_of_their_own(self) -> None:
         api = FakeEventsApi()
         events_ = store(api, JOB)
@@ -150,7 +160,7 @@ class TestWhatRaisesAWarning:
         assert message.startswith("6 slot(s) missed, the newest 2026-11-30T01:30:00Z: ")
         assert "cannot prove they did not run" in message
 
-    async def test_successes_skips_and_starts_raise_nothing(self) -> None:
+    async def test_successes_skips_cancelled_runs_and_starts_raise_nothing(self) -> None:
         api = FakeEventsApi()
         events_ = store(api, JOB)
         async with writing(events_):
@@ -161,6 +171,7 @@ class TestWhatRaisesAWarning:
             )
             events_.run_finished(JOB, finished(records.RunResult.SUCCEEDED))
             events_.run_finished(JOB, finished(records.RunResult.SKIPPED_OVERLAP))
+            events_.run_finished(JOB, finished(records.RunResult.CANCELLED))
             events_.slot_overlapped(JOB, slot=SLOT, policy=overlap.ConcurrencyPolicy.FORBID)
             await asyncio.sleep(1)
 

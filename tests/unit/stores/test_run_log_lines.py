@@ -120,6 +120,18 @@ class TestSlotsGivenUp:
             "newest": "2026-11-30T01:30:00Z",
         }
 
+    def test_slots_passed_while_suspended_are_a_line_at_info(
+        self, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        with caplog.at_level("INFO", logger="punctual.runs"):
+            logs.LogStore().slots_missed(
+                JOB, count=3, newest=SLOT, reason=records.MissedReason.SUSPENDED
+            )
+
+        (line,) = caplog.records
+        assert (line.levelname, line.getMessage()) == ("INFO", "slots passed while suspended")
+        assert fields(line)["reason"] == "Suspended"
+
 
 class TestTheLinesOfOneJobArePaced:
     """Above ``lines_per_second`` (after a burst), a job's lines are kept back and summarized."""

@@ -1,6 +1,7 @@
 """``status.consecutiveFailures`` counts the runs in a row that did not succeed, for pause on
 failure (``spec.suspendAfterFailures``): each run that started and failed (Failed, TimedOut,
-Lost) adds one, a success sets it to 0, slots that never ran leave it, a resume sets it to 0.
+Lost) adds one, a success sets it to 0, slots that never ran and runs the operator cancelled
+leave it, a resume sets it to 0.
 Counted onto what the object shows, whichever replica wrote it."""
 
 from datetime import UTC, datetime, timedelta
@@ -50,6 +51,9 @@ class TestConsecutiveFailures:
             (2, [R.SUCCEEDED], 0),
             (2, [R.FAILED, R.SUCCEEDED, R.FAILED], 1),
             (2, [R.SKIPPED_OVERLAP, R.MISSED], 2),
+            (2, [R.CANCELLED], 2),
+            (2, [R.FAILED, R.CANCELLED, R.FAILED], 4),
+            (None, [R.CANCELLED], None),
             (None, [R.SKIPPED_OVERLAP], None),
             ("three", [R.FAILED], 1),
         ],

@@ -103,3 +103,35 @@ class TestARunInProgress:
 
         assert len(api.landed) == 2
         assert api.status["active"] == []
+
+
+class TestARunRecordedByAnotherReplica:
+    """A slot recorded here is over wherever it ran: a run this replica took over (recorded
+    Lost, or followed to its end after its replica stopped) leaves ``active``."""
+
+    @pytest.mark.parametrize("result", [records.RunResult.LOST, records.RunResult.SUCCEEDED])
+    async def test_drops_the_other_replicas_entry_of_its_slot_and_keeps_the_others(
+        self, result: records.RunResult
+    ) -> None:
+        later = EPOCH + timedelta(minutes=1)
+        entries = [
+            {"slot": timeline.rfc3339(slot), "startedAt": timeline.rfc3339(slot), "replica": "r2"}
+            for slot in (EPOCH, later)
+        ]
+        api = FakeStatusApi(scheduled_job(active=entries))
+        store = store_on(api, wall=wall)
+        async with writing(store):
+            store.run_finished(
+                JOB,
+                records.RunRecord(
+                    slot=EPOCH,
+                    scheduled_time=EPOCH,
+                    result=result,
+                    started_at=EPOCH,
+                    finished_at=wall(),
+                    replica="r1",
+                ),
+            )
+            await asyncio.sleep(6)
+
+        assert [entry["slot"] for entry in api.status["active"]] == [timeline.rfc3339(later)]

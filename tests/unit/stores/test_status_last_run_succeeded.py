@@ -184,6 +184,38 @@ class TestSlotsThatNeverRan:
         assert said(replica.condition()) == ("Unknown", "NoRunYet", "no run has finished yet")
 
 
+class TestCancelledRuns:
+    """A run the operator ended (replaced, its job deleted, the operator stopping) has no
+    verdict: whether the last run worked is what it was, and it shows in recentRuns only."""
+
+    @pytest.mark.parametrize("before", [R.SUCCEEDED, R.FAILED])
+    async def test_leave_it_and_last_run_as_they_were_and_are_counted(
+        self, before: records.RunResult
+    ) -> None:
+        replica = on_a_job()
+        await replica.write(run(before, message="HTTP 204"))
+        condition = replica.condition()
+
+        cancelled = run(R.CANCELLED, SLOT + SECOND, message="cancelled: replaced by a newer slot")
+        await replica.write(cancelled, at=SLOT + 5 * SECOND)
+
+        assert replica.condition() == condition
+        assert replica.api.status["lastRun"]["result"] == str(before)
+        assert replica.api.status["counts"]["cancelled"] == 1
+        assert [entry["result"] for entry in replica.api.status["recentRuns"]] == [
+            "Cancelled",
+            str(before),
+        ]
+
+    async def test_before_any_run_leave_it_unknown(self) -> None:
+        replica = on_a_job()
+
+        await replica.write(run(R.CANCELLED))
+
+        assert said(replica.condition()) == ("Unknown", "NoRunYet", "no run has finished yet")
+        assert "lastRun" not in replica.api.status
+
+
 class TestTheKubernetesConventions:
     @pytest.mark.parametrize(
         ("first", "then", "transition"),

@@ -138,6 +138,8 @@ async def test_active_runs_counts_and_conditions_are_the_models_dumps() -> None:
             "skippedInFlightLimit",
             "missed",
             "lost",
+            "suspended",
+            "cancelled",
         ],
         0,
     )

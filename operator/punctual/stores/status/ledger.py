@@ -86,6 +86,8 @@ class Pending:
     schedule: str | None = None
     """The schedule to show in ``status.schedule`` (``planning.shown_schedule``); the empty
     text removes it (the spec is invalid); None says nothing of it."""
+    suspended: int = 0
+    """Slots due while the job was suspended (``counts.suspended``): no record of their own."""
     failures_reset: bool = False
     """The job was resumed: ``consecutiveFailures`` starts again from 0 (then counts the runs
     recorded here)."""
@@ -96,6 +98,7 @@ class Pending:
     def absorb(self, older: "Pending") -> None:
         """Take back what a failed write could not deliver."""
         self.counts.update(older.counts)
+        self.suspended += older.suspended
         self.run_records[:0] = older.run_records
         self.claimed = _latest(self.claimed, older.claimed)
         self.conditions = {**older.conditions, **self.conditions}
@@ -114,6 +117,7 @@ class Pending:
     def empty(self) -> bool:
         return not (
             self.counts
+            or self.suspended
             or self.run_records
             or self.claimed
             or self.conditions
@@ -132,6 +136,7 @@ class Pending:
         self.in_doubt = [doubtful for doubtful in self.in_doubt if not landed(doubtful)]
         settled = Pending(
             counts=collections.Counter(self.counts),
+            suspended=self.suspended,
             run_records=list(self.run_records),
             claimed=self.claimed,
             conditions=dict(self.conditions),
@@ -219,8 +224,11 @@ class Ledger:
         reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
     ) -> None:
         pending = self.note(job)
-        pending.counts[records.RunResult.MISSED] += count
         pending.claimed = _latest(pending.claimed, newest)
+        if not reason.missed:  # passed while suspended: counted apart, no record in history
+            pending.suspended += count
+            return
+        pending.counts[records.RunResult.MISSED] += count
         pending.run_records.append(
             records.RunRecord(
                 slot=newest,

@@ -42,6 +42,7 @@ _COUNTED = {
     records.RunResult.SKIPPED_IN_FLIGHT_LIMIT: "skipped_in_flight_limit",
     records.RunResult.MISSED: "missed",
     records.RunResult.LOST: "lost",
+    records.RunResult.CANCELLED: "cancelled",
 }
 """The field of ``status_models.RunCounts`` that counts each result."""
 _STATED = {
@@ -55,13 +56,6 @@ _STATED = {
 }
 """The fields of ``status_models.ScheduledJobStatus`` that a write states outright (the others
 merge this replica's entries with those already there)."""
-_RUNS = {
-    records.RunResult.SUCCEEDED,
-    records.RunResult.FAILED,
-    records.RunResult.TIMED_OUT,
-    records.RunResult.LOST,
-}
-"""The results of runs that started: only they become ``lastRun`` (and ``LastRunSucceeded``)."""
 _NO_RUN_YET_MESSAGE = "no run has finished yet"
 _EARLIEST = datetime.min.replace(tzinfo=UTC)
 
@@ -83,13 +77,15 @@ def compose(
     their heartbeat; the next slot is ``upcoming``.
     """
     new_runs = [_run_entry(record) for record in pending.run_records]
-    # A run recorded Lost here belonged to a replica that died: its entry in active goes.
-    lost = {run["slot"] for run in new_runs if run["result"] == records.RunResult.LOST}
+    # A slot recorded here is over wherever it ran: another replica's entry in active for it
+    # goes (a run recorded Lost belonged to a replica that died; one followed to its end here
+    # was handed over by a replica that stopped).
+    ended = {run["slot"] for run in new_runs}
     known_last = _instant(current.get("lastScheduleTime"))
     claimed = pending.claimed
     forward = claimed is not None and (known_last is None or claimed > known_last)
     stated = status_models.ScheduledJobStatus(
-        counts=_counts(current, pending.counts),
+        counts=_counts(current, pending.counts, suspended=pending.suspended),
         consecutive_failures=_consecutive_failures(current, pending),
         last_schedule_time=claimed if forward else None,
         last_run_now_token=pending.run_now_token,
@@ -100,7 +96,8 @@ def compose(
     succeeded = [
         run["finishedAt"] for run in new_runs if run["result"] == records.RunResult.SUCCEEDED
     ]
-    newest_run = _newest([run for run in new_runs if run["result"] in _RUNS])
+    # Only a run's own end becomes ``lastRun`` (and ``LastRunSucceeded``): not a cancelled run.
+    newest_run = _newest([run for run in new_runs if _final(run["result"])])
     last_run = _newest([current.get("lastRun"), newest_run])
     updates = [(update, pending.observed_generation) for update in pending.conditions.values()]
     health = _last_run_condition(
@@ -114,7 +111,7 @@ def compose(
             *(
                 run
                 for run in current.get("active") or []
-                if run.get("replica") != replica and run.get("slot") not in lost
+                if run.get("replica") != replica and run.get("slot") not in ended
             ),
             *(_active_entry(run, heartbeat=now) for run in active),
         ],
@@ -210,15 +207,19 @@ def _active_entry(run: records.ActiveRun, *, heartbeat: datetime) -> dict[str, A
 
 
 def _counts(
-    current: Mapping[str, Any], pending: collections.Counter[records.RunResult]
+    current: Mapping[str, Any],
+    pending: collections.Counter[records.RunResult],
+    *,
+    suspended: int,
 ) -> status_models.RunCounts:
     known: Mapping[str, Any] = current.get("counts") or {}
     # Read by name, not validated: a newer operator's status may count what this one does not
     # know, and the merge patch leaves such a count as it is.
+    added = {name: pending[result] for result, name in _COUNTED.items()} | {"suspended": suspended}
     return status_models.RunCounts(
         **{
-            name: known.get(_wire(status_models.RunCounts, name), 0) + pending[result]
-            for result, name in _COUNTED.items()
+            name: known.get(_wire(status_models.RunCounts, name), 0) + count
+            for name, count in added.items()
         }
     )
 
@@ -252,7 +253,7 @@ def _consecutive_failures(current: Mapping[str, Any], pending: ledger.Pending) -
     count: int = known if _whole(known) and not pending.failures_reset else 0
     changed = pending.failures_reset
     for record in pending.run_records:
-        if record.result in _RUNS:
+        if record.result.final:
             count = 0 if record.result == records.RunResult.SUCCEEDED else count + 1
             changed = True
     return count if changed else None
@@ -281,7 +282,7 @@ def _last_run_condition(
             message=_NO_RUN_YET_MESSAGE,
         )
     result = last_run.get("result")
-    if result not in _RUNS:  # a hand-written lastRun this operator does not read
+    if not _final(result):  # a hand-written lastRun this operator does not read
         return None
     return ledger.Condition(
         type=status_models.LAST_RUN_SUCCEEDED,
@@ -289,6 +290,15 @@ def _last_run_condition(
         reason=str(result),
         message=_bounded(str(last_run.get("message") or "")),
     )
+
+
+def _final(result: Any) -> bool:
+    """``result`` (a run entry's) is a run's own end (``RunResult.final``); False for a value
+    this operator does not know."""
+    try:
+        return records.RunResult(result).final
+    except ValueError:
+        return False
 
 
 def _stated_generation(current: Mapping[str, Any], pending: ledger.Pending) -> int | None:

@@ -7,8 +7,11 @@ operator's one shared watch of Jobs (``watcher``). A Job that fails with ``Deadl
 ``activeDeadlineSeconds``, from ``spec.timeout``) is a timed-out run.
 
 When the loop gives up on a run (``Replace``, or the loop's own timeout), ``abort`` deletes the
-Job with background propagation. When the operator stops, runs are cancelled but their Jobs
-are left alone: they go on, and the ScheduledJob's owner reference cleans them up eventually.
+Job with background propagation; a run whose Job is deleted before it finished (by another
+replica's ``Replace``, the ScheduledJob's deletion, a user) is cancelled, no failure. When the
+operator stops, runs are cancelled but their Jobs are left alone: they go on, the replica that
+takes a run's lease over follows its Job to its end (``runs.JobRuns.lost``), and the
+ScheduledJob's owner reference cleans them up eventually.
 
 After each run, finished Jobs beyond ``spec.history`` are deleted: the newest ``succeeded``
 complete Jobs and the newest ``failed`` failed Jobs of the ScheduledJob are kept, as CronJob's
@@ -41,6 +44,9 @@ from punctual.targets.job import watcher as batch_job_watcher
 
 logger = logging.getLogger(__name__)
 
+DELETION_SEEN = timedelta(seconds=20)
+"""How long an abort waits for its Job's deletion to come through the watch before the run
+that replaces it creates its own Job anyway (a watch that is behind; logged)."""
 CHECK_TIMEOUT = timedelta(seconds=5)
 """The longest a warm Job's check at its slot may take: past it, nothing is reported."""
 CHECKED_PODS = 5
@@ -108,6 +114,10 @@ class BatchJobExecutor:
         start_mode = self._start_mode(state)
         if end.succeeded:
             return records.Outcome(True, f"Job {name} complete", start_mode=start_mode)
+        if end.deleted:
+            return records.Outcome(
+                False, f"Job {name} {end.message}", cancelled=True, start_mode=start_mode
+            )
         detail = f"{end.reason}: {end.message}" if end.message else end.reason
         return records.Outcome(
             False,
@@ -121,7 +131,9 @@ class BatchJobExecutor:
         return None
 
     async def abort(self, context: records.RunContext) -> None:
-        """Delete the slot's Job (and, in the background, its pods), if it is ours."""
+        """Delete the slot's Job (and, in the background, its pods), if it is ours, and wait
+        (at most ``DELETION_SEEN``) until the watch has seen it gone: as CronJob does for
+        ``Replace``, the Job replaced is gone before the one replacing it is created."""
         name = self.job_name(context)
         namespace = self._owner.namespace
         state = self._watcher.known(namespace, name) or await self._api.read(namespace, name)
@@ -129,6 +141,17 @@ class BatchJobExecutor:
             return
         if await self._api.delete(namespace, name, uid=state.uid):
             logger.info("slot %s: deleted Job %s/%s", context.slot_id, namespace, name)
+        try:
+            async with asyncio.timeout(DELETION_SEEN.total_seconds()):
+                await self._watcher.deleted(state)
+        except TimeoutError:
+            logger.warning(
+                "slot %s: the deletion of Job %s/%s not seen within %s; going on",
+                context.slot_id,
+                namespace,
+                name,
+                DELETION_SEEN,
+            )
 
     def running_slots(self) -> list[datetime]:
         """The slots of this ScheduledJob's Jobs that have not ended, whoever created them."""

@@ -34,6 +34,11 @@ SCHEDULED_JOB_LABEL = "punctual.dev/scheduled-job"
 """On every Job of the job target: the ScheduledJob's name (shortened past 63 characters)."""
 SCHEDULED_TIME_ANNOTATION = "punctual.dev/scheduled-time"
 """RFC 3339 (UTC): when the run was due, the slot plus the ScheduledJob's jitter."""
+CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION = "batch.kubernetes.io/cronjob-scheduled-timestamp"
+"""RFC 3339: the slot, as CronJob writes it on its Jobs, so that tooling written for CronJob's
+Jobs reads it unchanged (on the Job only, as CronJob; no jitter, which CronJob has not). In UTC,
+where CronJob writes its own zone's offset: the same instant, and a ScheduledJob's slots may come
+from entries in several zones."""
 SLOT_ID_ANNOTATION = "punctual.dev/slot-id"
 """The slot id, ``<namespace>/<name>/<uid>/<unix-ms>``: also what tells our Jobs apart."""
 
@@ -94,6 +99,7 @@ def batch_job_manifest(
         active_deadline=active_deadline,
         lead=lead,
         name=batch_job_name(owner.name, slot, token=token),
+        slot=timeline.rfc3339(slot),
         scheduled_time=timeline.rfc3339(scheduled_time),
         slot_id=slot_id,
     )
@@ -105,6 +111,7 @@ def _manifest(
     owner: slots.JobRef,
     active_deadline: timedelta,
     name: "str | _Slot",
+    slot: "str | _Slot",
     scheduled_time: "str | _Slot",
     slot_id: "str | _Slot",
     lead: timedelta = timedelta(),
@@ -142,6 +149,7 @@ def _manifest(
             "annotations": {
                 **dict(metadata.get("annotations") or {}),
                 **slot_annotations,
+                CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION: slot,
             },
             "ownerReferences": [
                 {
@@ -188,7 +196,12 @@ class _Slot:
     field: str
 
 
-_NAME, _SCHEDULED_TIME, _SLOT_ID = _Slot("name"), _Slot("scheduled time"), _Slot("slot id")
+_NAME, _SLOT, _SCHEDULED_TIME, _SLOT_ID = (
+    _Slot("name"),
+    _Slot("slot"),
+    _Slot("scheduled time"),
+    _Slot("slot id"),
+)
 
 
 class BatchJobTemplate:
@@ -205,6 +218,7 @@ class BatchJobTemplate:
             owner=owner,
             active_deadline=active_deadline,
             name=_NAME,
+            slot=_SLOT,
             scheduled_time=_SCHEDULED_TIME,
             slot_id=_SLOT_ID,
         )
@@ -221,6 +235,7 @@ class BatchJobTemplate:
         name = batch_job_name(self._owner.name, slot, token=token)
         values = {
             _NAME: _json(name),
+            _SLOT: _json(timeline.rfc3339(slot)),
             _SCHEDULED_TIME: _json(timeline.rfc3339(scheduled_time)),
             _SLOT_ID: _json(slot_id),
         }

@@ -32,6 +32,11 @@ class BatchJobEnd:
     def deadline_exceeded(self) -> bool:
         return self.reason == "DeadlineExceeded"
 
+    @property
+    def deleted(self) -> bool:
+        """Deleted before it finished: ended from outside, no verdict on its workload."""
+        return self.reason == DELETED.reason and not self.succeeded
+
 
 DELETED = BatchJobEnd(succeeded=False, reason="Deleted", message="deleted before it finished")
 

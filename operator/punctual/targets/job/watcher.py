@@ -65,6 +65,10 @@ class BatchJobWatcher:
         self._waiters: collections.defaultdict[tuple[str, str], list[_Waiter]] = (
             collections.defaultdict(list)
         )
+        self._deletions: collections.defaultdict[
+            tuple[str, str], list[tuple[str, asyncio.Future[None]]]
+        ] = collections.defaultdict(list)
+        """The runs waiting for a Job's deletion to be seen: its uid and their future."""
         self._tasks: list[asyncio.Task[None]] = []
         self._listed: dict[str | None, asyncio.Event] = {}
 
@@ -134,6 +138,26 @@ class BatchJobWatcher:
                     waiters.remove(waiter)
                 if not waiters:
                     del self._waiters[key]
+
+    async def deleted(self, job: states.BatchJobState) -> None:
+        """Wait until the watch has seen ``job`` (this incarnation of its name) deleted: gone
+        from the API server, not only ending. Unbounded: the caller bounds it."""
+        self.start()
+        key = job.key
+        if self._gone.get(key) == job.uid:
+            return
+        future = asyncio.get_running_loop().create_future()
+        waiting = (job.uid, future)
+        self._deletions[key].append(waiting)
+        try:
+            await future
+        finally:
+            waiters = self._deletions.get(key)
+            if waiters is not None:
+                if waiting in waiters:
+                    waiters.remove(waiting)
+                if not waiters:
+                    del self._deletions[key]
 
     async def _read_end(self, job: states.BatchJobState) -> states.BatchJobEnd | None:
         try:
@@ -209,6 +233,9 @@ class BatchJobWatcher:
         while len(self._gone) > _GONE_MEMORY:
             self._gone.popitem(last=False)
         self._resolve_all(key, uid, end)
+        for waiting_uid, future in self._deletions.get(key, ()):
+            if waiting_uid == uid and not future.done():
+                future.set_result(None)
 
     def _unindex(self, state: states.BatchJobState) -> None:
         owner = _owner_key(state)

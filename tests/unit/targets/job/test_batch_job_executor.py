@@ -110,6 +110,15 @@ class FakeWatcher:
     def known(self, namespace: str, name: str) -> states.BatchJobState | None:
         return next((s for s in self.cache if s.name == name), None)
 
+    sees_deletions: bool = True
+    """False: a watch that is behind, and never tells a deletion."""
+    deletions_seen: list[str] = field(default_factory=list)
+
+    async def deleted(self, job_state: states.BatchJobState) -> None:
+        if not self.sees_deletions:
+            await asyncio.Event().wait()
+        self.deletions_seen.append(job_state.uid)
+
 
 @pytest.fixture
 def api() -> FakeApi:
@@ -166,6 +175,19 @@ class TestARun:
 
         assert outcome.timed_out
         assert not outcome.succeeded
+
+    async def test_a_job_deleted_before_it_finished_is_a_cancelled_run(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        """Another replica's Replace, the ScheduledJob's deletion or a user deleted it: no
+        verdict on its workload."""
+        watcher.end = states.DELETED
+
+        outcome = await executor(api, watcher)(context())
+
+        assert outcome == records.Outcome(
+            False, "Job nightly-1796002200 deleted before it finished", cancelled=True
+        )
 
     async def test_adopts_the_job_of_the_same_slot_when_it_exists(
         self, api: FakeApi, watcher: FakeWatcher
@@ -304,6 +326,30 @@ class TestAbort:
 
         assert api.deleted == [("nightly-1796002200", "uid-1796002200")]
 
+    async def test_returns_once_the_watch_has_seen_the_job_gone(
+        self, api: FakeApi, watcher: FakeWatcher
+    ) -> None:
+        """As CronJob's Replace: the Job replaced is gone before the new one is created."""
+        watcher.cache = [state()]
+
+        await executor(api, watcher).abort(context())
+
+        assert watcher.deletions_seen == ["uid-1796002200"]
+
+    @pytest.mark.looptime
+    async def test_a_deletion_the_watch_does_not_tell_is_waited_for_at_most_a_while(
+        self, api: FakeApi, watcher: FakeWatcher, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        watcher.cache, watcher.sees_deletions = [state()], False
+        began = asyncio.get_running_loop().time()
+
+        await executor(api, watcher).abort(context())
+
+        waited = asyncio.get_running_loop().time() - began
+        assert waited == pytest.approx(batch_job_executor.DELETION_SEEN.total_seconds())
+        assert api.deleted == [("nightly-1796002200", "uid-1796002200")]
+        assert "not seen within" in caplog.text
+
     async def test_leaves_a_job_that_is_not_the_slots_alone(
         self, api: FakeApi, watcher: FakeWatcher
     ) -> None:
@@ -312,6 +358,7 @@ class TestAbort:
         await executor(api, watcher).abort(context())
 
         assert api.deleted == []
+        assert watcher.deletions_seen == []
 
 
 class TestRunningSlots:

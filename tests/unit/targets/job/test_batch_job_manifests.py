@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from punctual.scheduling import slots
+from punctual.scheduling import slots, timeline
 from punctual.targets.job import manifests, states
 
 OWNER = slots.JobRef(
@@ -109,16 +109,31 @@ class TestTheManifest:
 
         assert label == manifests.base_name("n" * 80)
 
-    def test_is_annotated_with_the_scheduled_time_and_the_slot_id(self) -> None:
+    def test_is_annotated_with_the_scheduled_time_the_slot_id_and_cronjobs_timestamp(
+        self,
+    ) -> None:
+        """CronJob's ``cronjob-scheduled-timestamp`` is the slot (no jitter), RFC 3339, on the
+        Job only: tooling written for CronJob's Jobs reads it unchanged."""
         jittered = SLOT + timedelta(seconds=7, milliseconds=250)
 
-        annotations = manifest(scheduled=jittered)["metadata"]["annotations"]
+        job = manifest(scheduled=jittered)
 
-        assert annotations == {
+        assert job["metadata"]["annotations"] == {
             "owner": "ops",
             "punctual.dev/scheduled-time": "2026-11-30T01:30:07.250Z",
             "punctual.dev/slot-id": f"reports/nightly/{OWNER.uid}/{SLOT_SECONDS * 1000}",
+            "batch.kubernetes.io/cronjob-scheduled-timestamp": "2026-11-30T01:30:00Z",
         }
+        pod_annotations = job["spec"]["template"]["metadata"]["annotations"]
+        assert "batch.kubernetes.io/cronjob-scheduled-timestamp" not in pod_annotations
+
+    def test_cronjobs_timestamp_reads_back_as_the_slot_in_rfc_3339(self) -> None:
+        stamp = manifest()["metadata"]["annotations"][
+            manifests.CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION
+        ]
+
+        assert timeline.parse_rfc3339(stamp) == SLOT
+        assert stamp.endswith("Z")  # an offset, as RFC 3339 (and Go's time.RFC3339) requires
 
     def test_is_owned_by_the_scheduled_job_as_its_controller_without_blocking_deletion(
         self,

@@ -6,6 +6,7 @@ ends a stream, as the server's timeout does).
 """
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -224,6 +225,52 @@ class TestARunLearnsHowItsJobEnded:
 
         assert not ended.done()
         ended.cancel()
+
+
+class TestAnAbortLearnsItsJobIsGone:
+    """``deleted``: the Job is gone from the API server (its DELETED seen), not merely ended,
+    so that a Job replacing it is created after it is gone, as CronJob's Replace does."""
+
+    async def test_when_its_deletion_comes_through_the_watch(
+        self, api: FakeBatchJobsApi, watcher: batch_job_watcher.BatchJobWatcher
+    ) -> None:
+        await watcher.listed()
+        api.push(event("ADDED", job("a", rv=2)))
+        await settle()
+        gone = asyncio.create_task(watcher.deleted(state(job("a", rv=2))))
+        await settle()
+        assert not gone.done()
+
+        api.push(event("DELETED", job("a", rv=3)))
+
+        await asyncio.wait_for(gone, 1)
+
+    async def test_not_when_it_merely_ends_nor_for_another_job_by_that_name(
+        self, api: FakeBatchJobsApi, watcher: batch_job_watcher.BatchJobWatcher
+    ) -> None:
+        await watcher.listed()
+        gone = asyncio.create_task(watcher.deleted(state(job("a", uid="mine", rv=2))))
+        await settle()
+
+        api.push(
+            event("MODIFIED", job("a", uid="mine", rv=3, condition="Complete")),
+            event("DELETED", job("a", uid="another", rv=4)),
+        )
+        await settle()
+
+        assert not gone.done()
+        gone.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await gone
+
+    async def test_at_once_when_the_watch_saw_it_deleted_already(
+        self, api: FakeBatchJobsApi, watcher: batch_job_watcher.BatchJobWatcher
+    ) -> None:
+        await watcher.listed()
+        api.push(event("ADDED", job("a", rv=2)), event("DELETED", job("a", rv=3)))
+        await settle()
+
+        await asyncio.wait_for(watcher.deleted(state(job("a"))), 1)
 
 
 def owner(namespace: str = "ns") -> slots.JobRef:
