@@ -25,8 +25,8 @@ run: install ## A local control plane and a real node, Punctual installed with H
 	@$(UV_RUN) python -m localcluster run
 
 .PHONY: test
-test: install ## Run all tests: unit, integration (real control plane and Redis), e2e (Helm on a real node)
-	@$(UV_RUN) pytest
+test: install ## Run all tests: unit, integration (real control plane and Redis), e2e (Helm on a real node); prints each phase's time
+	@hack/test.sh
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests only (no control plane, no Redis)
