@@ -1,12 +1,13 @@
-"""Celery and RQ tasks on the tenant's broker, run by the frameworks' own workers.
+"""Celery, RQ and Sidekiq tasks on the tenant's broker, run by the frameworks' own workers.
 
 Two operator replicas race for every slot (the redis slot lock on the harness's Redis); each
 slot's message goes to another Redis, the tenant's broker, whose URL and password the job reads
 from a Secret in its namespace. The framework's own worker (``celery worker``, ``rq worker``,
-pinned in uv.lock) runs a task that records the slot id and scheduled time its message carried
-(``queue_workers``): over a window of about 15 s every slot runs exactly once, none missing,
-none twice, with the scheduled time of its slot and the task id derived from it. The claim and
-the push are one script on the broker: the same slot pushed twice yields one message.
+pinned in uv.lock; Debian's ``sidekiq``) runs a task that records the slot id and scheduled time
+its message carried (``queue_workers``): over a window of about 15 s every slot runs exactly
+once, none missing, none twice, with the scheduled time of its slot and the task id derived
+from it. The claim and the push are one script on the broker: the same slot pushed twice yields
+one message.
 """
 
 import asyncio
@@ -86,6 +87,10 @@ WORKER_COMMANDS = {
         str(VENV_BIN / "rq"), "worker", "--url", url,
         "--serializer", "rq.serializers.JSONSerializer", "default",
     ],
+    "sidekiq": lambda _url: [  # its broker is $REDIS_URL
+        "sidekiq", "-r", str(WORKERS / "queue_workers" / "sidekiq_worker.rb"),
+        "--concurrency", "1", "--queue", "default", "--timeout", "5",
+    ],
 }  # fmt: skip
 
 
@@ -100,6 +105,7 @@ class Worker:
         env = dict(
             os.environ,
             BROKER_URL=broker.url,
+            REDIS_URL=broker.url,
             RECORD_FILE=str(self.records),
             PYTHONPATH=str(WORKERS),
         )
@@ -125,7 +131,7 @@ class Worker:
             self.process.wait()
 
 
-@pytest.fixture(params=["celery", "rq"])
+@pytest.fixture(params=["celery", "rq", "sidekiq"])
 def worker(request: pytest.FixtureRequest, broker: LocalRedis, tmp_path: Path) -> Iterator[Worker]:
     started = Worker(request.param, broker, tmp_path)
     yield started
@@ -137,6 +143,9 @@ def task_target(framework: str, name: str) -> dict[str, Any]:
     if framework == "celery":
         task = {"task": "tests.record", "arguments": {"args": [name]}}
         return {"celery": task, "brokerFrom": source}
+    if framework == "sidekiq":
+        job = {"class": "Tests::RecordSlot", "arguments": {"args": [name]}, "retry": 0}
+        return {"sidekiq": job, "brokerFrom": source}
     job = {"function": "queue_workers.rq_tasks.record_slot", "arguments": {"args": [name]}}
     return {"rq": {**job, "timeout": "30s"}, "brokerFrom": source}
 

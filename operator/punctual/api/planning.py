@@ -457,7 +457,12 @@ def _check_sizes(target: models.Target, *, bounds: Bounds) -> None:
             )
         )
     if target.queue is not None:
-        for name, task in (("celery", target.queue.celery), ("rq", target.queue.rq)):
+        tasks = (
+            ("celery", target.queue.celery),
+            ("rq", target.queue.rq),
+            ("sidekiq", target.queue.sidekiq),
+        )
+        for name, task in tasks:
             if task is not None:
                 measured.append(
                     (

@@ -154,6 +154,7 @@ class TestTheSchemaIsStructural:
             ".spec.target.queue.celery.arguments",
             ".spec.target.queue.payload",
             ".spec.target.queue.rq.arguments",
+            ".spec.target.queue.sidekiq.arguments",
         ]
         for path, node in schema_nodes(ROOT):
             if path in free_form:
