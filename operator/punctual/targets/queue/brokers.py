@@ -8,9 +8,12 @@ when two replicas both believed they held the slot's lock (the slot lock in the 
 backend stays as it is; this is the broker's own guard), and a second call for the same slot
 adds nothing. Every key the push writes is checked for its type first: a key of another type
 fails the run before anything is written. The claim key outlives the slot by a day
-(``CLAIM_TTL_MS``); it is the only key the operator writes besides the framework's. On a Redis
-Cluster the keys live in different hash slots: only a standalone Redis (or a primary endpoint)
-works, and Redis answers ``CROSSSLOT``, which fails the run with that message.
+(``CLAIM_TTL_MS``); it is the only key the operator writes besides the framework's.
+
+**Not a Redis Cluster.** The claim and the framework's keys cannot share a hash slot (the
+frameworks name their keys without a hash tag), so only a standalone Redis (or a primary
+endpoint) works. A Cluster node answers the script with ``CROSSSLOT``, ``MOVED``, ``ASK`` or
+``CLUSTERDOWN``: the run fails with ``BrokerIsClusterError``, saying so, and nothing is written.
 
 **Outside input.** The URL is the tenant's: ``redis://`` or ``rediss://`` (TLS, verified against
 the operator's CA bundle) only, with no query options (the driver would let them override the
@@ -27,7 +30,8 @@ most ``MAX_CLIENTS`` of them (the least recently used is closed), each with a po
 the whole push is bounded by ``PUSH_TIMEOUT`` as well. A broker that never answers fails its
 own runs with a message saying so; it holds only its own pool's connections, never the event
 loop or another tenant's pool. The script's reply is an integer: anything else fails the run.
-redis-py has no limit on a reply's size; the timeouts bound how long a huge one is read.
+Every reply is read within ``MAX_REPLY_BYTES`` (``redis_io.bounded_replies``): a broker
+announcing a larger one fails the run, its connection dropped with the rest unread.
 """
 
 import asyncio
@@ -57,6 +61,14 @@ REPLY_TIMEOUT = 2.0
 POOL_TIMEOUT = 2.0
 PUSH_TIMEOUT = 8.0
 """Seconds for a whole push: name resolution, a connection from the pool, the script."""
+MAX_REPLY_BYTES = 64 * 1024
+"""The largest reply read from a broker: the push's are an integer, a script's SHA or an
+error line."""
+CLUSTER_ERRORS = (
+    redis.exceptions.ClusterCrossSlotError,
+    redis.exceptions.AskError,  # and MovedError
+    redis.exceptions.ClusterDownError,
+)
 
 CLAIM_AND_PUSH = """
 -- KEYS[1] the slot's claim, KEYS[2..] the key of each command of the push, in order
@@ -92,6 +104,10 @@ class BrokerUnavailableError(Exception):
     """The broker did not take the push: unreachable, too slow, or an unexpected answer."""
 
 
+class BrokerIsClusterError(BrokerUnavailableError):
+    """The broker is a Redis Cluster node, where the claim and the push cannot be one script."""
+
+
 def claim_key(slot_id: str) -> str:
     return f"{CLAIM_PREFIX}{slot_id}"
 
@@ -122,8 +138,8 @@ class Brokers:
         """Claim ``slot_id`` on the broker at ``url`` and push ``push``: True when this call
         pushed it, False when the slot's message was pushed before.
 
-        Raises ``BrokerRefusedError`` or ``BrokerUnavailableError``; their messages carry the
-        redacted URL only.
+        Raises ``BrokerRefusedError`` or ``BrokerUnavailableError`` (``BrokerIsClusterError``);
+        their messages carry the redacted URL only.
         """
         description = connections.redact_url(url)
         try:
@@ -143,6 +159,12 @@ class Brokers:
         except redis.exceptions.TimeoutError:
             raise BrokerUnavailableError(
                 f"broker {description}: no answer within {REPLY_TIMEOUT:g}s"
+            ) from None
+        except CLUSTER_ERRORS as error:
+            raise BrokerIsClusterError(
+                f"broker {description} is a Redis Cluster node ({type(error).__name__}): the "
+                "slot's claim and the framework's keys cannot share a hash slot, so nothing was "
+                "pushed; name a standalone Redis or a primary endpoint"
             ) from None
         except redis.exceptions.RedisError as error:
             message = str(error)
@@ -215,6 +237,7 @@ class Brokers:
                 pool_timeout=POOL_TIMEOUT,
                 socket_timeout=REPLY_TIMEOUT,
                 connect_timeout=CONNECT_TIMEOUT,
+                max_reply_bytes=MAX_REPLY_BYTES,
             )
         except ValueError as error:
             raise BrokerRefusedError(str(error)) from None
