@@ -348,6 +348,48 @@ class SidekiqJob(fields.ApiModel):
     )
 
 
+BULLMQ_QUEUE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+"""A BullMQ queue's name: BullMQ refuses a ``:`` in it (its keys are ``bull:<queue>:...``)."""
+
+
+class BullmqJob(fields.ApiModel):
+    """A BullMQ job, as ``queue.add(name, data, opts)`` adds it, on the tenant's broker."""
+
+    queue: str = pydantic.Field(
+        min_length=1,
+        max_length=128,
+        pattern=BULLMQ_QUEUE_PATTERN,
+        description="The queue's name, as given to BullMQ's Queue and Worker.",
+    )
+    name: str = pydantic.Field(
+        min_length=1,
+        max_length=256,
+        pattern=r"^[^\x00-\x1f]+$",
+        description="The job's name (the Worker's job.name).",
+    )
+    data: fields.FreeFormObject | None = pydantic.Field(
+        default=None, description="The job's data (job.data), any object. Unset: {}."
+    )
+    attempts: fields.WholeNumber | None = pydantic.Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="How many times the job is tried in all (opts.attempts). Unset: once.",
+    )
+    remove_on_complete: fields.WholeNumber | None = pydantic.Field(
+        default=None,
+        ge=0,
+        description="Keep at most this many completed jobs (opts.removeOnComplete); 0: none. "
+        "Unset: BullMQ keeps them all.",
+    )
+    remove_on_fail: fields.WholeNumber | None = pydantic.Field(
+        default=None,
+        ge=0,
+        description="Keep at most this many failed jobs (opts.removeOnFail); 0: none. Unset: "
+        "BullMQ keeps them all.",
+    )
+
+
 class QueueTarget(fields.ApiModel):
     """A message for consumers: a Punctual stream entry on the operator's Redis, or a task of a
     framework users already run (celery, rq) pushed onto their own broker (brokerFrom)."""
@@ -357,8 +399,8 @@ class QueueTarget(fields.ApiModel):
             "x-kubernetes-validations": [
                 {
                     "rule": "[has(self.stream), has(self.celery), has(self.rq), "
-                    "has(self.sidekiq)].filter(set, set).size() == 1",
-                    "message": "set exactly one of stream, celery, rq or sidekiq",
+                    "has(self.sidekiq), has(self.bullmq)].filter(set, set).size() == 1",
+                    "message": "set exactly one of stream, celery, rq, sidekiq or bullmq",
                 },
                 {
                     "rule": "has(self.stream) != has(self.brokerFrom)",
@@ -412,11 +454,17 @@ class QueueTarget(fields.ApiModel):
         description="Push a Sidekiq job (JSON, Sidekiq 6 and 7's layout); its jid is derived "
         "from the slot id, its fields punctual_slot and punctual_scheduled_time carry the slot.",
     )
+    bullmq: BullmqJob | None = pydantic.Field(
+        default=None,
+        description="Add a BullMQ job (as BullMQ 5's queue.add); its job id is derived from the "
+        "slot id, so BullMQ itself drops a second copy; its opts carry punctual_slot and "
+        "punctual_scheduled_time.",
+    )
 
     @pydantic.model_validator(mode="after")
     def _one_format(self) -> "QueueTarget":
-        if not _exactly_one_set(self.stream, self.celery, self.rq, self.sidekiq):
-            raise InvalidSpecError("", "set exactly one of stream, celery, rq or sidekiq")
+        if not _exactly_one_set(self.stream, self.celery, self.rq, self.sidekiq, self.bullmq):
+            raise InvalidSpecError("", "set exactly one of stream, celery, rq, sidekiq or bullmq")
         if self.stream is None and self.broker_from is None:
             raise InvalidSpecError(
                 "brokerFrom", "every format but stream needs the broker's Secret"

@@ -151,6 +151,7 @@ class TestTheSchemaIsStructural:
         )
         assert free_form == [
             ".spec.target.job.template",
+            ".spec.target.queue.bullmq.data",
             ".spec.target.queue.celery.arguments",
             ".spec.target.queue.payload",
             ".spec.target.queue.rq.arguments",

@@ -4,8 +4,8 @@ slots.
 A stream is the job's namespace's (``redis_io.namespace_keys.stream_key``), and it is always
 bounded: ``maxLen`` unset is ``models.DEFAULT_STREAM_MAX_LEN`` (or the operator's limit, if
 lower), and a ``maxLen`` above the limit (``--queue-max-len``) is not scheduled. A task of
-another format (``celery``, ``rq``, ``sidekiq``) goes to the tenant's broker (``brokerFrom``),
-claimed by the operator's slot lock.
+another format (``celery``, ``rq``, ``sidekiq``, ``bullmq``) goes to the tenant's broker
+(``brokerFrom``), claimed by the operator's slot lock.
 """
 
 from dataclasses import dataclass
@@ -19,6 +19,7 @@ from punctual.scheduling import slots
 from punctual.targets import errors
 from punctual.targets.queue import (
     brokers,
+    bullmq_jobs,
     celery_messages,
     executor,
     pushes,
@@ -119,6 +120,8 @@ def _message_builder(target: models.QueueTarget) -> tuple[executor.MessageBuilde
     """The message of a run's slot in the target's format, and what it is, for users."""
     if target.sidekiq is not None:
         return _sidekiq_builder(target.sidekiq)
+    if target.bullmq is not None:
+        return _bullmq_builder(target.bullmq)
     celery_task, rq_job = target.celery, target.rq
     if celery_task is not None:
 
@@ -145,3 +148,12 @@ def _sidekiq_builder(job: models.SidekiqJob) -> tuple[executor.MessageBuilder, s
         )
 
     return sidekiq, f"sidekiq job {job.job_class} on queue {job.queue}"
+
+
+def _bullmq_builder(job: models.BullmqJob) -> tuple[executor.MessageBuilder, str]:
+    def bullmq(context: records.RunContext, now: datetime) -> pushes.Push:
+        return bullmq_jobs.bullmq_push(
+            job, slot_id=context.slot_id, scheduled_time=context.scheduled_time, now=now
+        )
+
+    return bullmq, f"bullmq job {job.name} on queue {job.queue}"

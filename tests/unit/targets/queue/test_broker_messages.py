@@ -134,7 +134,7 @@ class TestAQueueTargetsFormat:
             ({"stream": "s", "brokerFrom": BROKER}, "brokerFrom is for the other formats"),
             (
                 {"celery": {"task": "t"}, "rq": {"function": "f"}, "brokerFrom": BROKER},
-                "exactly one of stream, celery, rq or sidekiq",
+                "exactly one of stream, celery, rq, sidekiq or bullmq",
             ),
             (
                 {"celery": {"task": "t"}, "brokerFrom": BROKER, "payload": {}},
