@@ -46,8 +46,10 @@ say "syncing the Python environment from uv.lock"
 uv sync --frozen --quiet
 
 # The Node packages of the tests' workers (BullMQ), from hack/node/package-lock.json: npm ci,
-# without install scripts, only when the lock changed since the last install.
-if ! cmp -s hack/node/package-lock.json hack/node/node_modules/.installed-lock 2>/dev/null; then
+# without install scripts, only when the lock changed since the last install (without npm, a
+# prerequisite, the check at the end names it).
+if command -v npm >/dev/null 2>&1 \
+  && ! cmp -s hack/node/package-lock.json hack/node/node_modules/.installed-lock 2>/dev/null; then
   say "installing the Node packages of hack/node from its package-lock.json"
   (cd hack/node && npm ci --ignore-scripts --no-audit --no-fund --silent)
   cp hack/node/package-lock.json hack/node/node_modules/.installed-lock
