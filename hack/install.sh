@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs everything the project needs on a fresh machine, idempotently and quickly when done:
-# uv and the locked Python environment, every program hack/programs.tsv lists (Debian's packages:
-# redis-server, and for the real node containerd, runc, the CNI plugins, iptables, nftables, umoci,
-# skopeo and the image tools), the Go-built local control plane and the Go-built tools the tests
-# run on the chart (promtool, kubeconform: hack/build-go-tools.sh), both cached outside the clone,
-# and the real node's images (hack/image/build-node-images.sh). It ends by checking that every
-# listed program is there, and fails naming the ones that are not.
+# uv and the locked Python environment, the tests' Node packages (hack/node: BullMQ), every
+# program hack/programs.tsv lists (Debian's packages: redis-server, and for the real node
+# containerd, runc, the CNI plugins, iptables, nftables, umoci, skopeo and the image tools), the
+# Go-built local control plane and the Go-built tools the tests run on the chart (promtool,
+# kubeconform: hack/build-go-tools.sh), both cached outside the clone, and the real node's images
+# (hack/image/build-node-images.sh). It ends by checking that every listed program is there, and
+# fails naming the ones that are not.
 # PUNCTUAL_SKIP_CONTROL_PLANE=1 installs only the "base" part (lint and unit tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +44,16 @@ if ! command -v uv >/dev/null 2>&1; then
 fi
 say "syncing the Python environment from uv.lock"
 uv sync --frozen --quiet
+
+# The Node packages of the tests' workers (BullMQ), from hack/node/package-lock.json: npm ci,
+# without install scripts, only when the lock changed since the last install (without npm, a
+# prerequisite, the check at the end names it).
+if command -v npm >/dev/null 2>&1 \
+  && ! cmp -s hack/node/package-lock.json hack/node/node_modules/.installed-lock 2>/dev/null; then
+  say "installing the Node packages of hack/node from its package-lock.json"
+  (cd hack/node && npm ci --ignore-scripts --no-audit --no-fund --silent)
+  cp hack/node/package-lock.json hack/node/node_modules/.installed-lock
+fi
 
 packages=()
 while IFS=$'\t' read -r program source _; do

@@ -1,12 +1,14 @@
-"""Celery and RQ tasks on the tenant's broker, run by the frameworks' own workers.
+"""Celery, RQ, Sidekiq and BullMQ tasks on the tenant's broker, run by the frameworks' own
+workers.
 
 Two operator replicas race for every slot (the redis slot lock on the harness's Redis); each
 slot's message goes to another Redis, the tenant's broker, whose URL and password the job reads
 from a Secret in its namespace. The framework's own worker (``celery worker``, ``rq worker``,
-pinned in uv.lock) runs a task that records the slot id and scheduled time its message carried
-(``queue_workers``): over a window of about 15 s every slot runs exactly once, none missing,
-none twice, with the scheduled time of its slot and the task id derived from it. The claim and
-the push are one script on the broker: the same slot pushed twice yields one message.
+pinned in uv.lock; Debian's ``sidekiq``; BullMQ's Worker, run by node) runs a task that records
+the slot id and scheduled time its message carried (``queue_workers``): over a window of about
+15 s every slot runs exactly once, none missing, none twice, with the scheduled time of its slot
+and the task id derived from it. The claim and the push are one script on the broker: the same
+slot pushed twice yields one message, and BullMQ itself drops a second copy of a job id.
 """
 
 import asyncio
@@ -16,7 +18,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +42,7 @@ from operator_harness import (
 from localcluster import LocalCluster, LocalRedis
 from punctual.api import models
 from punctual.targets import addresses
-from punctual.targets.queue import brokers, celery_messages, pushes
+from punctual.targets.queue import brokers, bullmq_jobs, celery_messages, pushes
 
 pytest_plugins = ["operator_fixtures"]
 
@@ -86,7 +88,15 @@ WORKER_COMMANDS = {
         str(VENV_BIN / "rq"), "worker", "--url", url,
         "--serializer", "rq.serializers.JSONSerializer", "default",
     ],
+    "sidekiq": lambda _url: [  # its broker is $REDIS_URL
+        "sidekiq", "-r", str(WORKERS / "queue_workers" / "sidekiq_worker.rb"),
+        "--concurrency", "1", "--queue", "default", "--timeout", "5",
+    ],
+    "bullmq": lambda _url: ["node", str(WORKERS / "queue_workers" / "bullmq_worker.js")],
 }  # fmt: skip
+BULLMQ_QUEUE = "punctual-tests"
+NODE_MODULES = WORKERS.parent.parent / "hack" / "node" / "node_modules"
+"""BullMQ, pinned in hack/node/package-lock.json (``make install`` runs ``npm ci`` there)."""
 
 
 class Worker:
@@ -100,6 +110,9 @@ class Worker:
         env = dict(
             os.environ,
             BROKER_URL=broker.url,
+            REDIS_URL=broker.url,
+            BULLMQ_QUEUE=BULLMQ_QUEUE,
+            NODE_PATH=str(NODE_MODULES),
             RECORD_FILE=str(self.records),
             PYTHONPATH=str(WORKERS),
         )
@@ -125,7 +138,7 @@ class Worker:
             self.process.wait()
 
 
-@pytest.fixture(params=["celery", "rq"])
+@pytest.fixture(params=["celery", "rq", "sidekiq", "bullmq"])
 def worker(request: pytest.FixtureRequest, broker: LocalRedis, tmp_path: Path) -> Iterator[Worker]:
     started = Worker(request.param, broker, tmp_path)
     yield started
@@ -137,6 +150,17 @@ def task_target(framework: str, name: str) -> dict[str, Any]:
     if framework == "celery":
         task = {"task": "tests.record", "arguments": {"args": [name]}}
         return {"celery": task, "brokerFrom": source}
+    if framework == "sidekiq":
+        job = {"class": "Tests::RecordSlot", "arguments": {"args": [name]}, "retry": 0}
+        return {"sidekiq": job, "brokerFrom": source}
+    if framework == "bullmq":
+        job = {
+            "queue": BULLMQ_QUEUE,
+            "name": name,
+            "data": {"args": [name]},
+            "removeOnComplete": 100,
+        }
+        return {"bullmq": job, "brokerFrom": source}
     job = {"function": "queue_workers.rq_tasks.record_slot", "arguments": {"args": [name]}}
     return {"rq": {**job, "timeout": "30s"}, "brokerFrom": source}
 
@@ -294,5 +318,67 @@ class TestAQueueKeyOfAnotherType:
                 asyncio.run(push_once())
             assert client.get("not-a-list") == "the tenant's own value"
             assert client.exists(brokers.claim_key(slot_id)) == 0
+        finally:
+            client.close()
+
+
+class TestABullmqKeyOfAnotherType:
+    def test_fails_the_push_before_bullmqs_own_writes_and_the_claim(
+        self, broker: LocalRedis
+    ) -> None:
+        client = redis.Redis.from_url(broker.url, decode_responses=True)
+        try:
+            client.set("bull:typed:marker", "the tenant's own value")
+            slot_id = "typed/bullmq/uid/1"
+            job = models.BullmqJob.model_validate({"queue": "typed", "name": "nightly"})
+            push = bullmq_jobs.bullmq_push(
+                job, slot_id=slot_id, scheduled_time=slot_of(slot_id), now=datetime.now(UTC)
+            )
+
+            async def push_once() -> bool:
+                clients = brokers.Brokers(guard=addresses.AddressGuard())
+                try:
+                    return await clients.push(
+                        namespace="typed", url=broker.url, slot_id=slot_id, push=push
+                    )
+                finally:
+                    await clients.close()
+
+            with pytest.raises(brokers.BrokerUnavailableError, match="holds a string, not a zset"):
+                asyncio.run(push_once())
+            assert client.keys("bull:typed:*") == ["bull:typed:marker"]
+            assert client.exists(brokers.claim_key(slot_id)) == 0
+        finally:
+            client.close()
+
+
+class TestASecondCopyOfABullmqJob:
+    def test_is_dropped_by_bullmq_itself_once_the_claim_is_gone(self, broker: LocalRedis) -> None:
+        slot_id = f"native/drop/uid/{int(datetime.now().timestamp() * 1000)}"
+        job = models.BullmqJob.model_validate({"queue": "native-drop", "name": "nightly"})
+        queue = "bull:native-drop:"
+        client = redis.Redis.from_url(broker.url, decode_responses=True)
+
+        async def push() -> bool:
+            clients = brokers.Brokers(guard=addresses.AddressGuard())
+            try:
+                message = bullmq_jobs.bullmq_push(
+                    job, slot_id=slot_id, scheduled_time=slot_of(slot_id), now=datetime.now(UTC)
+                )
+                return await clients.push(
+                    namespace="native", url=broker.url, slot_id=slot_id, push=message
+                )
+            finally:
+                await clients.close()
+
+        try:
+            assert asyncio.run(push()) is True
+            client.delete(brokers.claim_key(slot_id))  # as if its day had passed
+            assert asyncio.run(push()) is False
+            job_id = pushes.message_id(slot_id)
+            assert client.lrange(f"{queue}wait", 0, -1) == [job_id]
+            events = [fields["event"] for _, fields in client.xrange(f"{queue}events")]
+            assert events == ["added", "waiting", "duplicated"]
+            assert client.get(f"{queue}id") == "2"  # BullMQ counts every add, as its own does
         finally:
             client.close()

@@ -311,6 +311,85 @@ class RqJob(fields.ApiModel):
     )
 
 
+RUBY_CLASS_PATTERN = r"^[A-Z][A-Za-z0-9_]*(::[A-Z][A-Za-z0-9_]*)*$"
+"""A Ruby constant path (``Reports::NightlyJob``), as a Sidekiq job's class is named."""
+
+
+def _positional_only(arguments: dict[str, pydantic.JsonValue]) -> dict[str, pydantic.JsonValue]:
+    if "kwargs" in arguments:
+        raise InvalidSpecError("kwargs", "a Sidekiq job takes positional args only")
+    return arguments
+
+
+class SidekiqJob(fields.ApiModel):
+    """A Sidekiq job (JSON, as Sidekiq's client pushes it) on a queue of the tenant's broker."""
+
+    job_class: str = pydantic.Field(
+        alias="class",
+        min_length=1,
+        max_length=256,
+        pattern=RUBY_CLASS_PATTERN,
+        description="The job's class, e.g. Reports::NightlyJob.",
+    )
+    arguments: Annotated[TaskArguments, pydantic.AfterValidator(_positional_only)] | None = (
+        pydantic.Field(
+            default=None,
+            description="The job's arguments, JSON only: args (a list of at most 64 values), "
+            "e.g. {args: [7, eu]}; Sidekiq has no keyword arguments. Unset: none.",
+        )
+    )
+    queue: QueueName = pydantic.Field(default="default", description="The queue. Default default.")
+    retry: fields.WholeNumber | None = pydantic.Field(
+        default=None,
+        ge=0,
+        le=1000,
+        description="How many times Sidekiq retries a failed job; 0: never (it goes to the dead "
+        "set). Unset: the worker's default (retry true: 25 times).",
+    )
+
+
+BULLMQ_QUEUE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+"""A BullMQ queue's name: BullMQ refuses a ``:`` in it (its keys are ``bull:<queue>:...``)."""
+
+
+class BullmqJob(fields.ApiModel):
+    """A BullMQ job, as ``queue.add(name, data, opts)`` adds it, on the tenant's broker."""
+
+    queue: str = pydantic.Field(
+        min_length=1,
+        max_length=128,
+        pattern=BULLMQ_QUEUE_PATTERN,
+        description="The queue's name, as given to BullMQ's Queue and Worker.",
+    )
+    name: str = pydantic.Field(
+        min_length=1,
+        max_length=256,
+        pattern=r"^[^\x00-\x1f]+$",
+        description="The job's name (the Worker's job.name).",
+    )
+    data: fields.FreeFormObject | None = pydantic.Field(
+        default=None, description="The job's data (job.data), any object. Unset: {}."
+    )
+    attempts: fields.WholeNumber | None = pydantic.Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="How many times the job is tried in all (opts.attempts). Unset: once.",
+    )
+    remove_on_complete: fields.WholeNumber | None = pydantic.Field(
+        default=None,
+        ge=0,
+        description="Keep at most this many completed jobs (opts.removeOnComplete); 0: none. "
+        "Unset: BullMQ keeps them all.",
+    )
+    remove_on_fail: fields.WholeNumber | None = pydantic.Field(
+        default=None,
+        ge=0,
+        description="Keep at most this many failed jobs (opts.removeOnFail); 0: none. Unset: "
+        "BullMQ keeps them all.",
+    )
+
+
 class QueueTarget(fields.ApiModel):
     """A message for consumers: a Punctual stream entry on the operator's Redis, or a task of a
     framework users already run (celery, rq) pushed onto their own broker (brokerFrom)."""
@@ -319,14 +398,14 @@ class QueueTarget(fields.ApiModel):
         json_schema_extra={
             "x-kubernetes-validations": [
                 {
-                    "rule": "[has(self.stream), has(self.celery), has(self.rq)]"
-                    ".filter(set, set).size() == 1",
-                    "message": "set exactly one of stream, celery or rq",
+                    "rule": "[has(self.stream), has(self.celery), has(self.rq), "
+                    "has(self.sidekiq), has(self.bullmq)].filter(set, set).size() == 1",
+                    "message": "set exactly one of stream, celery, rq, sidekiq or bullmq",
                 },
                 {
                     "rule": "has(self.stream) != has(self.brokerFrom)",
-                    "message": "celery and rq need brokerFrom; stream takes none (it is on the "
-                    "operator's Redis)",
+                    "message": "every format but stream needs brokerFrom; stream takes none (it "
+                    "is on the operator's Redis)",
                 },
             ]
         }
@@ -355,7 +434,8 @@ class QueueTarget(fields.ApiModel):
     )
     broker_from: BrokerSource | None = pydantic.Field(
         default=None,
-        description="The tenant's broker (a Redis) for celery and rq, read from a Secret at "
+        description="The tenant's broker (a Redis) for every format but stream, read from a "
+        "Secret at "
         "each run. Each slot's message is pushed exactly once at the broker.",
     )
     celery: CeleryTask | None = pydantic.Field(
@@ -369,17 +449,30 @@ class QueueTarget(fields.ApiModel):
         description="Enqueue an RQ job (JSON serializer); its job id is derived from the slot "
         "id, its meta carries punctual_slot and punctual_scheduled_time.",
     )
+    sidekiq: SidekiqJob | None = pydantic.Field(
+        default=None,
+        description="Push a Sidekiq job (JSON, Sidekiq 6 and 7's layout); its jid is derived "
+        "from the slot id, its fields punctual_slot and punctual_scheduled_time carry the slot.",
+    )
+    bullmq: BullmqJob | None = pydantic.Field(
+        default=None,
+        description="Add a BullMQ job (as BullMQ 5's queue.add); its job id is derived from the "
+        "slot id, so BullMQ itself drops a second copy; its opts carry punctual_slot and "
+        "punctual_scheduled_time.",
+    )
 
     @pydantic.model_validator(mode="after")
     def _one_format(self) -> "QueueTarget":
-        if not _exactly_one_set(self.stream, self.celery, self.rq):
-            raise InvalidSpecError("", "set exactly one of stream, celery or rq")
+        if not _exactly_one_set(self.stream, self.celery, self.rq, self.sidekiq, self.bullmq):
+            raise InvalidSpecError("", "set exactly one of stream, celery, rq, sidekiq or bullmq")
         if self.stream is None and self.broker_from is None:
-            raise InvalidSpecError("brokerFrom", "celery and rq need the broker's Secret")
+            raise InvalidSpecError(
+                "brokerFrom", "every format but stream needs the broker's Secret"
+            )
         if self.stream is not None and self.broker_from is not None:
             raise InvalidSpecError(
                 "brokerFrom",
-                "stream entries go to the operator's Redis: brokerFrom is for celery and rq",
+                "stream entries go to the operator's Redis: brokerFrom is for the other formats",
             )
         if self.stream is None and (self.payload is not None or self.max_len is not None):
             raise InvalidSpecError("", "payload and maxLen are only for stream")

@@ -93,8 +93,8 @@ class Bounds:
     """The largest ``spec.target.http.headers``, as sent: ``Name: value`` and a line break
     each (``--max-http-headers-bytes``)."""
     max_queue_payload_bytes: int = 64 * KIB
-    """The largest ``spec.target.queue.payload``, or a task's arguments, as JSON
-    (``--max-queue-payload-bytes``)."""
+    """The largest ``spec.target.queue.payload``, or a task's arguments (a BullMQ job's
+    data), as JSON (``--max-queue-payload-bytes``)."""
     schedule_horizon_years: int = SCHEDULE_HORIZON_YEARS
     """A schedule must fire within this many years of now (``--schedule-horizon-years``; see
     ``check_fires``)."""
@@ -457,7 +457,12 @@ def _check_sizes(target: models.Target, *, bounds: Bounds) -> None:
             )
         )
     if target.queue is not None:
-        for name, task in (("celery", target.queue.celery), ("rq", target.queue.rq)):
+        tasks = (
+            ("celery", target.queue.celery),
+            ("rq", target.queue.rq),
+            ("sidekiq", target.queue.sidekiq),
+        )
+        for name, task in tasks:
             if task is not None:
                 measured.append(
                     (
@@ -467,6 +472,15 @@ def _check_sizes(target: models.Target, *, bounds: Bounds) -> None:
                         "--max-queue-payload-bytes",
                     )
                 )
+        if target.queue.bullmq is not None:
+            measured.append(
+                (
+                    "queue.bullmq.data",
+                    _json_bytes(target.queue.bullmq.data or {}),
+                    bounds.max_queue_payload_bytes,
+                    "--max-queue-payload-bytes",
+                )
+            )
     for field, size, limit, flag in measured:
         if size > limit:
             raise InvalidSpecError(

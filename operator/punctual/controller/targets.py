@@ -48,7 +48,7 @@ class Targets:
         """``meter_lock`` wraps the slot locks of the kinds that bring their own (the queue's);
         the rest, kind by kind, is what each kind's wiring needs. Without ``batch_jobs`` (or
         its watcher) or ``streams``, job or stream targets are unavailable on this operator,
-        without ``brokers`` celery and rq tasks (on the tenants' brokers) are;
+        without ``brokers`` tasks on the tenants' brokers (every format but stream) are;
         ``queue_max_len`` bounds a queue target's ``maxLen``; ``warm_start_gate_image`` is the
         gate's image of a warm job target that names none (``punctual run
         --warm-start-gate-image``), ``warm_start_reports`` where its check at each slot goes

@@ -29,6 +29,8 @@ import redis.asyncio.retry
 import redis.asyncio.sentinel
 import redis.backoff
 
+from punctual.redis_io import bounded_replies
+
 SCHEMES = frozenset({"redis", "rediss"})
 SENTINEL_SCHEMES = {"redis+sentinel": "redis", "rediss+sentinel": "rediss"}
 """The Sentinel schemes, and the scheme of the same Redis without Sentinel (TLS or not)."""
@@ -135,8 +137,11 @@ def connect(
     pool_timeout: float = DEFAULT_POOL_TIMEOUT,
     socket_timeout: float = DEFAULT_SOCKET_TIMEOUT,
     connect_timeout: float = DEFAULT_SOCKET_TIMEOUT,
+    max_reply_bytes: int | None = None,
 ) -> Connection:
-    """A client for ``url`` (connecting lazily) with the pool and timeouts described above.
+    """A client for ``url`` (connecting lazily) with the pool and timeouts described above;
+    with ``max_reply_bytes``, a reply larger than that fails its command
+    (``bounded_replies``: for a Redis the operator does not trust).
 
     Raises ``ValueError`` for another scheme or a malformed URL (the message carries the
     redacted URL only).
@@ -159,6 +164,8 @@ def connect(
         # report a slot we won as lost, and then nobody would run it.
         "retry": redis.asyncio.retry.Retry(redis.backoff.NoBackoff(), 0),
     }
+    if max_reply_bytes is not None:
+        options["parser_class"] = bounded_replies.bounded_parser(max_reply_bytes)
     address = sentinel_address(url)
     try:
         if address is None:

@@ -151,9 +151,11 @@ class TestTheSchemaIsStructural:
         )
         assert free_form == [
             ".spec.target.job.template",
+            ".spec.target.queue.bullmq.data",
             ".spec.target.queue.celery.arguments",
             ".spec.target.queue.payload",
             ".spec.target.queue.rq.arguments",
+            ".spec.target.queue.sidekiq.arguments",
         ]
         for path, node in schema_nodes(ROOT):
             if path in free_form:

@@ -6,11 +6,16 @@ target's URL, connected with bounded pools and timeouts, and pushed to exactly o
 runs the push (``pushes.Push``: the framework's own writes). So a slot yields one message even
 when two replicas both believed they held the slot's lock (the slot lock in the operator's lock
 backend stays as it is; this is the broker's own guard), and a second call for the same slot
-adds nothing. Every key the push writes is checked for its type first: a key of another type
-fails the run before anything is written. The claim key outlives the slot by a day
-(``CLAIM_TTL_MS``); it is the only key the operator writes besides the framework's. On a Redis
-Cluster the keys live in different hash slots: only a standalone Redis (or a primary endpoint)
-works, and Redis answers ``CROSSSLOT``, which fails the run with that message.
+adds nothing. A framework whose writes depend on what the broker holds (BullMQ's) brings its
+own Lua (``pushes.Script``), run after the claim in the same script (``CLAIM_THEN``). Every key
+the push writes is checked for its type first: a key of another type fails the run before
+anything is written. The claim key outlives the slot by a day
+(``CLAIM_TTL_MS``); it is the only key the operator writes besides the framework's.
+
+**Not a Redis Cluster.** The claim and the framework's keys cannot share a hash slot (the
+frameworks name their keys without a hash tag), so only a standalone Redis (or a primary
+endpoint) works. A Cluster node answers the script with ``CROSSSLOT``, ``MOVED``, ``ASK`` or
+``CLUSTERDOWN``: the run fails with ``BrokerIsClusterError``, saying so, and nothing is written.
 
 **Outside input.** The URL is the tenant's: ``redis://`` or ``rediss://`` (TLS, verified against
 the operator's CA bundle) only, with no query options (the driver would let them override the
@@ -27,7 +32,8 @@ most ``MAX_CLIENTS`` of them (the least recently used is closed), each with a po
 the whole push is bounded by ``PUSH_TIMEOUT`` as well. A broker that never answers fails its
 own runs with a message saying so; it holds only its own pool's connections, never the event
 loop or another tenant's pool. The script's reply is an integer: anything else fails the run.
-redis-py has no limit on a reply's size; the timeouts bound how long a huge one is read.
+Every reply is read within ``MAX_REPLY_BYTES`` (``redis_io.bounded_replies``): a broker
+announcing a larger one fails the run, its connection dropped with the rest unread.
 """
 
 import asyncio
@@ -57,8 +63,29 @@ REPLY_TIMEOUT = 2.0
 POOL_TIMEOUT = 2.0
 PUSH_TIMEOUT = 8.0
 """Seconds for a whole push: name resolution, a connection from the pool, the script."""
+MAX_REPLY_BYTES = 64 * 1024
+"""The largest reply read from a broker: the push's are an integer, a script's SHA or an
+error line."""
+CLUSTER_ERRORS = (
+    redis.exceptions.ClusterCrossSlotError,
+    redis.exceptions.AskError,  # and MovedError
+    redis.exceptions.ClusterDownError,
+)
 
-CLAIM_AND_PUSH = """
+OTHER_TYPE = """
+local function other_type(key, kind)
+  local held = redis.call('TYPE', key)['ok']
+  if held ~= kind and held ~= 'none' then
+    return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. held .. ', not a ' .. kind
+      .. ': nothing was written')
+  end
+end
+"""
+"""Lua: the error refusing ``key`` when it holds another type than ``kind``, or nothing."""
+
+CLAIM_AND_PUSH = (
+    OTHER_TYPE
+    + """
 -- KEYS[1] the slot's claim, KEYS[2..] the key of each command of the push, in order
 -- ARGV[1] the claim's value, ARGV[2] its TTL in ms, then for each command: the type its key
 -- must hold (if any), the command, the count of its arguments, the arguments
@@ -66,10 +93,9 @@ local commands = {}
 local at = 3
 for index = 2, #KEYS do
   local kind, name, count = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2])
-  local held = redis.call('TYPE', KEYS[index])['ok']
-  if held ~= kind and held ~= 'none' then
-    return redis.error_reply('WRONGTYPE ' .. KEYS[index] .. ' holds a ' .. held .. ', not a '
-      .. kind .. ': nothing was written')
+  local refused = other_type(KEYS[index], kind)
+  if refused then
+    return refused
   end
   commands[#commands + 1] = {name, index, at + 3, at + 2 + count}
   at = at + 3 + count
@@ -82,6 +108,29 @@ for _, command in ipairs(commands) do
 end
 return 1
 """
+)
+
+CLAIM_THEN = (
+    OTHER_TYPE
+    + """
+-- KEYS[1] the slot's claim, KEYS[2..] the framework's keys
+-- ARGV[1] the claim's value, ARGV[2] its TTL in ms, ARGV[3] the count of the framework's keys,
+-- then the type each must hold (if any), then the framework's arguments
+local count = tonumber(ARGV[3])
+for index = 1, count do
+  local refused = other_type(KEYS[index + 1], ARGV[3 + index])
+  if refused then
+    return refused
+  end
+end
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return 0
+end
+local keys, args = {unpack(KEYS, 2)}, {unpack(ARGV, 4 + count)}
+"""
+)
+"""Lua: the start of a push's own script (``pushes.Script``): its keys' types checked, the slot
+claimed; its body follows, with ``keys`` and ``args``."""
 
 
 class BrokerRefusedError(Exception):
@@ -92,6 +141,10 @@ class BrokerUnavailableError(Exception):
     """The broker did not take the push: unreachable, too slow, or an unexpected answer."""
 
 
+class BrokerIsClusterError(BrokerUnavailableError):
+    """The broker is a Redis Cluster node, where the claim and the push cannot be one script."""
+
+
 def claim_key(slot_id: str) -> str:
     return f"{CLAIM_PREFIX}{slot_id}"
 
@@ -100,6 +153,10 @@ def script_arguments(push: pushes.Push) -> tuple[list[str], list[str | bytes | i
     """The script's keys and its arguments after the claim's value and TTL."""
     keys: list[str] = []
     arguments: list[str | bytes | int] = []
+    if push.script is not None:
+        keys = [key for _, key in push.script.keys]
+        kinds = [kind for kind, _ in push.script.keys]
+        return keys, [len(keys), *kinds, *push.script.arguments]
     for command in push.commands:
         keys.append(command.key)
         arguments += [command.kind, command.name, len(command.arguments), *command.arguments]
@@ -122,14 +179,16 @@ class Brokers:
         """Claim ``slot_id`` on the broker at ``url`` and push ``push``: True when this call
         pushed it, False when the slot's message was pushed before.
 
-        Raises ``BrokerRefusedError`` or ``BrokerUnavailableError``; their messages carry the
-        redacted URL only.
+        Raises ``BrokerRefusedError`` or ``BrokerUnavailableError`` (``BrokerIsClusterError``);
+        their messages carry the redacted URL only.
         """
         description = connections.redact_url(url)
         try:
             async with asyncio.timeout(PUSH_TIMEOUT):
                 await self._check(url, description)
-                script = await self._script(namespace, url)
+                client, script = await self._client(namespace, url)
+                if push.script is not None:
+                    script = client.register_script(CLAIM_THEN + push.script.body)
                 keys, arguments = script_arguments(push)
                 reply = await script(
                     keys=[claim_key(slot_id), *keys],
@@ -143,6 +202,12 @@ class Brokers:
         except redis.exceptions.TimeoutError:
             raise BrokerUnavailableError(
                 f"broker {description}: no answer within {REPLY_TIMEOUT:g}s"
+            ) from None
+        except CLUSTER_ERRORS as error:
+            raise BrokerIsClusterError(
+                f"broker {description} is a Redis Cluster node ({type(error).__name__}): the "
+                "slot's claim and the framework's keys cannot share a hash slot, so nothing was "
+                "pushed; name a standalone Redis or a primary endpoint"
             ) from None
         except redis.exceptions.RedisError as error:
             message = str(error)
@@ -200,14 +265,16 @@ class Brokers:
                     "if --http-allowed-hosts names it"
                 )
 
-    async def _script(self, namespace: str, url: str) -> redis.commands.core.AsyncScript:
-        """The script on the client of ``namespace``'s broker at ``url``, made on first use;
-        beyond ``MAX_CLIENTS``, the least recently used client is closed."""
+    async def _client(
+        self, namespace: str, url: str
+    ) -> tuple["redis.asyncio.Redis", redis.commands.core.AsyncScript]:
+        """The client of ``namespace``'s broker at ``url`` and its ``CLAIM_AND_PUSH``, made on
+        first use; beyond ``MAX_CLIENTS``, the least recently used client is closed."""
         key = (namespace, url)
         found = self._clients.get(key)
         if found is not None:
             self._clients.move_to_end(key)
-            return found[1]
+            return found[0].client, found[1]
         try:
             connection = connections.connect(
                 url,
@@ -215,6 +282,7 @@ class Brokers:
                 pool_timeout=POOL_TIMEOUT,
                 socket_timeout=REPLY_TIMEOUT,
                 connect_timeout=CONNECT_TIMEOUT,
+                max_reply_bytes=MAX_REPLY_BYTES,
             )
         except ValueError as error:
             raise BrokerRefusedError(str(error)) from None
@@ -223,7 +291,7 @@ class Brokers:
         while len(self._clients) > MAX_CLIENTS:
             _, (evicted, _) = self._clients.popitem(last=False)
             await evicted.client.aclose()
-        return script
+        return connection.client, script
 
     async def close(self) -> None:
         clients, self._clients = list(self._clients.values()), collections.OrderedDict()

@@ -45,9 +45,9 @@ MessageBuilder = Callable[[records.RunContext, datetime], pushes.Push]
 
 
 class BrokerExecutor:
-    """``protocols.Executor`` of one celery or rq job: reads the broker's URL from the job's
-    Secret at each run (cached by the reader, so a rotated Secret is picked up), then pushes the
-    slot's message, once per slot at the broker."""
+    """``protocols.Executor`` of one job whose task goes to the tenant's broker: reads the
+    broker's URL from the job's Secret at each run (cached by the reader, so a rotated Secret
+    is picked up), then pushes the slot's message, once per slot at the broker."""
 
     def __init__(
         self,

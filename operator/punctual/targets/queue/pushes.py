@@ -1,8 +1,10 @@
 """A push onto a tenant's broker, as plain records: the Redis commands a framework's own client
 would send to enqueue one message, and the message's id, derived from the slot.
 
-The formats (``celery_messages``, ``rq_jobs``) build a ``Push``; the broker (``brokers``) sends
-it in one script together with the slot's claim, so no format does I/O.
+The formats (``celery_messages``, ``rq_jobs``, ...) build a ``Push``; the broker (``brokers``)
+sends it in one script together with the slot's claim, so no format does I/O. A framework whose
+own writes depend on what the broker holds (BullMQ's) brings them as a ``Script``, run after
+the claim in the same script.
 """
 
 import uuid
@@ -31,9 +33,24 @@ class Command:
 
 
 @dataclass(frozen=True, slots=True)
+class Script:
+    """A framework's own Lua, run after the slot's claim in the same script: ``keys`` (each
+    with the type it must hold, checked before anything is written) are its ``keys[1..]``, its
+    ``arguments`` its ``args[1..]``; it returns 1 when it pushed, 0 when the framework found the
+    message there already."""
+
+    body: str
+    keys: tuple[tuple[str, str], ...]
+    """(type, key) pairs, in the order ``body`` reads them."""
+    arguments: tuple[str | bytes | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Push:
     message_id: str
     commands: tuple[Command, ...]
+    """The writes, in order; none when ``script`` writes."""
     description: str
     """What was enqueued and where, for the run's message (``celery task <id> on list
     <key>``)."""
+    script: Script | None = None

@@ -3,8 +3,9 @@ slots.
 
 A stream is the job's namespace's (``redis_io.namespace_keys.stream_key``), and it is always
 bounded: ``maxLen`` unset is ``models.DEFAULT_STREAM_MAX_LEN`` (or the operator's limit, if
-lower), and a ``maxLen`` above the limit (``--queue-max-len``) is not scheduled. A ``celery`` or
-``rq`` task goes to the tenant's broker (``brokerFrom``), claimed by the operator's slot lock.
+lower), and a ``maxLen`` above the limit (``--queue-max-len``) is not scheduled. A task of
+another format (``celery``, ``rq``, ``sidekiq``, ``bullmq``) goes to the tenant's broker
+(``brokerFrom``), claimed by the operator's slot lock.
 """
 
 from dataclasses import dataclass
@@ -16,7 +17,16 @@ from punctual.kube import secrets
 from punctual.redis_io import namespace_keys
 from punctual.scheduling import slots
 from punctual.targets import errors
-from punctual.targets.queue import brokers, celery_messages, executor, pushes, rq_jobs, stream
+from punctual.targets.queue import (
+    brokers,
+    bullmq_jobs,
+    celery_messages,
+    executor,
+    pushes,
+    rq_jobs,
+    sidekiq_jobs,
+    stream,
+)
 
 DEFAULT_MAX_LEN_LIMIT = 100_000
 """The most entries a queue job's stream may keep (``--queue-max-len``)."""
@@ -108,6 +118,10 @@ class QueueTargets:
 
 def _message_builder(target: models.QueueTarget) -> tuple[executor.MessageBuilder, str]:
     """The message of a run's slot in the target's format, and what it is, for users."""
+    if target.sidekiq is not None:
+        return _sidekiq_builder(target.sidekiq)
+    if target.bullmq is not None:
+        return _bullmq_builder(target.bullmq)
     celery_task, rq_job = target.celery, target.rq
     if celery_task is not None:
 
@@ -125,3 +139,21 @@ def _message_builder(target: models.QueueTarget) -> tuple[executor.MessageBuilde
         )
 
     return rq, f"rq job {rq_job.function} on queue {rq_job.queue}"
+
+
+def _sidekiq_builder(job: models.SidekiqJob) -> tuple[executor.MessageBuilder, str]:
+    def sidekiq(context: records.RunContext, now: datetime) -> pushes.Push:
+        return sidekiq_jobs.sidekiq_push(
+            job, slot_id=context.slot_id, scheduled_time=context.scheduled_time, now=now
+        )
+
+    return sidekiq, f"sidekiq job {job.job_class} on queue {job.queue}"
+
+
+def _bullmq_builder(job: models.BullmqJob) -> tuple[executor.MessageBuilder, str]:
+    def bullmq(context: records.RunContext, now: datetime) -> pushes.Push:
+        return bullmq_jobs.bullmq_push(
+            job, slot_id=context.slot_id, scheduled_time=context.scheduled_time, now=now
+        )
+
+    return bullmq, f"bullmq job {job.name} on queue {job.queue}"

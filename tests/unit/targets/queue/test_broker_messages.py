@@ -130,11 +130,11 @@ class TestAQueueTargetsFormat:
     @pytest.mark.parametrize(
         ("target", "problem"),
         [
-            ({"celery": {"task": "t"}}, "celery and rq need the broker's Secret"),
-            ({"stream": "s", "brokerFrom": BROKER}, "brokerFrom is for celery and rq"),
+            ({"celery": {"task": "t"}}, "every format but stream needs the broker's Secret"),
+            ({"stream": "s", "brokerFrom": BROKER}, "brokerFrom is for the other formats"),
             (
                 {"celery": {"task": "t"}, "rq": {"function": "f"}, "brokerFrom": BROKER},
-                "exactly one of stream, celery or rq",
+                "exactly one of stream, celery, rq, sidekiq or bullmq",
             ),
             (
                 {"celery": {"task": "t"}, "brokerFrom": BROKER, "payload": {}},
