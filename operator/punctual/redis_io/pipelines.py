@@ -10,8 +10,12 @@ lateness.
 Whatever goes wrong fails closed: a claim that cannot be answered raises
 ``LockUnavailableError`` and nobody runs the slot on this replica's word. A round trip that lost
 its connection is sent once more for each of its claims, each with a ``GET`` of its key: if the
-first attempt had landed, the key holds our holder and the slot is ours. Error messages carry
-the redacted URL only, and the password is scrubbed from the driver's text.
+first attempt had landed, the key holds our holder and the slot is ours. A claim that fails
+again, or that a server answers as one in a failover does (``during_a_failover``), is not
+refused but held like an unacknowledged one, below: the failover is over in seconds, and the
+slot then runs late rather than missed (or is missed where its caller says it is too late). A
+claim lost twice after it landed is answered too: each check carries the ``GET``. Error
+messages carry the redacted URL only, and the password is scrubbed from the driver's text.
 
 Acknowledged claims (``Acknowledgement``, ``--redis-wait-replicas``): replication is
 asynchronous, so a claim a primary took may die with it, and the replica promoted in its place
@@ -23,7 +27,10 @@ in doubt, and checked again every ``RECHECK_AFTER`` seconds (its script sent aga
 won (the key survived with our holder, or was lost and is ours again) or lost (another replica
 claimed it after the failover). The caller waits meanwhile, and its lateness is the failover's.
 A claim in doubt for as long as its key lives (its TTL) fails closed: the key is gone by then,
-so the claims that count the slot missed later find it free.
+so the claims that count the slot missed later find it free. Not sooner, even past the slot's
+starting deadline: a claim that may have landed, given up while its key lives, would find the
+key taken when claimed again to be counted, and the slot would be neither run nor counted; a
+claim answered, however late, is counted missed by its caller if too late to run.
 """
 
 import abc
@@ -61,6 +68,26 @@ _Answer = TypeVar("_Answer")
 def ttl_millis(ttl: timedelta) -> int:
     """``ttl`` for ``PX``: whole milliseconds, rounded up, at least 1 (``PX 0`` is refused)."""
     return max(1, -(-ttl // timedelta(milliseconds=1)))
+
+
+def during_a_failover(error: redis.exceptions.RedisError) -> bool:
+    """Whether ``error`` is what a claim meets while its server fails over (or restarts): no
+    connection, no reply in time, no primary named by the Sentinels, a server loading its data,
+    or one that is no primary taking writes yet (a demoted primary's ``READONLY``, a replica's
+    ``MASTERDOWN``, ``NOREPLICAS`` from one cut off from its replicas). It passes with the
+    failover, so the claim is checked again; wrong credentials, a full memory or a bad script
+    do not pass by themselves."""
+    if isinstance(
+        error, redis.exceptions.AuthenticationError | redis.exceptions.AuthorizationError
+    ):
+        return False
+    return isinstance(
+        error,
+        redis.exceptions.ConnectionError
+        | redis.exceptions.TimeoutError
+        | redis.exceptions.ReadOnlyError
+        | redis.exceptions.MasterDownError,
+    ) or str(error).startswith("NOREPLICAS")
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,8 +257,7 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
                 self._scrub(str(error)),
             )
         if loop.time() >= request.doubt_until:
-            request.doubt_until = None
-            self._refuse([request], error)
+            self._fail(request, error)
             return
         request.failure = error
         request.reloaded = False
@@ -330,11 +356,9 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
             self._queue.extendleft(reversed(again))
 
     def _retry(self, batch: list[_Request], error: redis.exceptions.RedisError) -> None:
-        """Once more, first in the next round trip; a second failure fails the claim closed."""
+        """Once more, first in the next round trip; a second failure is a failover under way
+        (or an outage): the claim is checked again until it ends (``_refuse``)."""
         for request in reversed(batch):
-            if request.doubt_until is not None:  # a failover under way: checked until it ends
-                self._doubt(request, error)
-                continue
             if request.failure is not None:
                 self._refuse([request], error)
                 continue
@@ -348,13 +372,17 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
             request.answer.set_result(answer)
 
     def _refuse(self, batch: Iterable[_Request], error: redis.exceptions.RedisError) -> None:
-        """Fail ``batch`` closed; a claim in doubt is checked again instead (a demoted primary
-        answers ``READONLY``, one cut off from its replicas ``NOREPLICAS``), unless closing."""
+        """Fail ``batch`` closed; a claim in doubt, or one the failover of its server kept from
+        an answer (``during_a_failover``), is checked again instead, unless closing."""
         for request in batch:
-            if request.doubt_until is not None and not self._closed:
+            if (request.doubt_until is not None or during_a_failover(error)) and not self._closed:
                 self._doubt(request, error)
-            elif not request.answer.done():
-                request.answer.set_exception(self._unavailable(request.slot_id, error))
+            else:
+                self._fail(request, error)
+
+    def _fail(self, request: _Request, error: redis.exceptions.RedisError) -> None:
+        if not request.answer.done():
+            request.answer.set_exception(self._unavailable(request.slot_id, error))
 
     def _unavailable(
         self, slot_id: str | None, error: redis.exceptions.RedisError
