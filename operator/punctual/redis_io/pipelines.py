@@ -173,6 +173,8 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
         self._closed = False
         self._in_doubt: dict[int, tuple[asyncio.TimerHandle, _Request]] = {}
         """The claims in doubt waiting to be checked again, by ``id``."""
+        self._reconnect = False
+        """Whether the next round trip starts on a new connection (a claim was put in doubt)."""
 
     async def ping(self) -> None:
         """Raise ``LockUnavailableError`` unless Redis takes a write now, as a claim needs (the
@@ -261,8 +263,21 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
             return
         request.failure = error
         request.reloaded = False
+        self._reconnect = True
         handle = loop.call_later(RECHECK_AFTER, self._check_again, request)
         self._in_doubt[id(request)] = (handle, request)
+
+    async def _drop_idle_connections(self) -> None:
+        """Close the pool's idle connections, so that the next round trip opens one and, behind
+        Sentinel, asks for the current primary: a connection to a deposed primary that came
+        back (SIGCONT, a partition healed) answers ``NOREPLICAS``, or takes a claim no replica
+        acknowledges, until Sentinel turns it into a replica, which it notices only at its next
+        ``INFO`` (up to 10 s), while every claim in doubt checked on it stays in doubt."""
+        self._reconnect = False
+        try:
+            await self._client.connection_pool.disconnect(inuse_connections=False)
+        except (redis.exceptions.RedisError, OSError) as error:  # the round trip will say so
+            logger.debug("closing idle connections failed: %s", self._scrub(str(error)))
 
     def _check_again(self, request: _Request) -> None:
         self._in_doubt.pop(id(request), None)
@@ -317,6 +332,8 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
     async def _round_trip(self, batch: list[_Request]) -> None:
         if not batch:
             return
+        if self._reconnect:
+            await self._drop_idle_connections()
         pipeline = self._client.pipeline(transaction=False)
         for request in batch:
             self._add(pipeline, request)

@@ -59,6 +59,17 @@ def fails_with(error: Exception) -> Step:
     return step
 
 
+class ScriptedPool:
+    """The pool's idle connections, closed on demand: counted."""
+
+    def __init__(self) -> None:
+        self.idle_closed = 0
+
+    async def disconnect(self, *, inuse_connections: bool) -> None:
+        assert not inuse_connections
+        self.idle_closed += 1
+
+
 class ScriptedRedis:
     """Answers each SET with the next scripted step; GET reads what the steps stored."""
 
@@ -72,6 +83,7 @@ class ScriptedRedis:
         self.sets: list[tuple[str, bytes, int]] = []
         self.round_trips: list[int] = []
         """Commands per pipeline, in order."""
+        self.connection_pool = ScriptedPool()
 
     async def set(self, key: str, value: bytes, *, nx: bool, px: int) -> bool | int | None:
         assert nx
@@ -392,6 +404,21 @@ class TestAClaimTheFailoverKeptFromAnAnswerIsCheckedAgain:
         )
 
         assert await lock_on(client).claim(CLAIM)
+
+    async def test_each_check_goes_out_on_a_new_connection(self) -> None:
+        # Behind Sentinel a new connection asks for the current primary: an old one may still
+        # reach a deposed primary that came back, answering NOREPLICAS until it is demoted.
+        norepl = fails_with(redis.exceptions.ResponseError("NOREPLICAS Not enough replicas"))
+        client = ScriptedRedis(norepl, norepl, set_nx)
+
+        assert await lock_on(client).claim(CLAIM)
+        assert client.connection_pool.idle_closed == 2
+
+    async def test_a_claim_answered_at_once_keeps_its_connection(self) -> None:
+        client = ScriptedRedis(set_nx)
+
+        assert await lock_on(client).claim(CLAIM)
+        assert client.connection_pool.idle_closed == 0
 
     async def test_claims_of_a_round_trip_are_checked_again_together(self) -> None:
         # A refused connection fails a whole round trip: the first one and its retry.

@@ -49,8 +49,13 @@ class ScriptedRedis:
         self.drop = drop
         self.round_trips: list[list[str]] = []
         """The commands of each pipeline, by name, in order."""
+        self.connection_pool = self
+        """Its own pool: a claim in doubt closes the idle connections (none here)."""
         self.script_loads = 0
         self._ids = itertools.count(1)
+
+    async def disconnect(self, *, inuse_connections: bool) -> None:
+        assert not inuse_connections
 
     def pipeline(self, *, transaction: bool) -> "ScriptedPipeline":
         assert not transaction
