@@ -10,12 +10,18 @@ lateness.
 Whatever goes wrong fails closed: a claim that cannot be answered raises
 ``LockUnavailableError`` and nobody runs the slot on this replica's word. A round trip that lost
 its connection is sent once more for each of its claims, each with a ``GET`` of its key: if the
-first attempt had landed, the key holds our holder and the slot is ours. A claim that fails
-again, or that a server answers as one in a failover does (``during_a_failover``), is not
-refused but held like an unacknowledged one, below: the failover is over in seconds, and the
-slot then runs late rather than missed (or is missed where its caller says it is too late). A
-claim lost twice after it landed is answered too: each check carries the ``GET``. Error
-messages carry the redacted URL only, and the password is scrubbed from the driver's text.
+first attempt had landed, the key holds our holder and the slot is ours. Error messages carry
+the redacted URL only, and the password is scrubbed from the driver's text.
+
+Behind Sentinel (``fails_over``), a claim that fails again, or that a server answers as one in
+a failover does (``during_a_failover``), is not refused but held like an unacknowledged one,
+below: the failover is over in seconds, and the slot then runs late rather than missed (or is
+missed where its caller says it is too late). A claim lost twice after it landed is answered
+too: each check carries the ``GET``. A standalone server has no failover to wait for: such a
+claim fails closed at once, so that a server down is reported unavailable within the
+connection's timeouts; a claim lost twice after it landed then leaves its slot uncounted (the
+claim that would count it finds the key taken), a narrow case that holding it would close
+only by stalling every claim for as long as its key lives.
 
 Acknowledged claims (``Acknowledgement``, ``--redis-wait-replicas``): replication is
 asynchronous, so a claim a primary took may die with it, and the replica promoted in its place
@@ -150,6 +156,7 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
         owns_client: bool = True,
         script: str = "",
         acknowledgement: Acknowledgement = NO_WAIT,
+        fails_over: bool = False,
     ) -> None:
         """Send through ``client`` (owned from now on: ``close()`` closes it; with
         ``owns_client`` false, a client shared with other users, left open for the one who made
@@ -157,7 +164,8 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
         scrubbed from them; ``name`` is the sender task's. ``script``: the Lua script claims
         may go by (``EVALSHA`` of ``self._sha``), loaded again before claims that met
         ``NOSCRIPT`` go out again (``_script_missing``). ``acknowledgement``: the replicas a
-        won claim waits for (see the module's docstring)."""
+        won claim waits for; ``fails_over``: the server is a primary behind Sentinel, whose
+        failover a claim waits for (both in the module's docstring)."""
         self._script = script
         self._sha = hashlib.sha1(script.encode()).hexdigest()
         self._client = client
@@ -168,6 +176,7 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
         self._queue: collections.deque[_Request] = collections.deque()
         self._sender: asyncio.Task[None] | None = None
         self._acknowledgement = acknowledgement
+        self._fails_over = fails_over
         self._acknowledged = True
         """Whether the round trip being settled was acknowledged."""
         self._closed = False
@@ -373,8 +382,8 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
             self._queue.extendleft(reversed(again))
 
     def _retry(self, batch: list[_Request], error: redis.exceptions.RedisError) -> None:
-        """Once more, first in the next round trip; a second failure is a failover under way
-        (or an outage): the claim is checked again until it ends (``_refuse``)."""
+        """Once more, first in the next round trip; a second failure fails the claim closed,
+        or behind Sentinel is a failover under way, checked again until it ends (``_refuse``)."""
         for request in reversed(batch):
             if request.failure is not None:
                 self._refuse([request], error)
@@ -389,10 +398,12 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
             request.answer.set_result(answer)
 
     def _refuse(self, batch: Iterable[_Request], error: redis.exceptions.RedisError) -> None:
-        """Fail ``batch`` closed; a claim in doubt, or one the failover of its server kept from
-        an answer (``during_a_failover``), is checked again instead, unless closing."""
+        """Fail ``batch`` closed; a claim in doubt, or behind Sentinel one the failover of its
+        server kept from an answer (``during_a_failover``), is checked again instead, unless
+        closing."""
+        held = self._fails_over and during_a_failover(error)
         for request in batch:
-            if (request.doubt_until is not None or during_a_failover(error)) and not self._closed:
+            if (request.doubt_until is not None or held) and not self._closed:
                 self._doubt(request, error)
             else:
                 self._fail(request, error)

@@ -257,14 +257,33 @@ class TestALostReplyIsRecoveredOnce:
 
         assert not await lock_on(claims).claim(claim_of(SLOT))
 
-    @pytest.mark.looptime
-    async def test_two_lost_round_trips_are_a_failover_checked_again_until_it_answers(
+    async def test_two_lost_round_trips_make_the_claim_fail_closed(
         self, client: ScriptedRedis, claims: queue_stream.StreamClaims
     ) -> None:
         client.drop = (1, 2)
         client.keys[slot_keys.slot_key(claim_of(SLOT).slot_id)] = b"replica-b:9"
 
-        assert not await lock_on(claims).claim(claim_of(SLOT))
+        with pytest.raises(protocols.LockUnavailableError, match="ConnectionError"):
+            await lock_on(claims).claim(claim_of(SLOT))
+
+    @pytest.mark.looptime
+    async def test_behind_sentinel_they_are_a_failover_checked_again_until_it_answers(
+        self, client: ScriptedRedis
+    ) -> None:
+        client.drop = (1, 2)
+        client.keys[slot_keys.slot_key(claim_of(SLOT).slot_id)] = b"replica-b:9"
+        claims = queue_stream.StreamClaims(
+            connections.Connection(
+                client,  # type: ignore[arg-type]
+                "redis+sentinel://sentinel:26379/punctual",
+                None,
+                fails_over=True,
+            )
+        )
+        try:
+            assert not await lock_on(claims).claim(claim_of(SLOT))
+        finally:
+            await claims.close()
         assert len(client.round_trips) == 3
         assert client.entries == []
 
