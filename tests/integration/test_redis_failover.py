@@ -3,7 +3,8 @@
 A primary, two replicas (``min-replicas-to-write 1``) and three Sentinels (``LocalSentinelRedis``);
 three operator replicas on its ``redis+sentinel://`` URL with ``--redis-wait-replicas 1``; HTTP
 jobs and queue jobs every second (``JOBS`` of each: the issue's 200 scaled down to what the shared
-2-core machine carries beside the control plane). Then, in turn:
+2-core machine carries beside the control plane and other tests; ``PUNCTUAL_FAILOVER_JOBS=100``
+runs the issue's 200). Then, in turn:
 
 1. the primary is SIGKILLed and Sentinel promotes a replica; the killed server is started again
    (Sentinel makes it a replica of the new primary);
@@ -15,11 +16,11 @@ jobs and queue jobs every second (``JOBS`` of each: the issue's 200 scaled down 
 Through all three: no slot reaches its target twice (the HTTP receiver and the stream, counted by
 slot id), and every slot of each job is either run or counted missed
 (``punctual_slots_missed_total``), none silently lost. The jobs catch up within a starting
-deadline far longer than a failover, so a slot due during one runs late, not missed: each does,
-and the lateness of those slots is reported against the failover's own length (the issue's
-target: at most that plus 1 s). The scenario runs once (module fixture ``failover``); each test
-reads one of its consequences. The waits are on conditions: the Sentinels' agreement, the jobs'
-next slots.
+deadline far longer than a failover, their runs allowed to overlap (``CONCURRENCY``), so a slot
+due during one runs late, not missed or skipped: each does, and the lateness of those slots is
+reported against the failover's own length (the issue's target: at most that plus 1 s). The
+scenario runs once (module fixture ``failover``); each test reads one of its consequences. The
+waits are on conditions: the Sentinels' agreement, the jobs' next slots.
 """
 
 import os
@@ -40,6 +41,7 @@ from operator_harness import (
     apply,
     eventually,
     every_slots,
+    fmt,
     from_millis,
     http_target,
     now,
@@ -54,13 +56,17 @@ from localcluster.sentinel import LocalSentinelRedis, info
 
 pytest_plugins = ["operator_fixtures"]
 
-JOBS = 8
-"""HTTP jobs, and as many queue jobs, every second."""
+JOBS = int(os.environ.get("PUNCTUAL_FAILOVER_JOBS", "8"))
+"""HTTP jobs, and as many queue jobs, every second (100 for the issue's 200 jobs)."""
 STREAM = "failover"
 STEADY_SLOTS = 3
 """Slots each job must have run before a failure, and after it once Sentinel has promoted."""
 MISSED_RUNS = {"policy": "CatchUp", "startingDeadline": "10s"}
 """Every job's: a slot due during a failover (a few seconds) is well within its deadline."""
+CONCURRENCY = "Allow"
+"""Every job's: the slots a failover held back run together once it is over, and on a loaded
+machine a call can outlast a second; ``Forbid`` (the default) would then skip the next slot
+(``SkippedOverlap``, a result of its own), neither run nor missed."""
 
 
 @dataclass(frozen=True)
@@ -185,6 +191,7 @@ def failover(  # noqa: PLR0917 - fixtures
                     name,
                     {
                         "every": "1s",
+                        "concurrencyPolicy": CONCURRENCY,
                         "missedRuns": MISSED_RUNS,
                         "target": http_target(receiver, namespace, name),
                     },
@@ -197,6 +204,7 @@ def failover(  # noqa: PLR0917 - fixtures
                     name,
                     {
                         "every": "1s",
+                        "concurrencyPolicy": CONCURRENCY,
                         "missedRuns": MISSED_RUNS,
                         "target": {"queue": {"stream": STREAM}},
                     },
@@ -276,7 +284,8 @@ def failover(  # noqa: PLR0917 - fixtures
         ]
         late = [lateness[slot] for slot in due if slot in lateness]
         figures.append(
-            f"{outage.what} of the primary: a new one after {outage.lasted.total_seconds():.1f} s; "
+            f"{outage.what} of the primary at {fmt(outage.at)}: a new one after "
+            f"{outage.lasted.total_seconds():.1f} s; "
             f"of the {len(due)} slots due meanwhile {len(late)} ran, lateness p50 "
             f"{_p(late, 0.5):.2f} s, p99 {_p(late, 0.99):.2f} s, max {max(late, default=0):.2f} s "
             f"(target: at most {outage.lasted.total_seconds() + 1:.1f} s)"
@@ -311,17 +320,18 @@ class TestThroughFailovers:
 
     def test_every_slot_ran_or_was_counted_missed(self, failover: Failover) -> None:
         seen = _runs(failover.calls, failover.entries)
-        by_job: dict[str, list[datetime]] = {}
+        by_job: dict[str, set[datetime]] = {}
         for job, slot in seen:
-            by_job.setdefault(job, []).append(slot)
+            by_job.setdefault(job, set()).add(slot)
         # Between each job's first and last slot run, a slot not run is a gap: the gaps of all
         # jobs are the slots counted missed, none lost without a word.
-        gaps = 0
-        for slots in by_job.values():
-            first, last = min(slots), max(slots)
-            expected = int((last - first) / timedelta(seconds=1)) + 1
-            gaps += expected - len(set(slots))
-        assert gaps == failover.missed
+        gaps = [
+            (job, slot)
+            for job, slots in by_job.items()
+            for slot in every_slots(min(slots), max(slots), timedelta(seconds=1))
+            if slot not in slots
+        ]
+        assert len(gaps) == failover.missed, f"the first gaps: {sorted(gaps, key=str)[:20]}"
 
     def test_every_slot_due_during_a_failover_ran_late_not_missed(self, failover: Failover) -> None:
         # The failovers are far shorter than the jobs' starting deadline: a slot due during
