@@ -401,6 +401,7 @@ class Replica:
                     owns_client=False,
                     scope=self._notice_scope(),
                     acknowledgement=self.settings.acknowledgement,
+                    fails_over=shared.fails_over,
                 )
                 self._stack.push_async_callback(lock.close)
                 if self.settings.sharding:

@@ -80,6 +80,7 @@ class RedisLock(pipelines.PipelinedClaims[_Claim]):
         owns_client: bool = True,
         scope: str | None = None,
         acknowledgement: pipelines.Acknowledgement = pipelines.NO_WAIT,
+        fails_over: bool = False,
     ) -> None:
         """Use ``client`` (which this lock then owns: ``close()`` closes it; with
         ``owns_client`` false, a client the replica shares with its run leases and stream
@@ -88,8 +89,9 @@ class RedisLock(pipelines.PipelinedClaims[_Claim]):
         ``description`` names the server in errors and logs (a redacted URL); ``password``, when
         given, is scrubbed from every error message as a last line of defence. ``scope``, the
         installation's (``claim_notices.scope``), names the channels backups are told on; None:
-        claims tell nobody. ``acknowledgement``: the replicas a claim waits for
-        (``redis_io.pipelines``).
+        claims tell nobody. ``acknowledgement``: the replicas a claim waits for; ``fails_over``:
+        ``client`` reaches a primary behind Sentinel, whose failover a claim waits for (both in
+        ``redis_io.pipelines``).
         """
         super().__init__(
             client,
@@ -99,6 +101,7 @@ class RedisLock(pipelines.PipelinedClaims[_Claim]):
             owns_client=owns_client,
             script=CLAIM_AND_TELL,
             acknowledgement=acknowledgement,
+            fails_over=fails_over,
         )
         self._scope = scope
         self._subscribed = False
@@ -132,6 +135,7 @@ class RedisLock(pipelines.PipelinedClaims[_Claim]):
             description=connection.description,
             password=connection.password,
             scope=scope,
+            fails_over=connection.fails_over,
         )
 
     def __repr__(self) -> str:

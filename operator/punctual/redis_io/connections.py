@@ -128,6 +128,9 @@ class Connection:
     """The redacted URL: safe in errors and logs."""
     password: str | None
     """To scrub from error messages, as a last line of defence."""
+    fails_over: bool = False
+    """Whether the server is a primary behind Sentinel, which another one replaces when it
+    fails (the claims of ``redis_io.pipelines`` then wait for the new one)."""
 
 
 def connect(
@@ -175,7 +178,9 @@ def connect(
     except ValueError:
         raise ValueError(f"not a usable Redis URL: {description!r}") from None
     password = urllib.parse.unquote(parts.password) if parts.password else None
-    return Connection(redis.asyncio.Redis.from_pool(pool), description, password)
+    return Connection(
+        redis.asyncio.Redis.from_pool(pool), description, password, fails_over=address is not None
+    )
 
 
 def _sentinel_pool(

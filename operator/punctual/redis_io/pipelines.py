@@ -13,6 +13,16 @@ its connection is sent once more for each of its claims, each with a ``GET`` of 
 first attempt had landed, the key holds our holder and the slot is ours. Error messages carry
 the redacted URL only, and the password is scrubbed from the driver's text.
 
+Behind Sentinel (``fails_over``), a claim that fails again, or that a server answers as one in
+a failover does (``during_a_failover``), is not refused but held like an unacknowledged one,
+below: the failover is over in seconds, and the slot then runs late rather than missed (or is
+missed where its caller says it is too late). A claim lost twice after it landed is answered
+too: each check carries the ``GET``. A standalone server has no failover to wait for: such a
+claim fails closed at once, so that a server down is reported unavailable within the
+connection's timeouts; a claim lost twice after it landed then leaves its slot uncounted (the
+claim that would count it finds the key taken), a narrow case that holding it would close
+only by stalling every claim for as long as its key lives.
+
 Acknowledged claims (``Acknowledgement``, ``--redis-wait-replicas``): replication is
 asynchronous, so a claim a primary took may die with it, and the replica promoted in its place
 lets another replica claim the slot again. With ``replicas`` above 0 each round trip ends with
@@ -23,7 +33,10 @@ in doubt, and checked again every ``RECHECK_AFTER`` seconds (its script sent aga
 won (the key survived with our holder, or was lost and is ours again) or lost (another replica
 claimed it after the failover). The caller waits meanwhile, and its lateness is the failover's.
 A claim in doubt for as long as its key lives (its TTL) fails closed: the key is gone by then,
-so the claims that count the slot missed later find it free.
+so the claims that count the slot missed later find it free. Not sooner, even past the slot's
+starting deadline: a claim that may have landed, given up while its key lives, would find the
+key taken when claimed again to be counted, and the slot would be neither run nor counted; a
+claim answered, however late, is counted missed by its caller if too late to run.
 """
 
 import abc
@@ -61,6 +74,26 @@ _Answer = TypeVar("_Answer")
 def ttl_millis(ttl: timedelta) -> int:
     """``ttl`` for ``PX``: whole milliseconds, rounded up, at least 1 (``PX 0`` is refused)."""
     return max(1, -(-ttl // timedelta(milliseconds=1)))
+
+
+def during_a_failover(error: redis.exceptions.RedisError) -> bool:
+    """Whether ``error`` is what a claim meets while its server fails over (or restarts): no
+    connection, no reply in time, no primary named by the Sentinels, a server loading its data,
+    or one that is no primary taking writes yet (a demoted primary's ``READONLY``, a replica's
+    ``MASTERDOWN``, ``NOREPLICAS`` from one cut off from its replicas). It passes with the
+    failover, so the claim is checked again; wrong credentials, a full memory or a bad script
+    do not pass by themselves."""
+    if isinstance(
+        error, redis.exceptions.AuthenticationError | redis.exceptions.AuthorizationError
+    ):
+        return False
+    return isinstance(
+        error,
+        redis.exceptions.ConnectionError
+        | redis.exceptions.TimeoutError
+        | redis.exceptions.ReadOnlyError
+        | redis.exceptions.MasterDownError,
+    ) or str(error).startswith("NOREPLICAS")
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +156,7 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
         owns_client: bool = True,
         script: str = "",
         acknowledgement: Acknowledgement = NO_WAIT,
+        fails_over: bool = False,
     ) -> None:
         """Send through ``client`` (owned from now on: ``close()`` closes it; with
         ``owns_client`` false, a client shared with other users, left open for the one who made
@@ -130,7 +164,8 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
         scrubbed from them; ``name`` is the sender task's. ``script``: the Lua script claims
         may go by (``EVALSHA`` of ``self._sha``), loaded again before claims that met
         ``NOSCRIPT`` go out again (``_script_missing``). ``acknowledgement``: the replicas a
-        won claim waits for (see the module's docstring)."""
+        won claim waits for; ``fails_over``: the server is a primary behind Sentinel, whose
+        failover a claim waits for (both in the module's docstring)."""
         self._script = script
         self._sha = hashlib.sha1(script.encode()).hexdigest()
         self._client = client
@@ -141,11 +176,14 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
         self._queue: collections.deque[_Request] = collections.deque()
         self._sender: asyncio.Task[None] | None = None
         self._acknowledgement = acknowledgement
+        self._fails_over = fails_over
         self._acknowledged = True
         """Whether the round trip being settled was acknowledged."""
         self._closed = False
         self._in_doubt: dict[int, tuple[asyncio.TimerHandle, _Request]] = {}
         """The claims in doubt waiting to be checked again, by ``id``."""
+        self._reconnect = False
+        """Whether the next round trip starts on a new connection (a claim was put in doubt)."""
 
     async def ping(self) -> None:
         """Raise ``LockUnavailableError`` unless Redis takes a write now, as a claim needs (the
@@ -230,13 +268,25 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
                 self._scrub(str(error)),
             )
         if loop.time() >= request.doubt_until:
-            request.doubt_until = None
-            self._refuse([request], error)
+            self._fail(request, error)
             return
         request.failure = error
         request.reloaded = False
+        self._reconnect = True
         handle = loop.call_later(RECHECK_AFTER, self._check_again, request)
         self._in_doubt[id(request)] = (handle, request)
+
+    async def _drop_idle_connections(self) -> None:
+        """Close the pool's idle connections, so that the next round trip opens one and, behind
+        Sentinel, asks for the current primary: a connection to a deposed primary that came
+        back (SIGCONT, a partition healed) answers ``NOREPLICAS``, or takes a claim no replica
+        acknowledges, until Sentinel turns it into a replica, which it notices only at its next
+        ``INFO`` (up to 10 s), while every claim in doubt checked on it stays in doubt."""
+        self._reconnect = False
+        try:
+            await self._client.connection_pool.disconnect(inuse_connections=False)
+        except (redis.exceptions.RedisError, OSError) as error:  # the round trip will say so
+            logger.debug("closing idle connections failed: %s", self._scrub(str(error)))
 
     def _check_again(self, request: _Request) -> None:
         self._in_doubt.pop(id(request), None)
@@ -291,6 +341,8 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
     async def _round_trip(self, batch: list[_Request]) -> None:
         if not batch:
             return
+        if self._reconnect:
+            await self._drop_idle_connections()
         pipeline = self._client.pipeline(transaction=False)
         for request in batch:
             self._add(pipeline, request)
@@ -330,11 +382,9 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
             self._queue.extendleft(reversed(again))
 
     def _retry(self, batch: list[_Request], error: redis.exceptions.RedisError) -> None:
-        """Once more, first in the next round trip; a second failure fails the claim closed."""
+        """Once more, first in the next round trip; a second failure fails the claim closed,
+        or behind Sentinel is a failover under way, checked again until it ends (``_refuse``)."""
         for request in reversed(batch):
-            if request.doubt_until is not None:  # a failover under way: checked until it ends
-                self._doubt(request, error)
-                continue
             if request.failure is not None:
                 self._refuse([request], error)
                 continue
@@ -348,13 +398,19 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
             request.answer.set_result(answer)
 
     def _refuse(self, batch: Iterable[_Request], error: redis.exceptions.RedisError) -> None:
-        """Fail ``batch`` closed; a claim in doubt is checked again instead (a demoted primary
-        answers ``READONLY``, one cut off from its replicas ``NOREPLICAS``), unless closing."""
+        """Fail ``batch`` closed; a claim in doubt, or behind Sentinel one the failover of its
+        server kept from an answer (``during_a_failover``), is checked again instead, unless
+        closing."""
+        held = self._fails_over and during_a_failover(error)
         for request in batch:
-            if request.doubt_until is not None and not self._closed:
+            if (request.doubt_until is not None or held) and not self._closed:
                 self._doubt(request, error)
-            elif not request.answer.done():
-                request.answer.set_exception(self._unavailable(request.slot_id, error))
+            else:
+                self._fail(request, error)
+
+    def _fail(self, request: _Request, error: redis.exceptions.RedisError) -> None:
+        if not request.answer.done():
+            request.answer.set_exception(self._unavailable(request.slot_id, error))
 
     def _unavailable(
         self, slot_id: str | None, error: redis.exceptions.RedisError

@@ -126,6 +126,7 @@ class JobLoop:
             job_namer=executor if isinstance(executor, protocols.NamesJobs) else None,
             preparer=executor if isinstance(executor, protocols.PreparesRuns) else None,
             arms_ahead=arms_ahead,
+            claim_is_the_run=lock is not None,
         )
         self._scheduling = self._tasks.spawn(
             self._schedule(

@@ -121,3 +121,18 @@ def keep_for(rules: MissedRuns) -> int:
 def within_deadline(slot: datetime, *, now: datetime, rules: MissedRuns) -> bool:
     """Whether ``slot`` may still start at ``now`` (both on the job's jittered timeline)."""
     return rules.starting_deadline is None or now - slot <= rules.starting_deadline
+
+
+def runs_when_answered(
+    slot: datetime, *, now: datetime, following: datetime | None, rules: MissedRuns
+) -> bool:
+    """Whether ``slot``, whose claim to run it was won only at ``now`` (held through a Redis
+    failover), still runs, late: as if the replica had stalled until ``now`` with this slot
+    the oldest due. It runs within its starting deadline, and, unless the policy catches up,
+    only while no later slot is due (``following``, the next slot of the schedule; None when
+    there is none or it cannot be due yet): ``RunOnce`` runs the newest slot instead and
+    ``Skip`` resumes at the next, so the claim won counts this one missed, once."""
+    if not within_deadline(slot, now=now, rules=rules):
+        return False
+    catches_up = rules.policy is MissedRunPolicy.CATCH_UP and rules.max_catch_up > 0
+    return catches_up or following is None or following > now

@@ -72,6 +72,29 @@ class TestOnlyRedisUrlsAreAccepted:
             redis_lock.RedisLock.from_url("redis://127.0.0.1:6379", max_connections=0)
 
 
+class TestOnlyAPrimaryBehindSentinelFailsOver:
+    """What a claim does when its server is gone hangs on it: behind Sentinel it waits for the
+    new primary, on a standalone server it fails closed at once (``redis_io.pipelines``)."""
+
+    @pytest.mark.parametrize(
+        ("url", "fails_over"),
+        [
+            ("redis+sentinel://127.0.0.1:26379/mymaster", True),
+            ("rediss+sentinel://s1:26380,s2:26380/mymaster", True),
+            ("redis://127.0.0.1:6379/0", False),
+            ("rediss://redis.example.com/2", False),
+        ],
+    )
+    async def test_a_connection_says_whether_its_server_fails_over(
+        self, url: str, *, fails_over: bool
+    ) -> None:
+        connection = connections.connect(url)
+        try:
+            assert connection.fails_over is fails_over
+        finally:
+            await connection.client.aclose()
+
+
 class TestThePasswordIsNeverShown:
     @pytest.mark.parametrize(
         ("url", "shown"),

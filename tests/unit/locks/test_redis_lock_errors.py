@@ -59,6 +59,17 @@ def fails_with(error: Exception) -> Step:
     return step
 
 
+class ScriptedPool:
+    """The pool's idle connections, closed on demand: counted."""
+
+    def __init__(self) -> None:
+        self.idle_closed = 0
+
+    async def disconnect(self, *, inuse_connections: bool) -> None:
+        assert not inuse_connections
+        self.idle_closed += 1
+
+
 class ScriptedRedis:
     """Answers each SET with the next scripted step; GET reads what the steps stored."""
 
@@ -72,6 +83,7 @@ class ScriptedRedis:
         self.sets: list[tuple[str, bytes, int]] = []
         self.round_trips: list[int] = []
         """Commands per pipeline, in order."""
+        self.connection_pool = ScriptedPool()
 
     async def set(self, key: str, value: bytes, *, nx: bool, px: int) -> bool | int | None:
         assert nx
@@ -137,12 +149,15 @@ class ScriptedPipeline:
         return replies
 
 
-def lock_on(client: ScriptedRedis, *, wait_for: int = 0) -> redis_lock.RedisLock:
+def lock_on(
+    client: ScriptedRedis, *, wait_for: int = 0, behind_sentinel: bool = False
+) -> redis_lock.RedisLock:
     return redis_lock.RedisLock(
         client,  # type: ignore[arg-type]  # the subset of redis.asyncio.Redis the lock uses
         description="redis://:***@redis:6379/0",
         password=PASSWORD,
         acknowledgement=pipelines.Acknowledgement(replicas=wait_for),
+        fails_over=behind_sentinel,
     )
 
 
@@ -259,6 +274,9 @@ class TestALostReplyIsRecoveredOnce:
 
 
 class TestWhatCannotBeAnsweredFailsClosed:
+    """On a standalone server, which no failover brings back: a server down is reported at
+    once."""
+
     async def test_two_connection_errors_make_the_lock_unavailable(self) -> None:
         client = ScriptedRedis(
             fails_with(redis.exceptions.ConnectionError("refused")),
@@ -333,6 +351,108 @@ class TestASlotTheServerCannotProveUnclaimedIsNotRun:
         client = ScriptedRedis(set_nx, keys={key: b"replica-b:9" + lock_memory.FORGOTTEN_MARK})
 
         assert not await lock_on(client).claim(CLAIM)
+
+
+REFUSED = fails_with(redis.exceptions.ConnectionError("Connection refused"))
+NO_PRIMARY = fails_with(redis.exceptions.ConnectionError("No master found for 'punctual'"))
+
+
+@pytest.mark.looptime(start=time.monotonic)
+class TestBehindSentinelAClaimTheFailoverKeptFromAnAnswerIsCheckedAgain:
+    """Without ``WAIT`` too: the server gone, no primary named, or a server that is no primary
+    yet; the claim is checked again until the new primary answers it."""
+
+    @pytest.mark.parametrize(
+        "refusal",
+        [
+            redis.exceptions.ReadOnlyError("You can't write against a read only replica."),
+            redis.exceptions.ResponseError("NOREPLICAS Not enough good replicas to write."),
+            redis.exceptions.MasterDownError("Link with MASTER is down"),
+            redis.exceptions.BusyLoadingError("Redis is loading the dataset in memory"),
+        ],
+    )
+    async def test_a_server_that_is_no_primary_yet(
+        self, refusal: redis.exceptions.RedisError
+    ) -> None:
+        client = ScriptedRedis(fails_with(refusal), set_nx)
+
+        assert await lock_on(client, behind_sentinel=True).claim(CLAIM)
+        assert len(client.sets) == 2
+
+    async def test_a_failover_of_several_round_trips_ends_in_the_claim_won(self) -> None:
+        client = ScriptedRedis(REFUSED, REFUSED, NO_PRIMARY, NO_PRIMARY, set_nx)
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+
+        assert await lock_on(client, behind_sentinel=True).claim(CLAIM)
+        # Sent once more at once, then every RECHECK_AFTER: the answer comes with the primary.
+        assert loop.time() - start == pytest.approx(3 * pipelines.RECHECK_AFTER)
+
+    async def test_a_slot_another_replica_claimed_meanwhile_is_lost(self) -> None:
+        client = ScriptedRedis(REFUSED, REFUSED, claimed_by_another_after_the_failover)
+
+        assert not await lock_on(client, behind_sentinel=True).claim(CLAIM)
+
+    async def test_a_claim_whose_reply_was_lost_twice_after_it_landed_is_ours(self) -> None:
+        client = ScriptedRedis(
+            lands_then_drops_the_reply, fails_with(redis.exceptions.TimeoutError("timeout")), set_nx
+        )
+
+        assert await lock_on(client, behind_sentinel=True).claim(CLAIM)
+
+    async def test_each_check_goes_out_on_a_new_connection(self) -> None:
+        # Behind Sentinel a new connection asks for the current primary: an old one may still
+        # reach a deposed primary that came back, answering NOREPLICAS until it is demoted.
+        norepl = fails_with(redis.exceptions.ResponseError("NOREPLICAS Not enough replicas"))
+        client = ScriptedRedis(norepl, norepl, set_nx)
+
+        assert await lock_on(client, behind_sentinel=True).claim(CLAIM)
+        assert client.connection_pool.idle_closed == 2
+
+    async def test_a_claim_answered_at_once_keeps_its_connection(self) -> None:
+        client = ScriptedRedis(set_nx)
+
+        assert await lock_on(client, behind_sentinel=True).claim(CLAIM)
+        assert client.connection_pool.idle_closed == 0
+
+    async def test_claims_of_a_round_trip_are_checked_again_together(self) -> None:
+        # A refused connection fails a whole round trip: the first one and its retry.
+        client = ScriptedRedis(REFUSED, REFUSED, *[set_nx] * 3)
+        lock = lock_on(client, behind_sentinel=True)
+
+        won = await asyncio.gather(*(lock.claim(claim_of(slot)) for slot in SLOTS[:3]))
+
+        assert won == [True] * 3
+        # Each check carries the GET of the claim's key.
+        assert client.round_trips == [3, 6, 6]
+
+    async def test_connection_errors_for_as_long_as_the_key_lives_make_the_lock_unavailable(
+        self,
+    ) -> None:
+        client = ScriptedRedis(
+            fails_with(redis.exceptions.ConnectionError("refused")),
+            *[fails_with(redis.exceptions.TimeoutError("Timeout reading from socket"))] * 100,
+        )
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+
+        with pytest.raises(protocols.LockUnavailableError, match="TimeoutError: Timeout reading"):
+            await lock_on(client, behind_sentinel=True).claim(SHORT_LIVED)
+        assert 2 <= loop.time() - start < 2 + 2 * pipelines.RECHECK_AFTER
+
+    async def test_wrong_credentials_are_not_waited_for(self) -> None:
+        wrongpass = redis.exceptions.AuthenticationError("invalid username-password pair")
+        client = ScriptedRedis(fails_with(wrongpass), set_nx)
+
+        with pytest.raises(protocols.LockUnavailableError, match="AuthenticationError"):
+            await lock_on(client, behind_sentinel=True).claim(CLAIM)
+        assert len(client.sets) == 1
+
+
+SHORT_LIVED = records.Claim(
+    job=JOB, slot=SLOT, slot_id=CLAIM.slot_id, holder="replica-a:1", ttl=timedelta(seconds=2)
+)
+"""A claim whose key lives 2 s: as long as it is checked again through a failover."""
 
 
 def lost_in_the_failover(client: ScriptedRedis, key: str, value: bytes) -> bool | None:

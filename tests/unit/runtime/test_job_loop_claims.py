@@ -200,6 +200,48 @@ class TestAClaimAnsweredLate:
         assert target.slots == ats(10, 20)
 
 
+class TestAClaimAnsweredAfterTheNextSlotIsDue:
+    """The claim of each slot is answered 12 s late: the slot 00:00:10 at 00:00:22, when the
+    slot 00:00:20 is due already. It is the oldest slot due, as after a stall."""
+
+    @pytest.fixture
+    def lock(self, wall: FakeWall) -> SlowToAnswerLock:
+        return SlowToAnswerLock(wall, delay=12 * SECOND)
+
+    async def test_is_missed_when_the_policy_runs_the_newest_slot_instead(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        target = Target(wall)
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5))
+        await wall.sleep_until(at(25))
+
+        assert target.slots == []
+        assert store.jobs[JOB].missed == 1
+
+    async def test_runs_late_when_the_policy_catches_up(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        target = Target(wall)
+        plan = every(PERIOD, policy=missed.MissedRunPolicy.CATCH_UP)
+        supervisor.arm(JOB, plan, target, resume_after=at(5))
+        await wall.sleep_until(at(25))
+
+        assert target.slots == ats(10)
+        assert target.started == [at(22)]  # its lateness honest
+        assert store.jobs[JOB].missed == 0
+
+    async def test_has_run_when_its_claim_was_the_run(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore, lock: SlowToAnswerLock
+    ) -> None:
+        # A job claiming through a lock of its own (the queue target's: the claim enqueues).
+        target = Target(wall)
+        supervisor.arm(JOB, every(PERIOD), target, resume_after=at(5), lock=lock)
+        await wall.sleep_until(at(25))
+
+        assert target.slots == ats(10)
+        assert store.jobs[JOB].missed == 0
+
+
 class TestSlotsDueWhileTheLockCannotAnswer:
     """The lock cannot answer from 00:00:15 to 00:00:45: the slots 20, 30 and 40 get no claim.
     Two replicas schedule the job on the same lock."""

@@ -132,6 +132,36 @@ class TestSlotsOlderThanTheStartingDeadlineAreMissed:
         assert missed.within_deadline(NOW - age, now=NOW, rules=rules) is in_time
 
 
+class TestASlotWhoseClaimWasAnsweredLate:
+    """Its claim to run it was won only now, held through a failover: it runs late, like the
+    oldest slot due after a stall, or is missed (counted by the replica that won it)."""
+
+    @pytest.mark.parametrize(
+        ("rules", "age", "following", "runs"),
+        [
+            pytest.param(run_once(), 3, None, True, id="run-once-no-later-slot-due-runs-late"),
+            pytest.param(run_once(), 3, 1, False, id="run-once-a-later-slot-due-runs-instead"),
+            pytest.param(run_once(), 3, 0, False, id="run-once-a-later-slot-due-exactly-now"),
+            pytest.param(run_once(), 3, -1, True, id="run-once-the-next-slot-still-ahead"),
+            pytest.param(skip(), 3, None, True, id="skip-no-later-slot-due-runs-late"),
+            pytest.param(skip(), 3, 1, False, id="skip-a-later-slot-due-resumes-there"),
+            pytest.param(catch_up(10), 3, 1, True, id="catch-up-runs-it-then-the-later-ones"),
+            pytest.param(catch_up(0), 3, 1, False, id="catch-up-of-none-is-a-skip"),
+            pytest.param(run_once(FIVE_MINUTES), 5, None, True, id="at-its-deadline-runs"),
+            pytest.param(run_once(FIVE_MINUTES), 6, None, False, id="past-its-deadline-missed"),
+            pytest.param(catch_up(10, FIVE_MINUTES), 6, 1, False, id="catch-up-past-deadline"),
+        ],
+    )
+    def test_runs_only_within_its_deadline_and_while_the_policy_would_run_it(
+        self, rules: missed.MissedRuns, age: int, following: int | None, runs: bool
+    ) -> None:
+        next_slot = None if following is None else ago(following)[0]
+        assert (
+            missed.runs_when_answered(ago(age)[0], now=NOW, following=next_slot, rules=rules)
+            is runs
+        )
+
+
 class TestTheSlotsGivenUpAreNamedSoThatEachIsCountedByOneReplica:
     @pytest.mark.parametrize(
         ("rules", "newest", "total", "given_up"),

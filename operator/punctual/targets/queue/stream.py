@@ -125,6 +125,7 @@ class StreamClaims(pipelines.PipelinedClaims[_Request]):
             owns_client=owns_client,
             script=CLAIM_AND_ENQUEUE,
             acknowledgement=acknowledgement,
+            fails_over=connection.fails_over,
         )
         self._warming: asyncio.Task[None] | None = None
 

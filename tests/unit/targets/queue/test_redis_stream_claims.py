@@ -49,8 +49,13 @@ class ScriptedRedis:
         self.drop = drop
         self.round_trips: list[list[str]] = []
         """The commands of each pipeline, by name, in order."""
+        self.connection_pool = self
+        """Its own pool: a claim in doubt closes the idle connections (none here)."""
         self.script_loads = 0
         self._ids = itertools.count(1)
+
+    async def disconnect(self, *, inuse_connections: bool) -> None:
+        assert not inuse_connections
 
     def pipeline(self, *, transaction: bool) -> "ScriptedPipeline":
         assert not transaction
@@ -260,6 +265,27 @@ class TestALostReplyIsRecoveredOnce:
 
         with pytest.raises(protocols.LockUnavailableError, match="ConnectionError"):
             await lock_on(claims).claim(claim_of(SLOT))
+
+    @pytest.mark.looptime
+    async def test_behind_sentinel_they_are_a_failover_checked_again_until_it_answers(
+        self, client: ScriptedRedis
+    ) -> None:
+        client.drop = (1, 2)
+        client.keys[slot_keys.slot_key(claim_of(SLOT).slot_id)] = b"replica-b:9"
+        claims = queue_stream.StreamClaims(
+            connections.Connection(
+                client,  # type: ignore[arg-type]
+                "redis+sentinel://sentinel:26379/punctual",
+                None,
+                fails_over=True,
+            )
+        )
+        try:
+            assert not await lock_on(claims).claim(claim_of(SLOT))
+        finally:
+            await claims.close()
+        assert len(client.round_trips) == 3
+        assert client.entries == []
 
 
 async def test_claims_still_waiting_at_close_fail_closed(
