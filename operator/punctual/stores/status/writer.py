@@ -39,7 +39,7 @@ from collections.abc import Callable, Coroutine, Iterator, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from punctual.api import status_models
+from punctual.api import status_models, status_reader
 from punctual.contracts import protocols, records
 from punctual.kube import objects, status_api
 from punctual.scheduling import slots, timeline, turns
@@ -352,7 +352,7 @@ class StatusStore(protocols.RunStore):
             try:
                 body = self._cache.get(job) or await self._api.read(job)
                 for _ in range(5):
-                    current = body.get("status") or {}
+                    current = status_reader.of(body)
                     settled = pending.settled(landed=functools.partial(patch.shows, current))
                     if settled.empty:
                         return  # what was in doubt had landed: nothing left to say
@@ -419,6 +419,4 @@ class StatusStore(protocols.RunStore):
 
     def _known_status(self, job: slots.JobRef) -> Mapping[str, Any]:
         """The status of the newest body this replica knows ({} when none)."""
-        body = self._cache.get(job)
-        status: Mapping[str, Any] = (body or {}).get("status") or {}
-        return status
+        return status_reader.of(self._cache.get(job))
