@@ -253,7 +253,7 @@ def _consecutive_failures(current: Mapping[str, Any], pending: ledger.Pending) -
     changed = pending.failures_reset
     for record in pending.run_records:
         if record.result.final:
-            count = 0 if record.result == records.RunResult.SUCCEEDED else count + 1
+            count = count + 1 if record.result.failed else 0
             changed = True
     return count if changed else None
 
