@@ -126,10 +126,7 @@ class Reconciler:
             return
         executor, lock = wiring.executor, wiring.lock
         self._show_schedule(job, shown := planning.shown_schedule(spec))
-        self._store.configure(
-            job,
-            history=status.History(succeeded=spec.history.succeeded, failed=spec.history.failed),
-        )
+        self._store.configure(job, history=plan.history)
         threshold = spec.suspend_after_failures
         decision = arming.decide(
             seen=seen, spec=spec, status=status_reader.of(body), plan=plan, now=self._wall()

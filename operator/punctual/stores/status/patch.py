@@ -31,7 +31,7 @@ import pydantic
 
 from punctual.api import status_models, status_reader
 from punctual.contracts import records
-from punctual.scheduling import timeline
+from punctual.scheduling import plans, timeline
 from punctual.stores.status import ledger
 
 _COUNTED = {
@@ -65,7 +65,7 @@ def compose(
     pending: ledger.Pending,
     *,
     replica: str,
-    history: ledger.History,
+    history: plans.History,
     active: Iterable[records.ActiveRun],
     upcoming: datetime | None,
     now: datetime,
@@ -354,7 +354,7 @@ def _slot_key(run: Mapping[str, Any]) -> datetime:
     return timeline.parse_rfc3339(run["slot"])
 
 
-def _recent(runs: list[dict[str, Any]], history: ledger.History) -> list[dict[str, Any]]:
+def _recent(runs: list[dict[str, Any]], history: plans.History) -> list[dict[str, Any]]:
     """Newest first, one entry per slot, at most ``history`` successes and failures (entries
     whose slot cannot be read are dropped)."""
     return history.shown(

@@ -42,7 +42,7 @@ from typing import Any
 from punctual.api import status_models, status_reader
 from punctual.contracts import protocols, records
 from punctual.kube import objects, status_api
-from punctual.scheduling import slots, timeline, turns
+from punctual.scheduling import plans, slots, timeline, turns
 from punctual.stores import pacing
 from punctual.stores.status import ledger, patch
 
@@ -166,7 +166,7 @@ class StatusStore(protocols.RunStore):
 
     # Called by the controller.
 
-    def configure(self, job: slots.JobRef, *, history: ledger.History) -> None:
+    def configure(self, job: slots.JobRef, *, history: plans.History) -> None:
         self._ledger.history[job] = history
 
     def set_condition(
@@ -409,7 +409,7 @@ class StatusStore(protocols.RunStore):
             current,
             pending,
             replica=self._replica,
-            history=self._ledger.history.get(job, ledger.History()),
+            history=self._ledger.history.get(job, plans.History()),
             active=self._ledger.active.get(job, {}).values(),
             upcoming=self._ledger.upcoming.get(job),
             now=self._wall(),
