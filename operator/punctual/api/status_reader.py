@@ -65,7 +65,7 @@ def run_now_taken(status: Status, token: str) -> bool:
     """Whether a replica took ``token`` already: the newest token taken, or one of a run
     the status still shows."""
     return token == last_run_now_token(status) or any(
-        run.get("runNowToken") == token for run in runs(status, "recentRuns")
+        run.get("runNowToken") == token for run in entries(status, "recentRuns")
     )
 
 
@@ -80,8 +80,8 @@ def backfill_taken(status: Status, token: str) -> bool:
     return backfill(status).get("token") == token
 
 
-def runs(status: Status, field: str) -> list[Mapping[str, Any]]:
-    """The entries of a list of runs (``recentRuns``, ``active``) that are objects at all."""
+def entries(status: Status, field: str) -> list[Mapping[str, Any]]:
+    """The entries of a list (``recentRuns``, ``active``, ``conditions``) that are objects."""
     entries = status.get(field)
     if not isinstance(entries, list):
         return []
@@ -93,14 +93,15 @@ def slot_started(status: Status, slot: datetime) -> bool:
     end (``RunResult.final``)."""
     shown = timeline.rfc3339(slot)
     return any(
-        run.get("slot") == shown and final(run.get("result")) for run in runs(status, "recentRuns")
-    ) or any(run.get("slot") == shown for run in runs(status, "active"))
+        run.get("slot") == shown and final(run.get("result"))
+        for run in entries(status, "recentRuns")
+    ) or any(run.get("slot") == shown for run in entries(status, "active"))
 
 
 def run_of_token(status: Status, token: str) -> Mapping[str, Any] | None:
     """The run of the run-now ``token`` that ``lastRun`` or ``recentRuns`` records with a
     result this operator knows, if any."""
-    for run in [status.get("lastRun"), *runs(status, "recentRuns")]:
+    for run in [status.get("lastRun"), *entries(status, "recentRuns")]:
         if (
             isinstance(run, Mapping)
             and run.get("runNowToken") == token
@@ -112,7 +113,9 @@ def run_of_token(status: Status, token: str) -> Mapping[str, Any] | None:
 
 def condition(status: Status, kind: str) -> Mapping[str, Any] | None:
     """The first condition of type ``kind``, if any."""
-    return next((known for known in runs(status, "conditions") if known.get("type") == kind), None)
+    return next(
+        (known for known in entries(status, "conditions") if known.get("type") == kind), None
+    )
 
 
 def suspended_since(status: Status) -> datetime | None:

@@ -106,11 +106,11 @@ def compose(
     if health is not None:
         updates.append((health, _stated_generation(current, pending)))
     merged = {
-        "recent_runs": _recent([*new_runs, *(current.get("recentRuns") or [])], history),
+        "recent_runs": _recent([*new_runs, *status_reader.entries(current, "recentRuns")], history),
         "active": [
             *(
                 run
-                for run in current.get("active") or []
+                for run in status_reader.entries(current, "active")
                 if run.get("replica") != replica and run.get("slot") not in ended
             ),
             *(_active_entry(run, heartbeat=now) for run in active),
@@ -118,7 +118,7 @@ def compose(
         "last_run": last_run,
         "last_successful_time": _max_text([current.get("lastSuccessfulTime"), *succeeded]),
         "conditions": (
-            _merge_conditions(current.get("conditions") or [], updates, now=now)
+            _merge_conditions(status_reader.entries(current, "conditions"), updates, now=now)
             if updates
             else None
         ),
@@ -142,7 +142,7 @@ def compose(
 
 def shows(current: Mapping[str, Any], batch: ledger.Pending) -> bool:
     """Whether ``current`` holds a run record of ``batch``: the write that carried it landed."""
-    runs = status_reader.runs(current, "recentRuns")
+    runs = status_reader.entries(current, "recentRuns")
     if not runs:
         return False
     entries = [_run_entry(record) for record in batch.run_records]
@@ -165,15 +165,14 @@ def has(
     current: Mapping[str, Any], condition: ledger.Condition, *, generation: int | None = None
 ) -> bool:
     """Whether ``current`` has ``condition`` as it is (and, given one, for ``generation``)."""
-    for known in current.get("conditions") or []:
-        if known.get("type") == condition.type:
-            return bool(
-                known.get("status") == _condition_status(condition)
-                and known.get("reason") == condition.reason
-                and known.get("message") == condition.message
-                and (generation is None or known.get("observedGeneration") == generation)
-            )
-    return False
+    known = status_reader.condition(current, condition.type)
+    return bool(
+        known is not None
+        and known.get("status") == _condition_status(condition)
+        and known.get("reason") == condition.reason
+        and known.get("message") == condition.message
+        and (generation is None or known.get("observedGeneration") == generation)
+    )
 
 
 def _run_entry(record: records.RunRecord) -> dict[str, Any]:
@@ -354,7 +353,7 @@ def _slot_key(run: Mapping[str, Any]) -> datetime:
     return timeline.parse_rfc3339(run["slot"])
 
 
-def _recent(runs: list[dict[str, Any]], history: plans.History) -> list[dict[str, Any]]:
+def _recent(runs: list[Mapping[str, Any]], history: plans.History) -> list[Mapping[str, Any]]:
     """Newest first, one entry per slot, at most ``history`` successes and failures (entries
     whose slot cannot be read are dropped)."""
     return history.shown(
