@@ -9,6 +9,7 @@ it), and again by a new owner when the job moves to it.
 
 import logging
 from dataclasses import dataclass
+from typing import assert_never
 
 from punctual.api import annotations, planning, status_models, status_reader
 from punctual.contracts import protocols
@@ -157,7 +158,6 @@ class Reconciler:
                     message="valid, suspended",
                     generation=generation,
                 )
-                return
             case arming.Arm():
                 self._seen[job] = arming.Seen(
                     generation=generation, suspended=False, suspend_after_failures=threshold
@@ -172,11 +172,13 @@ class Reconciler:
                     suspended_through=decision.suspended_through,
                     lock=lock,
                 )
-        self._active(job, generation)
-        self._scheduling[job] = scheduling = _Scheduling(
-            generation, wiring.destination, schedule=shown
-        )
-        self._ready(job, scheduling)
+                self._active(job, generation)
+                self._scheduling[job] = scheduling = _Scheduling(
+                    generation, wiring.destination, schedule=shown
+                )
+                self._ready(job, scheduling)
+            case _:
+                assert_never(decision)
 
     async def forget(self, body: resources.Body) -> None:
         """The object is gone: no more slots, runs cancelled, nothing left behind."""
