@@ -43,19 +43,9 @@ TARGET_KINDS: Final = ("http", "job", "queue")
 """The ``target`` label's values: the kind under ``spec.target``."""
 UNKNOWN_TARGET: Final = "unknown"
 """The ``target`` of a run whose job this replica no longer knows."""
-DURATION_RESULTS: Final = (
-    records.RunResult.SUCCEEDED,
-    records.RunResult.FAILED,
-    records.RunResult.TIMED_OUT,
-)
-"""The results of runs that ran here, from start to end: the only ones with a duration."""
 
 CLAIM_OUTCOMES: Final = ("won", "lost", "forgot", "error")
 NOTICE_OUTCOMES: Final = ("taken", "ignored", "malformed")
-RECORDED_RESULTS: Final = tuple(
-    result for result in records.RunResult if result is not records.RunResult.MISSED
-)
-"""The results a run record can carry; missed slots are reported as counts, not records."""
 
 CONTENT_TYPE: Final = prometheus_client.CONTENT_TYPE_LATEST
 """The Content-Type to serve ``Metrics.render()`` with."""
@@ -154,13 +144,15 @@ class Metrics:
         )
         # Series that exist from the start read 0 rather than "no data": rate() and alerts on
         # them work before the first event.
-        for result in RECORDED_RESULTS:
-            self.runs.labels(result=result.value)
+        for result in records.RunResult:
+            if result.recorded:
+                self.runs.labels(result=result.value)
         for outcome in NOTICE_OUTCOMES:
             self.claim_notices.labels(outcome=outcome)
         for target in TARGET_KINDS:
-            for result in DURATION_RESULTS:
-                self.run_duration.labels(target=target, result=result.value)
+            for result in records.RunResult:
+                if result.has_duration:
+                    self.run_duration.labels(target=target, result=result.value)
 
     def claim_outcomes(self, backend: str) -> None:
         """Create the claim series of ``backend`` at 0 (see the note in ``__init__``)."""

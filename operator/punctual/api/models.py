@@ -22,7 +22,7 @@ from typing import Annotated
 import pydantic
 
 from punctual.api import fields
-from punctual.scheduling import dst, durations, merged, missed, overlap
+from punctual.scheduling import dst, durations, merged, missed, overlap, plans
 from punctual.scheduling.errors import InvalidSpecError
 
 GROUP = "punctual.dev"
@@ -86,18 +86,20 @@ class HistorySpec(fields.ApiModel):
     """How many finished runs are remembered."""
 
     succeeded: fields.WholeNumber = pydantic.Field(
-        default=3,
+        default=plans.KEPT_BY_DEFAULT,
         ge=0,
-        le=100,
+        le=plans.MOST_KEPT,
         description="How many successful runs status.recentRuns keeps, and how many finished "
-        "Jobs of the job target are kept. Between 0 and 100; default 3.",
+        f"Jobs of the job target are kept. Between 0 and {plans.MOST_KEPT}; default "
+        f"{plans.KEPT_BY_DEFAULT}.",
     )
     failed: fields.WholeNumber = pydantic.Field(
-        default=3,
+        default=plans.KEPT_BY_DEFAULT,
         ge=0,
-        le=100,
+        le=plans.MOST_KEPT,
         description="How many runs that did not succeed status.recentRuns keeps, and how many "
-        "failed Jobs of the job target are kept. Between 0 and 100; default 3.",
+        f"failed Jobs of the job target are kept. Between 0 and {plans.MOST_KEPT}; default "
+        f"{plans.KEPT_BY_DEFAULT}.",
     )
 
 

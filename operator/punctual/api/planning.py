@@ -221,6 +221,7 @@ def plan_for(
         retry_lost_runs=spec.retry_lost_runs,
         warm_lead=lead,
         entries=entries,
+        history=history(spec.history),
     )
 
 
@@ -330,6 +331,12 @@ _SECOND = timedelta(seconds=1)
 _LATEST_BOUND = datetime(9000, 1, 1, tzinfo=UTC)
 """A window's bounds stay before the year the search for slots never passes."""
 WARM_START = f"{SPEC}.target.job.warmStart"
+
+
+def history(spec: models.HistorySpec) -> plans.History:
+    """How many finished runs ``spec.history`` keeps, as ``plan_for`` carries it in
+    ``JobPlan.history``."""
+    return plans.History(succeeded=spec.succeeded, failed=spec.failed)
 
 
 def warm_lead(warm_start: models.WarmStart) -> timedelta:

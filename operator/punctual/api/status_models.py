@@ -14,6 +14,11 @@ import pydantic
 from punctual.api import fields
 from punctual.contracts import records
 
+READY = "Ready"
+"""The condition that tells whether the job is valid and being scheduled (written by the
+controller, ``punctual.controller.reconciler``)."""
+SUSPENDED = "Suspended"
+"""The condition that tells whether no new slots are scheduled (written by the controller)."""
 LAST_RUN_SUCCEEDED = "LastRunSucceeded"
 """The condition that tells whether the last run that started succeeded (written by the status
 writer, ``punctual.stores.status.patch``, from the runs it writes)."""

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from punctual.api import annotations, planning
+from punctual.api import annotations, planning, status_reader
 from punctual.cli import namespaces, trigger
 from punctual.kube import client, spec_api, status_api
 from punctual.scheduling import backfill, durations, hashed, timeline
@@ -133,7 +133,7 @@ async def _backfill(
                 while True:
                     await asyncio.sleep(trigger.POLL_SECONDS)
                     body = await objects.read(namespace, name)
-                    progress = (body.get("status") or {}).get("backfill") or {}
+                    progress = status_reader.backfill(status_reader.of(body))
                     if progress.get("token") != token:
                         continue
                     line = progress_line(progress)

@@ -16,16 +16,14 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from punctual.api import annotations
+from punctual.api import annotations, status_models, status_reader
 from punctual.cli import namespaces
-from punctual.contracts import records
 from punctual.kube import client, resources, spec_api, status_api
 from punctual.scheduling import durations
 from punctual.scheduling.errors import InvalidSpecError
 
 PROG = "punctual trigger"
 POLL_SECONDS = 1.0
-_FINAL_RESULTS = frozenset(result.value for result in records.RunResult)
 """Every result ends what a token asked for (a Cancelled run too: it did not succeed)."""
 
 
@@ -72,22 +70,14 @@ def fresh_token(now: datetime) -> str:
 
 def result_of(body: resources.Body, token: str) -> Mapping[str, Any] | None:
     """The finished run of ``token`` that ``body``'s status records, if any."""
-    status = body.get("status") or {}
-    for run in [status.get("lastRun"), *(status.get("recentRuns") or [])]:
-        if (
-            isinstance(run, Mapping)
-            and run.get("runNowToken") == token
-            and run.get("result") in _FINAL_RESULTS
-        ):
-            return run
-    return None
+    return status_reader.run_of_token(status_reader.of(body), token)
 
 
 def not_scheduled(body: resources.Body) -> str | None:
     """The Ready condition's message when it is False (nothing will run), else None."""
-    for condition in (body.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Ready" and condition.get("status") == "False":
-            return f"{condition.get('reason')}: {condition.get('message')}"
+    ready = status_reader.condition(status_reader.of(body), status_models.READY)
+    if ready is not None and ready.get("status") == "False":
+        return f"{ready.get('reason')}: {ready.get('message')}"
     return None
 
 

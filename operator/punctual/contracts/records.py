@@ -39,6 +39,24 @@ class RunResult(enum.StrEnum):
         ``RunLost``) and one more failure in a row."""
         return self.final and self is not RunResult.SUCCEEDED
 
+    @property
+    def warns(self) -> bool:
+        """Something went wrong, said at Warning level: a failure, or slots given up."""
+        return self.failed or self is RunResult.MISSED
+
+    @property
+    def recorded(self) -> bool:
+        """A run record carries it (a line, a ``recentRuns`` entry, a run counted by result);
+        missed slots are reported as counts instead, however many they are."""
+        return self is not RunResult.MISSED
+
+    @property
+    def has_duration(self) -> bool:
+        """The run went from its start to its own end on the replica that records it, so its
+        duration is the target's (a lost run's record comes from another replica; a cancelled
+        run's end was the operator's)."""
+        return self.final and self is not RunResult.LOST
+
 
 _FINAL = frozenset({RunResult.SUCCEEDED, RunResult.FAILED, RunResult.TIMED_OUT, RunResult.LOST})
 _RAN = _FINAL | {RunResult.CANCELLED}

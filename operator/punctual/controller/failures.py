@@ -14,6 +14,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from punctual.api import status_reader
 from punctual.contracts import protocols
 from punctual.kube import resources, spec_api, status_api
 
@@ -24,18 +25,12 @@ REASON = "SuspendedAfterFailures"
 _ATTEMPTS = 5
 
 
-def consecutive_failures(body: resources.Body | None) -> int:
-    """``status.consecutiveFailures`` of ``body``; 0 for what this operator cannot read."""
-    known = ((body or {}).get("status") or {}).get("consecutiveFailures")
-    return known if isinstance(known, int) and not isinstance(known, bool) and known > 0 else 0
-
-
 def due(*, previous: int | None, body: resources.Body, threshold: int | None) -> bool:
     """Whether ``body`` is to be suspended, ``previous`` the count of the version this replica
     saw before it in its watch (None: none; then only the next rise tells)."""
     if threshold is None or previous is None or _suspended(body):
         return False
-    count = consecutive_failures(body)
+    count = status_reader.consecutive_failures(status_reader.of(body))
     return count >= threshold and count > previous
 
 
@@ -66,10 +61,10 @@ class FailurePause:
                     current = await self._api.read(job.namespace, job.name)
                     if current["metadata"]["uid"] != job.uid or _suspended(current):
                         return False
-                    if consecutive_failures(current) < threshold:
+                    if status_reader.consecutive_failures(status_reader.of(current)) < threshold:
                         return False
                     continue
-                count = consecutive_failures(suspended)
+                count = status_reader.consecutive_failures(status_reader.of(suspended))
                 self._warnings.warn(
                     job, reason=REASON, message=message(count=count, threshold=threshold)
                 )

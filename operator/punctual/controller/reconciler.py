@@ -9,34 +9,22 @@ it), and again by a new owner when the job moves to it.
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from typing import assert_never
 
-from punctual.api import annotations, planning
+from punctual.api import annotations, planning, status_models, status_reader
 from punctual.contracts import protocols
-from punctual.controller import failures, targets, validation
+from punctual.controller import arming, failures, targets, validation
 from punctual.kube import objects, resources
 from punctual.locks import health
 from punctual.runtime import job_loop, supervisor
-from punctual.scheduling import hashed, slots, timeline
+from punctual.scheduling import hashed, slots
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.stores import status
 from punctual.targets import errors as target_errors
 
 logger = logging.getLogger(__name__)
 
-READY = "Ready"
-SUSPENDED = "Suspended"
 LOCK_BACKEND_UNAVAILABLE = "LockBackendUnavailable"
-
-
-@dataclass(frozen=True, slots=True)
-class _Seen:
-    generation: int
-    suspended: bool
-    suspend_after_failures: int | None = None
-    suspended_after: datetime | None = None
-    """The newest slot this replica dealt with before the suspension (when it was scheduling
-    the job): the missed slots on resume are the ones after it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +58,7 @@ class Reconciler:
         self._targets = targets
         self._wall = wall
         self._warnings = warnings
-        self._seen: dict[slots.JobRef, _Seen] = {}
+        self._seen: dict[slots.JobRef, arming.Seen] = {}
         self._pause = pause
         self._run_now: dict[slots.JobRef, str] = {}
         """The last ``punctual.dev/run-now`` token this replica acted on, per job."""
@@ -102,7 +90,7 @@ class Reconciler:
         generation = int(body["metadata"].get("generation", 0))
         seen = self._seen.get(job)
         previous_failures = self._failures.get(job)
-        self._failures[job] = failures.consecutive_failures(body)
+        self._failures[job] = status_reader.consecutive_failures(status_reader.of(body))
         if seen is not None and seen.generation == generation:
             await self._pause_after_failures(body, seen, previous=previous_failures)
             return  # a status change: nothing for the scheduler
@@ -125,86 +113,72 @@ class Reconciler:
             )
             await self._scheduler.disarm(job)
             self._scheduling.pop(job, None)
-            self._seen[job] = _Seen(generation=generation, suspended=False)
+            self._seen[job] = arming.Seen(generation=generation, suspended=False)
             self._show_schedule(job, None)
             self._condition(
-                job, READY, ok=False, reason=reason, message=str(error), generation=generation
+                job,
+                status_models.READY,
+                ok=False,
+                reason=reason,
+                message=str(error),
+                generation=generation,
             )
             self._warn(job, reason=reason, message=str(error))
             return
         executor, lock = wiring.executor, wiring.lock
         self._show_schedule(job, shown := planning.shown_schedule(spec))
-        self._store.configure(
-            job,
-            history=status.History(succeeded=spec.history.succeeded, failed=spec.history.failed),
-        )
+        self._store.configure(job, history=plan.history)
         threshold = spec.suspend_after_failures
-        if spec.suspend:
-            handled_through = self._scheduler.suspend(job)
-            self._seen[job] = _Seen(
-                generation=generation,
-                suspended=True,
-                suspend_after_failures=threshold,
-                suspended_after=seen.suspended_after
-                if seen is not None and seen.suspended
-                else handled_through,
-            )
-            self._scheduling.pop(job, None)
-            count = failures.consecutive_failures(body)
-            paused = threshold is not None and count >= threshold
-            self._condition(
-                job,
-                SUSPENDED,
-                ok=True,
-                reason=failures.REASON if paused else "Suspended",
-                message=failures.message(count=count, threshold=threshold)
-                if paused and threshold is not None
-                else "spec.suspend is true: no new slots",
-                generation=generation,
-            )
-            self._condition(
-                job,
-                READY,
-                ok=True,
-                reason="Suspended",
-                message="valid, suspended",
-                generation=generation,
-            )
-            return
-        self._seen[job] = _Seen(
-            generation=generation, suspended=False, suspend_after_failures=threshold
+        decision = arming.decide(
+            seen=seen, spec=spec, status=status_reader.of(body), plan=plan, now=self._wall()
         )
-        if failures.consecutive_failures(body) and (
-            (seen is not None and seen.suspended)
-            or (threshold is not None and failures.consecutive_failures(body) >= threshold)
-        ):
-            # Resumed (here, or while this replica was away): the count starts again.
-            self._store.reset_failures(job)
-        now = plan.nominal(self._wall())
-        high_water = _high_water(body)
-        if seen is None:
-            # First sight on this replica (creation, or an operator restart): slots since the
-            # high-water mark follow the missed-run policy; a new object starts from now.
-            self._scheduler.arm(job, plan, executor, resume_after=high_water or now, lock=lock)
-        elif seen.suspended:
-            # Resumed: slots while suspended are counted so (not missed), never replayed (a
-            # CronJob runs the newest of them on resume, within its deadline). Counted from
-            # the last slot this replica dealt with, not from the Suspended condition's time
-            # (a later status write, in whole seconds): a slot due in between would be lost.
-            since = seen.suspended_after or _suspended_since(body) or high_water or now
-            start = max(since, high_water) if high_water else since
-            self._scheduler.arm(
-                job, plan, executor, resume_after=start, suspended_through=now, lock=lock
-            )
-        else:
-            # A spec change takes effect from the first slot after it; never a past slot.
-            start = max(now, high_water) if high_water else now
-            self._scheduler.arm(job, plan, executor, resume_after=start, lock=lock)
-        self._active(job, generation)
-        self._scheduling[job] = scheduling = _Scheduling(
-            generation, wiring.destination, schedule=shown
-        )
-        self._ready(job, scheduling)
+        match decision:
+            case arming.Suspend():
+                handled_through = self._scheduler.suspend(job)
+                self._seen[job] = arming.Seen(
+                    generation=generation,
+                    suspended=True,
+                    suspend_after_failures=threshold,
+                    suspended_after=handled_through if decision.newly else decision.suspended_after,
+                )
+                self._scheduling.pop(job, None)
+                self._condition(
+                    job,
+                    status_models.SUSPENDED,
+                    ok=True,
+                    reason=decision.reason,
+                    message=decision.message,
+                    generation=generation,
+                )
+                self._condition(
+                    job,
+                    status_models.READY,
+                    ok=True,
+                    reason="Suspended",
+                    message="valid, suspended",
+                    generation=generation,
+                )
+            case arming.Arm():
+                self._seen[job] = arming.Seen(
+                    generation=generation, suspended=False, suspend_after_failures=threshold
+                )
+                if decision.reset_failures:
+                    self._store.reset_failures(job)
+                self._scheduler.arm(
+                    job,
+                    plan,
+                    executor,
+                    resume_after=decision.resume_after,
+                    suspended_through=decision.suspended_through,
+                    lock=lock,
+                )
+                self._active(job, generation)
+                self._scheduling[job] = scheduling = _Scheduling(
+                    generation, wiring.destination, schedule=shown
+                )
+                self._ready(job, scheduling)
+            case _:
+                assert_never(decision)
 
     async def forget(self, body: resources.Body) -> None:
         """The object is gone: no more slots, runs cancelled, nothing left behind."""
@@ -228,7 +202,7 @@ class Reconciler:
         if not isinstance(token, str) or self._run_now.get(job) == token:
             return
         self._run_now[job] = token
-        if (body.get("status") or {}).get("lastRunNowToken") == token:
+        if status_reader.last_run_now_token(status_reader.of(body)) == token:
             return  # taken already (before this replica started, or by another one)
         problem = annotations.token_problem(annotations.RUN_NOW, token)
         if problem is not None:
@@ -254,8 +228,7 @@ class Reconciler:
         if isinstance(asked, str):
             self._warn(job, reason="InvalidBackfill", message=asked)
             return
-        progress = (body.get("status") or {}).get("backfill")
-        if isinstance(progress, dict) and progress.get("token") == asked.token:
+        if status_reader.backfill_taken(status_reader.of(body), asked.token):
             return  # taken already
         problem = self._scheduler.backfill(job, asked)
         if problem is not None:
@@ -271,7 +244,7 @@ class Reconciler:
             self._warnings.warn(job, reason=reason, message=message)
 
     async def _pause_after_failures(
-        self, body: resources.Body, seen: _Seen, *, previous: int | None
+        self, body: resources.Body, seen: arming.Seen, *, previous: int | None
     ) -> None:
         threshold = seen.suspend_after_failures
         if self._pause is None or threshold is None or seen.suspended:
@@ -291,7 +264,12 @@ class Reconciler:
 
     def _active(self, job: slots.JobRef, generation: int) -> None:
         self._condition(
-            job, SUSPENDED, ok=False, reason="Active", message="scheduling", generation=generation
+            job,
+            status_models.SUSPENDED,
+            ok=False,
+            reason="Active",
+            message="scheduling",
+            generation=generation,
         )
 
     def _scheduling_stopped(self, job: slots.JobRef, reason: str, message: str) -> None:
@@ -317,14 +295,19 @@ class Reconciler:
             reason, message = stopped
             ok = reason == job_loop.ENDED
             self._condition(
-                job, READY, ok=ok, reason=reason, message=message, generation=generation
+                job,
+                status_models.READY,
+                ok=ok,
+                reason=reason,
+                message=message,
+                generation=generation,
             )
             return
         lock = self._lock_health
         if lock is not None and not lock.available:
             self._condition(
                 job,
-                READY,
+                status_models.READY,
                 ok=False,
                 reason=LOCK_BACKEND_UNAVAILABLE,
                 message=lock.message,
@@ -333,7 +316,7 @@ class Reconciler:
             return
         self._condition(
             job,
-            READY,
+            status_models.READY,
             ok=True,
             reason="Scheduled",
             message="; ".join(filter(None, ["scheduling slots", scheduling.destination])),
@@ -363,15 +346,3 @@ class Reconciler:
             return
         condition = status.Condition(type=kind, status=ok, reason=reason, message=message)
         self._store.set_condition(job, condition, generation=generation)
-
-
-def _high_water(body: resources.Body) -> datetime | None:
-    text = (body.get("status") or {}).get("lastScheduleTime")
-    return timeline.parse_rfc3339(text) if text else None
-
-
-def _suspended_since(body: resources.Body) -> datetime | None:
-    for condition in (body.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == SUSPENDED and condition.get("status") == "True":
-            return timeline.parse_rfc3339(condition["lastTransitionTime"])
-    return None

@@ -31,6 +31,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from punctual.api import status_reader
 from punctual.contracts import protocols, records
 from punctual.kube import objects, resources, status_api
 from punctual.scheduling import slots, timeline
@@ -95,7 +96,7 @@ class KubernetesLock:
         return await _to_the_end(self._carrying_write(claim, body))
 
     async def _carrying_write(self, claim: records.Claim, body: resources.Body) -> resources.Body:
-        current = body.get("status") or {}
+        current = status_reader.of(body)
         carried: contextlib.AbstractContextManager[dict[str, Any]] = (
             self._carrier.carry(claim.job, current)
             if self._carrier is not None
@@ -150,15 +151,7 @@ def _with_claim(patch: dict[str, Any], claim: records.Claim) -> dict[str, Any]:
 
 def _has_run(claim: records.Claim, body: resources.Body) -> bool:
     """Whether the status shows a run of the claim's slot that started, or one in progress."""
-    status = body.get("status") or {}
-    slot = timeline.rfc3339(claim.slot)
-    started = {"Succeeded", "Failed", "TimedOut", "Lost"}
-    recent = status.get("recentRuns") or []
-    active = status.get("active") or []
-    return any(
-        isinstance(run, dict) and run.get("slot") == slot and run.get("result") in started
-        for run in recent
-    ) or any(isinstance(run, dict) and run.get("slot") == slot for run in active)
+    return status_reader.slot_started(status_reader.of(body), claim.slot)
 
 
 def _is_ahead(claim: records.Claim, body: resources.Body) -> bool:
@@ -169,18 +162,10 @@ def _is_ahead(claim: records.Claim, body: resources.Body) -> bool:
     write, under the version it read as precondition, replaces it with a readable one. Refusing
     instead would stop the job's slots for good, with nothing in its status to say why.
     """
+    status = status_reader.of(body)
     if claim.backfill is not None:
-        progress = (body.get("status") or {}).get("backfill")
-        return not isinstance(progress, dict) or progress.get("token") != claim.backfill
+        return not status_reader.backfill_taken(status, claim.backfill)
     if claim.token is not None:
-        status = body.get("status") or {}
-        runs = [run for run in status.get("recentRuns") or [] if isinstance(run, dict)]
-        taken = {status.get("lastRunNowToken"), *(run.get("runNowToken") for run in runs)}
-        return claim.token not in taken
-    last = body.get("status", {}).get("lastScheduleTime")
-    if last is None:
-        return True
-    try:
-        return claim.slot > timeline.parse_rfc3339(last)
-    except (TypeError, ValueError):
-        return True
+        return not status_reader.run_now_taken(status, claim.token)
+    high_water = status_reader.high_water(status)
+    return high_water is None or claim.slot > high_water

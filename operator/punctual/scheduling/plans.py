@@ -1,7 +1,10 @@
-"""A job's timing and policies, resolved from its spec: everything the slot loop obeys."""
+"""A job's timing and policies, resolved from its spec: everything the slot loop obeys, and how
+many of its finished runs are remembered."""
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from punctual.scheduling import merged, missed, overlap, timeline
 
@@ -13,6 +16,47 @@ LONGEST_SLOT_SPAN = timedelta(days=1)
 timeout: each second of TTL is a key per second of period held in the lock's Redis."""
 CLAIM_MARGIN = timedelta(seconds=60)
 """How much longer than its slot can be in play a claim lives: clocks, late claims."""
+KEPT_BY_DEFAULT = 3
+"""How many successful runs, and how many others, a job remembers unless its spec says."""
+MOST_KEPT = 100
+"""The most runs of each kind a job may ask to remember: each is a ``recentRuns`` entry in its
+object, and a Job of the job target in the cluster."""
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """How many finished runs of a job are remembered (``spec.history``): in
+    ``status.recentRuns``, and as the job target's finished Jobs."""
+
+    succeeded: int = KEPT_BY_DEFAULT
+    failed: int = KEPT_BY_DEFAULT
+
+    def shown(
+        self,
+        newest_first: Iterable[_T],
+        *,
+        succeeded: Callable[[_T], bool],
+        key: Callable[[_T], str] | None = None,
+    ) -> list[_T]:
+        """Of ``newest_first``, what a status shows: the first ``succeeded`` successes and
+        ``failed`` others (and, with ``key``, the first of each key only)."""
+        seen: set[str] = set()
+        room = {True: self.succeeded, False: self.failed}
+        kept: list[_T] = []
+        for item in newest_first:
+            success = succeeded(item)
+            if room[success] <= 0:
+                continue
+            if key is not None:
+                name = key(item)
+                if name in seen:
+                    continue
+                seen.add(name)
+            room[success] -= 1
+            kept.append(item)
+        return kept
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,6 +78,8 @@ class JobPlan:
     entries: merged.Merged | None = None
     """The job's several schedules (``spec.schedules``), merged into ``schedule``: what names
     the entries that fired a slot. None: the job has one schedule."""
+    history: History = History()
+    """How many finished runs are remembered: the status writer's and the job target's limit."""
     _lock_ttl: timedelta = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -37,14 +37,6 @@ BURST: Final = 10
 SUMMARY_EVERY: Final = timedelta(minutes=1)
 """How often a job's runs whose lines were kept back are summarized."""
 
-_QUIET = {
-    records.RunResult.SUCCEEDED,
-    records.RunResult.SKIPPED_OVERLAP,
-    records.RunResult.SKIPPED_IN_FLIGHT_LIMIT,
-    records.RunResult.CANCELLED,
-}
-_RUNS = set(records.RunResult) - {records.RunResult.MISSED}
-"""The results of "run finished" lines (the others: "slots missed")."""
 _FIELDS = {result: result.value[0].lower() + result.value[1:] for result in records.RunResult}
 """Each result's field in a summary: ``succeeded``, ``timedOut``, ``missed``…"""
 
@@ -138,7 +130,7 @@ class LogStore(protocols.RunStore):
             fields["schedules"] = ",".join(record.schedules)
         if record.message:
             fields["detail"] = record.message
-        level = logging.INFO if record.result in _QUIET else logging.WARNING
+        level = logging.WARNING if record.result.warns else logging.INFO
         logger.log(level, "run finished", extra={"fields": fields})
 
     def slots_missed(
@@ -181,15 +173,15 @@ class LogStore(protocols.RunStore):
             fields: dict[str, Any] = {
                 "namespace": job.namespace,
                 "name": job.name,
-                "runs": sum(count for result, count in held.items() if result in _RUNS),
+                "runs": sum(count for result, count in held.items() if result.recorded),
             }
             fields |= {
                 _FIELDS[result]: held[result] for result in records.RunResult if held.get(result)
             }
             fields["linesPerSecond"] = self._lines_per_second
-            quiet = all(result in _QUIET for result in held)
+            warns = any(result.warns for result in held)
             logger.log(
-                logging.INFO if quiet else logging.WARNING,
+                logging.WARNING if warns else logging.INFO,
                 "runs summarized",
                 extra={"fields": fields},
             )

@@ -25,7 +25,9 @@ class MeteredStore(protocols.RunStore):
         self._cache = cache
         # Bound once: ``labels()`` takes a lock and parses its arguments on every call.
         self._runs: dict[records.RunResult, prometheus_client.Counter] = {
-            result: meters.runs.labels(result=result.value) for result in metrics.RECORDED_RESULTS
+            result: meters.runs.labels(result=result.value)
+            for result in records.RunResult
+            if result.recorded
         }
 
     # The parameters are the RunStore protocol's; metrics carry no per-job labels. Nothing is
@@ -42,7 +44,7 @@ class MeteredStore(protocols.RunStore):
         # Missed slots never come here: they are counted by ``slots_missed``.
         self._runs[record.result].inc()
         duration = record.duration
-        if duration is not None and record.result in metrics.DURATION_RESULTS:
+        if duration is not None and record.result.has_duration:
             self._meters.run_duration.labels(
                 target=self._target(job), result=record.result.value
             ).observe(max(duration, timedelta()).total_seconds())

@@ -2,7 +2,9 @@
 its target (``ran``), whether its end is a verdict on it (``final``: it becomes ``lastRun``
 and ``LastRunSucceeded``, and counts for ``suspendAfterFailures``), and whether that verdict
 is a failure (``failed``: a Warning Event, one more failure in a row). A run the operator ended
-itself (``Cancelled``) ran, and has no verdict."""
+itself (``Cancelled``) ran, and has no verdict. Whether it is said at Warning level (``warns``),
+whether a run record carries it (``recorded``: missed slots are counts) and whether it has a
+target's duration (``has_duration``: not a lost run, recorded by another replica)."""
 
 import pytest
 
@@ -52,3 +54,22 @@ def test_slots_given_up_are_missed_unless_a_suspension_passed_them(
 ) -> None:
     assert reason.missed is missed
     assert len(MissedReason) == 5
+
+
+@pytest.mark.parametrize(
+    ("result", "warns", "recorded", "has_duration"),
+    [
+        (R.SUCCEEDED, False, True, True),
+        (R.FAILED, True, True, True),
+        (R.TIMED_OUT, True, True, True),
+        (R.LOST, True, True, False),
+        (R.CANCELLED, False, True, False),
+        (R.SKIPPED_OVERLAP, False, True, False),
+        (R.SKIPPED_IN_FLIGHT_LIMIT, False, True, False),
+        (R.MISSED, True, False, False),
+    ],
+)
+def test_each_result_says_whether_it_warns_is_carried_by_a_record_and_has_a_duration(
+    result: R, warns: bool, recorded: bool, has_duration: bool
+) -> None:
+    assert (result.warns, result.recorded, result.has_duration) == (warns, recorded, has_duration)

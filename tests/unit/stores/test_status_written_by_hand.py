@@ -69,6 +69,17 @@ class TestAnUnreadableTimestampInStatus:
         )
 
 
+class TestAnEntryThatIsNoObject:
+    @pytest.mark.parametrize("field", ["recentRuns", "active", "conditions"])
+    async def test_is_dropped_and_the_run_written(self, field: str) -> None:
+        api = FakeStatusApi(scheduled_job(**{field: ["Succeeded", 7]}))
+
+        await write_a_run(api)
+
+        assert api.status["recentRuns"][0]["slot"] == timeline.rfc3339(SLOT)
+        assert api.status["counts"]["succeeded"] == 1
+
+
 class TestOneJobsFailedWrite:
     async def test_a_bug_in_one_write_keeps_its_status_and_stops_no_writer(
         self, monkeypatch: pytest.MonkeyPatch

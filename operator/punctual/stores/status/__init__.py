@@ -25,5 +25,4 @@ ACTIVE_HEARTBEAT = writer.ACTIVE_HEARTBEAT
 AT_GATE_MESSAGE = writer.AT_GATE_MESSAGE
 MIN_BATCH = writer.MIN_BATCH
 Condition = ledger.Condition
-History = ledger.History
 StatusStore = writer.StatusStore

@@ -13,16 +13,13 @@ a write is composed. When writes go out is ``writer``'s.
 
 import collections
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TypeVar
 
 from punctual.contracts import records
-from punctual.scheduling import slots, timeline
+from punctual.scheduling import plans, slots, timeline
 from punctual.stores import pacing
-
-_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,37 +29,6 @@ class Condition:
     """True, False, or None for Unknown."""
     reason: str
     message: str
-
-
-@dataclass(frozen=True, slots=True)
-class History:
-    succeeded: int = 3
-    failed: int = 3
-
-    def shown(
-        self,
-        newest_first: Iterable[_T],
-        *,
-        succeeded: Callable[[_T], bool],
-        key: Callable[[_T], str] | None = None,
-    ) -> list[_T]:
-        """Of ``newest_first``, what a status shows: the first ``succeeded`` successes and
-        ``failed`` others (and, with ``key``, the first of each key only)."""
-        seen: set[str] = set()
-        room = {True: self.succeeded, False: self.failed}
-        kept: list[_T] = []
-        for item in newest_first:
-            success = succeeded(item)
-            if room[success] <= 0:
-                continue
-            if key is not None:
-                name = key(item)
-                if name in seen:
-                    continue
-                seen.add(name)
-            room[success] -= 1
-            kept.append(item)
-        return kept
 
 
 @dataclass
@@ -180,7 +146,7 @@ class Ledger:
             collections.defaultdict(dict)
         )
         self.upcoming: dict[slots.JobRef, datetime] = {}
-        self.history: dict[slots.JobRef, History] = {}
+        self.history: dict[slots.JobRef, plans.History] = {}
 
     def note(self, job: slots.JobRef) -> Pending:
         """The job's pending, started now if there was none."""
@@ -207,7 +173,7 @@ class Ledger:
         pending = self.note(job)
         pending.counts[record.result] += 1
         pending.run_records.append(record)
-        _trim(pending.run_records, self.history.get(job, History()))
+        _trim(pending.run_records, self.history.get(job, plans.History()))
         if record.token is None:
             pending.claimed = _latest(pending.claimed, record.slot)
         elif record.started_at is None:
@@ -338,7 +304,7 @@ def _latest(first: datetime | None, second: datetime | None) -> datetime | None:
     return max(candidates) if candidates else None
 
 
-def _trim(run_records: list[records.RunRecord], history: History) -> None:
+def _trim(run_records: list[records.RunRecord], history: plans.History) -> None:
     """Drop the records ``run_records`` has beyond what a status shows: the newest
     ``history.succeeded`` successes and ``history.failed`` others (a job whose status is
     written rarely would otherwise pile up a record per run). Records come oldest first."""

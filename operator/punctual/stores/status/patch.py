@@ -25,13 +25,13 @@ kubernetes lock's claim): never a write of its own, never an urgent one.
 import collections
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeGuard
+from typing import Any
 
 import pydantic
 
-from punctual.api import status_models
+from punctual.api import status_models, status_reader
 from punctual.contracts import records
-from punctual.scheduling import timeline
+from punctual.scheduling import plans, timeline
 from punctual.stores.status import ledger
 
 _COUNTED = {
@@ -65,7 +65,7 @@ def compose(
     pending: ledger.Pending,
     *,
     replica: str,
-    history: ledger.History,
+    history: plans.History,
     active: Iterable[records.ActiveRun],
     upcoming: datetime | None,
     now: datetime,
@@ -81,7 +81,7 @@ def compose(
     # goes (a run recorded Lost belonged to a replica that died; one followed to its end here
     # was handed over by a replica that stopped).
     ended = {run["slot"] for run in new_runs}
-    known_last = _instant(current.get("lastScheduleTime"))
+    known_last = status_reader.high_water(current)
     claimed = pending.claimed
     forward = claimed is not None and (known_last is None or claimed > known_last)
     stated = status_models.ScheduledJobStatus(
@@ -97,7 +97,7 @@ def compose(
         run["finishedAt"] for run in new_runs if run["result"] == records.RunResult.SUCCEEDED
     ]
     # Only a run's own end becomes ``lastRun`` (and ``LastRunSucceeded``): not a cancelled run.
-    newest_run = _newest([run for run in new_runs if _final(run["result"])])
+    newest_run = _newest([run for run in new_runs if status_reader.final(run["result"])])
     last_run = _newest([current.get("lastRun"), newest_run])
     updates = [(update, pending.observed_generation) for update in pending.conditions.values()]
     health = _last_run_condition(
@@ -106,11 +106,11 @@ def compose(
     if health is not None:
         updates.append((health, _stated_generation(current, pending)))
     merged = {
-        "recent_runs": _recent([*new_runs, *(current.get("recentRuns") or [])], history),
+        "recent_runs": _recent([*new_runs, *status_reader.entries(current, "recentRuns")], history),
         "active": [
             *(
                 run
-                for run in current.get("active") or []
+                for run in status_reader.entries(current, "active")
                 if run.get("replica") != replica and run.get("slot") not in ended
             ),
             *(_active_entry(run, heartbeat=now) for run in active),
@@ -118,7 +118,7 @@ def compose(
         "last_run": last_run,
         "last_successful_time": _max_text([current.get("lastSuccessfulTime"), *succeeded]),
         "conditions": (
-            _merge_conditions(current.get("conditions") or [], updates, now=now)
+            _merge_conditions(status_reader.entries(current, "conditions"), updates, now=now)
             if updates
             else None
         ),
@@ -142,7 +142,7 @@ def compose(
 
 def shows(current: Mapping[str, Any], batch: ledger.Pending) -> bool:
     """Whether ``current`` holds a run record of ``batch``: the write that carried it landed."""
-    runs: list[Mapping[str, Any]] = current.get("recentRuns") or []
+    runs = status_reader.entries(current, "recentRuns")
     if not runs:
         return False
     entries = [_run_entry(record) for record in batch.run_records]
@@ -165,15 +165,14 @@ def has(
     current: Mapping[str, Any], condition: ledger.Condition, *, generation: int | None = None
 ) -> bool:
     """Whether ``current`` has ``condition`` as it is (and, given one, for ``generation``)."""
-    for known in current.get("conditions") or []:
-        if known.get("type") == condition.type:
-            return bool(
-                known.get("status") == _condition_status(condition)
-                and known.get("reason") == condition.reason
-                and known.get("message") == condition.message
-                and (generation is None or known.get("observedGeneration") == generation)
-            )
-    return False
+    known = status_reader.condition(current, condition.type)
+    return bool(
+        known is not None
+        and known.get("status") == _condition_status(condition)
+        and known.get("reason") == condition.reason
+        and known.get("message") == condition.message
+        and (generation is None or known.get("observedGeneration") == generation)
+    )
 
 
 def _run_entry(record: records.RunRecord) -> dict[str, Any]:
@@ -249,18 +248,13 @@ def _consecutive_failures(current: Mapping[str, Any], pending: ledger.Pending) -
     """``consecutiveFailures`` after ``pending``'s runs, in the order they were recorded: a
     success sets it to 0, any other run that started adds one, slots that never ran leave it.
     None (left as it is) when ``pending`` changes nothing about it."""
-    known = current.get("consecutiveFailures")
-    count: int = known if _whole(known) and not pending.failures_reset else 0
+    count = 0 if pending.failures_reset else status_reader.consecutive_failures(current)
     changed = pending.failures_reset
     for record in pending.run_records:
         if record.result.final:
-            count = 0 if record.result == records.RunResult.SUCCEEDED else count + 1
+            count = count + 1 if record.result.failed else 0
             changed = True
     return count if changed else None
-
-
-def _whole(value: Any) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _last_run_condition(
@@ -269,9 +263,8 @@ def _last_run_condition(
     """``LastRunSucceeded`` as this write states it, from ``last_run`` (the ``lastRun`` it
     leaves), or None to leave it as ``current`` has it: it changes only when the write carries
     the new ``lastRun`` (``fresh``), or is stated at all when ``current`` lacks it."""
-    if not fresh and any(
-        known.get("type") == status_models.LAST_RUN_SUCCEEDED
-        for known in current.get("conditions") or []
+    if not fresh and (
+        status_reader.condition(current, status_models.LAST_RUN_SUCCEEDED) is not None
     ):
         return None
     if last_run is None:
@@ -282,7 +275,7 @@ def _last_run_condition(
             message=_NO_RUN_YET_MESSAGE,
         )
     result = last_run.get("result")
-    if not _final(result):  # a hand-written lastRun this operator does not read
+    if not status_reader.final(result):  # a hand-written lastRun this operator does not read
         return None
     return ledger.Condition(
         type=status_models.LAST_RUN_SUCCEEDED,
@@ -292,21 +285,12 @@ def _last_run_condition(
     )
 
 
-def _final(result: Any) -> bool:
-    """``result`` (a run entry's) is a run's own end (``RunResult.final``); False for a value
-    this operator does not know."""
-    try:
-        return records.RunResult(result).final
-    except ValueError:
-        return False
-
-
 def _stated_generation(current: Mapping[str, Any], pending: ledger.Pending) -> int | None:
     """The generation a write states: the one it sets, or the one the status has."""
     if pending.observed_generation is not None:
         return pending.observed_generation
     known = current.get("observedGeneration")
-    return known if _whole(known) else None
+    return known if status_reader.whole(known) else None
 
 
 def _bounded(message: str) -> str:
@@ -330,7 +314,7 @@ def _merge_conditions(
         if previous is not None and previous.get("status") == status:
             # The transition time stays while the status does; one this operator cannot read
             # counts as absent, and the condition is restated from now.
-            since = _instant(previous.get("lastTransitionTime"))
+            since = status_reader.instant(previous.get("lastTransitionTime"))
         merged[update.type] = status_models.Condition(
             type=update.type,
             status=status,
@@ -361,29 +345,15 @@ def _millis(span: timedelta | None) -> int | None:
     return None if span is None else span // timedelta(milliseconds=1)
 
 
-def _instant(text: Any) -> datetime | None:
-    """``text`` as an instant; None for what this operator cannot read.
-
-    Status is outside input: whoever may write ``scheduledjobs/status`` can put there any
-    timestamp the API server's date-time check accepts, and it accepts forms Python does not
-    read (a lowercase ``z``) or cannot hold in UTC (``0001-01-01T00:00:00+01:00``). Such a
-    value counts as absent, and the write replaces it, instead of failing every write.
-    """
-    try:
-        return timeline.parse_rfc3339(text)
-    except (TypeError, ValueError):
-        return None
-
-
 def _readable(run: Mapping[str, Any] | None) -> bool:
-    return run is not None and _instant(run.get("slot")) is not None
+    return run is not None and status_reader.instant(run.get("slot")) is not None
 
 
 def _slot_key(run: Mapping[str, Any]) -> datetime:
     return timeline.parse_rfc3339(run["slot"])
 
 
-def _recent(runs: list[dict[str, Any]], history: ledger.History) -> list[dict[str, Any]]:
+def _recent(runs: list[Mapping[str, Any]], history: plans.History) -> list[Mapping[str, Any]]:
     """Newest first, one entry per slot, at most ``history`` successes and failures (entries
     whose slot cannot be read are dropped)."""
     return history.shown(
@@ -402,9 +372,9 @@ def _newest(runs: list[Mapping[str, Any] | None]) -> Mapping[str, Any] | None:
 
 
 def _finish_key(run: Mapping[str, Any]) -> tuple[datetime, datetime]:
-    return _slot_key(run), _instant(run.get("finishedAt")) or _EARLIEST
+    return _slot_key(run), status_reader.instant(run.get("finishedAt")) or _EARLIEST
 
 
 def _max_text(timestamps: list[str | None]) -> str | None:
-    present = [text for text in timestamps if text and _instant(text) is not None]
+    present = [text for text in timestamps if text and status_reader.instant(text) is not None]
     return max(present, key=timeline.parse_rfc3339) if present else None

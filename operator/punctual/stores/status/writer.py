@@ -39,10 +39,10 @@ from collections.abc import Callable, Coroutine, Iterator, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from punctual.api import status_models
+from punctual.api import status_models, status_reader
 from punctual.contracts import protocols, records
 from punctual.kube import objects, status_api
-from punctual.scheduling import slots, timeline, turns
+from punctual.scheduling import plans, slots, timeline, turns
 from punctual.stores import pacing
 from punctual.stores.status import ledger, patch
 
@@ -166,7 +166,7 @@ class StatusStore(protocols.RunStore):
 
     # Called by the controller.
 
-    def configure(self, job: slots.JobRef, *, history: ledger.History) -> None:
+    def configure(self, job: slots.JobRef, *, history: plans.History) -> None:
         self._ledger.history[job] = history
 
     def set_condition(
@@ -352,7 +352,7 @@ class StatusStore(protocols.RunStore):
             try:
                 body = self._cache.get(job) or await self._api.read(job)
                 for _ in range(5):
-                    current = body.get("status") or {}
+                    current = status_reader.of(body)
                     settled = pending.settled(landed=functools.partial(patch.shows, current))
                     if settled.empty:
                         return  # what was in doubt had landed: nothing left to say
@@ -409,7 +409,7 @@ class StatusStore(protocols.RunStore):
             current,
             pending,
             replica=self._replica,
-            history=self._ledger.history.get(job, ledger.History()),
+            history=self._ledger.history.get(job, plans.History()),
             active=self._ledger.active.get(job, {}).values(),
             upcoming=self._ledger.upcoming.get(job),
             now=self._wall(),
@@ -419,6 +419,4 @@ class StatusStore(protocols.RunStore):
 
     def _known_status(self, job: slots.JobRef) -> Mapping[str, Any]:
         """The status of the newest body this replica knows ({} when none)."""
-        body = self._cache.get(job)
-        status: Mapping[str, Any] = (body or {}).get("status") or {}
-        return status
+        return status_reader.of(self._cache.get(job))

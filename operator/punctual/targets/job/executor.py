@@ -31,13 +31,12 @@ gate releases at once when the pod does start, and the lateness is what it is.
 import asyncio
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from punctual.api import models
 from punctual.contracts import protocols, records
-from punctual.scheduling import slots
+from punctual.scheduling import plans, slots
 from punctual.targets import prepared
 from punctual.targets.job import manifests, readiness, requests, states, warm
 from punctual.targets.job import watcher as batch_job_watcher
@@ -51,12 +50,6 @@ CHECK_TIMEOUT = timedelta(seconds=5)
 """The longest a warm Job's check at its slot may take: past it, nothing is reported."""
 CHECKED_PODS = 5
 """The most pods of one warm Job read by its check (a Job's retries make more than one)."""
-
-
-@dataclass(frozen=True, slots=True)
-class BatchJobHistory:
-    succeeded: int = 3
-    failed: int = 3
 
 
 class BatchJobExecutor:
@@ -73,7 +66,7 @@ class BatchJobExecutor:
         owner: slots.JobRef,
         template: Mapping[str, Any],
         active_deadline: timedelta,
-        history: BatchJobHistory = BatchJobHistory(),
+        history: plans.History = plans.History(),
     ) -> None:
         self._api = api
         self._watcher = watcher
@@ -212,7 +205,7 @@ class WarmBatchJobExecutor(BatchJobExecutor):
         lead: timedelta,
         mode: models.WarmStartMode,
         gate_image: str,
-        history: BatchJobHistory = BatchJobHistory(),
+        history: plans.History = plans.History(),
         reports: protocols.WarmStartReports | None = None,
     ) -> None:
         """``reports``: where the check at each slot says whether its pod was at its gate

@@ -46,9 +46,7 @@ class BatchJobTargets:
         # The watch of Jobs starts with the first job target: the concurrency policy of the
         # first slot already counts the Jobs an earlier operator process or replica left.
         self._watcher.start()
-        history = executor.BatchJobHistory(
-            succeeded=spec.history.succeeded, failed=spec.history.failed
-        )
+        history = planning.history(spec.history)
         warm_start = target.warm_start
         if warm_start is not None:
             return executor.WarmBatchJobExecutor(

@@ -11,7 +11,7 @@ import pytest
 
 from punctual.api import models
 from punctual.contracts import protocols, records
-from punctual.scheduling import slots
+from punctual.scheduling import plans, slots
 from punctual.targets.job import executor as batch_job_executor
 from punctual.targets.job import manifests, states, warm
 from punctual.targets.job import requests as batch_job_requests
@@ -131,7 +131,7 @@ def watcher() -> FakeWatcher:
 
 
 def executor(
-    api: FakeApi, watcher: FakeWatcher, history: batch_job_executor.BatchJobHistory | None = None
+    api: FakeApi, watcher: FakeWatcher, history: plans.History | None = None
 ) -> batch_job_executor.BatchJobExecutor:
     return batch_job_executor.BatchJobExecutor(
         api=cast(batch_job_requests.BatchJobsApi, api),
@@ -139,7 +139,7 @@ def executor(
         owner=OWNER,
         template=TEMPLATE,
         active_deadline=timedelta(minutes=1),
-        history=history or batch_job_executor.BatchJobHistory(),
+        history=history or plans.History(),
     )
 
 
@@ -300,9 +300,7 @@ class TestHistory:
             state(minutes[3], owner="someone-else", end=COMPLETE),
         ]
 
-        await executor(api, watcher, batch_job_executor.BatchJobHistory(succeeded=2, failed=1))(
-            context()
-        )
+        await executor(api, watcher, plans.History(succeeded=2, failed=1))(context())
 
         assert sorted(api.deleted) == sorted(
             [
