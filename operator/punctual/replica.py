@@ -61,7 +61,7 @@ import prometheus_client
 from punctual import metrics
 from punctual.api import planning
 from punctual.contracts import protocols
-from punctual.controller import admission, failures, reconciler, targets
+from punctual.controller import admission, failures, reconciler
 from punctual.kube import client, events, membership, objects, secrets, spec_api, status_api
 from punctual.locks import health, kubernetes, memory, metered, redis, redis_leases
 from punctual.redis_io import claim_notices, pipelines
@@ -74,12 +74,9 @@ from punctual.stores import fanout
 from punctual.stores import logs as log_store
 from punctual.stores import metered as metered_store
 from punctual.stores import status as status_store
-from punctual.targets import addresses
+from punctual.targets import addresses, kinds, plugin
 from punctual.targets.http import connections as http_connections
 from punctual.targets.job import requests as batch_job_requests
-from punctual.targets.job import watcher as batch_job_watcher
-from punctual.targets.queue import brokers as queue_brokers
-from punctual.targets.queue import stream as queue_stream
 from punctual.targets.queue import wiring as queue_wiring
 
 logger = logging.getLogger(__name__)
@@ -212,7 +209,9 @@ class Replica:
 
     def __init__(self, settings: ReplicaSettings) -> None:
         self.settings = settings
-        self.meters = metrics.Metrics(prometheus_client.CollectorRegistry())
+        self.meters = metrics.Metrics(
+            prometheus_client.CollectorRegistry(), target_kinds=kinds.NAMES
+        )
         self._stack = contextlib.AsyncExitStack()
         self._redis: redis_connections.Connection | None = None
         self._scheduler: supervisor.Supervisor | None = None
@@ -298,43 +297,37 @@ class Replica:
             allowed=settings.allowed_hosts,
             refused=settings.refused_addresses,
         )
-        http = await self.open_http_connections(guard)
-        batch_jobs = batch_job_requests.BatchJobsApi(api)
-        # One watch of our Jobs for the whole operator, started by the first job-target run.
-        batch_watcher = batch_job_watcher.BatchJobWatcher(
-            batch_jobs, namespaces=settings.namespaces
-        )
-        self._stack.push_async_callback(batch_watcher.close)
-        streams = self._open_streams()
-        brokers = queue_brokers.Brokers(guard=guard)
-        self._stack.push_async_callback(brokers.close)
         if settings.webhook_port:
             self._admission = admission.Admission(
-                batch_jobs=batch_jobs,
+                batch_jobs=batch_job_requests.BatchJobsApi(api),
                 wall=clocks.system_wall,
                 bounds=settings.bounds,
                 warm_start_gate_image=settings.warm_start_gate_image,
             )
+        wired = await kinds.Targets.start(
+            plugin.Resources(
+                api=api,
+                namespaces=settings.namespaces,
+                secrets=secrets.SecretReader(api),
+                guard=guard,
+                redis=self.connect_redis(),
+                acknowledgement=settings.acknowledgement,
+                # Told by the job target itself, at the slot: the scheduler does not see pods.
+                warm_start_reports=fanout.FanoutStore(statuses, warnings),
+                http_connections_per_namespace=settings.http_connections_per_namespace,
+                queue_max_len=settings.queue_max_len,
+                warm_start_gate_image=settings.warm_start_gate_image,
+            ),
+            self._stack,
+            meter_lock=lambda lock: metered.MeteredLock(
+                lock, meters=self.meters, backend="redis-stream"
+            ),
+        )
         self._reconciler = reconciler.Reconciler(
             scheduler=scheduler,
             store=statuses,
             cache=cache,
-            targets=targets.Targets(
-                connections=http,
-                secrets=secrets.SecretReader(api),
-                guard=guard,
-                batch_jobs=batch_jobs,
-                batch_job_watcher=batch_watcher,
-                warm_start_gate_image=settings.warm_start_gate_image,
-                # Told by the job target itself, at the slot: the scheduler does not see pods.
-                warm_start_reports=fanout.FanoutStore(statuses, warnings),
-                streams=streams,
-                brokers=brokers,
-                queue_max_len=settings.queue_max_len,
-                meter_lock=lambda lock: metered.MeteredLock(
-                    lock, meters=self.meters, backend="redis-stream"
-                ),
-            ),
+            targets=wired,
             wall=clocks.system_wall,
             warnings=warnings,
             # Only Redis is a backend of its own: the kubernetes lock fails exactly when status
@@ -522,17 +515,6 @@ class Replica:
         if shared is None:  # the settings refuse the redis backend without a URL
             raise ValueError("no Redis URL")
         return shared
-
-    def _open_streams(self) -> queue_stream.StreamClaims | None:
-        """The Redis of queue targets: the operator's --redis-url, whatever the lock backend."""
-        shared = self.connect_redis()
-        if shared is None:
-            return None
-        streams = queue_stream.StreamClaims(
-            shared, owns_client=False, acknowledgement=self.settings.acknowledgement
-        )
-        self._stack.push_async_callback(streams.close)
-        return streams
 
 
 def api_server_urls(configured: str, environ: Mapping[str, str]) -> list[str]:

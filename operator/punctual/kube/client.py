@@ -5,7 +5,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import aiohttp
 import aiohttp.helpers
@@ -14,6 +14,9 @@ import yarl
 from kubernetes_asyncio import client, config
 
 logger = logging.getLogger(__name__)
+
+ApiClient: TypeAlias = client.ApiClient
+"""The API client, for the modules that pass one along without calling the client library."""
 
 KEEPALIVE_SECONDS = 75.0
 """How long an idle connection to the API server stays in the pool (aiohttp's default: 15 s).
