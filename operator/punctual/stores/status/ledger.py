@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
+from punctual.aio import pacing
 from punctual.contracts import records
 from punctual.scheduling import slots, timeline
-from punctual.stores import pacing
 
 _T = TypeVar("_T")
 
@@ -172,9 +172,9 @@ class Ledger:
         self._clock = clock
         self.pending: dict[slots.JobRef, Pending] = {}
         """In insertion order, which is the order of ``since``."""
-        self.waiting: pacing.Waiting[slots.JobRef] = pacing.Waiting(namespace=_namespace)
+        self.waiting: pacing.Waiting[slots.JobRef] = pacing.Waiting(group=_namespace)
         """The jobs of ``pending`` by namespace, each namespace's in the same order."""
-        self.urgent: pacing.Waiting[slots.JobRef] = pacing.Waiting(namespace=_namespace)
+        self.urgent: pacing.Waiting[slots.JobRef] = pacing.Waiting(group=_namespace)
         """The jobs of ``pending`` with a change to write at the next tick, by namespace."""
         self.active: collections.defaultdict[slots.JobRef, dict[datetime, records.ActiveRun]] = (
             collections.defaultdict(dict)
