@@ -360,9 +360,9 @@ GC_THRESHOLDS = (700, 10, 1000)
 after 1,000 collections of the middle one (Python's: 10). At 10,000 jobs the objects that live
 beyond two young collections (each slot's wait, a job's pending status, the newest body of each
 object) reach the oldest generation at thousands a second: with Python's threshold a full
-collection walked the whole heap every few seconds, 0.3-1 s of CPU each (up to 3.8 s of wall
-time on two busy cores), and every slot due meanwhile waited. Each full collection finds
-a few hundred objects in cycles: keeping them longer costs little memory."""
+collection walked the whole heap every few seconds, each taking long enough that the slots due
+meanwhile were late (docs/benchmarks.md). Each full collection finds few objects in cycles:
+keeping them longer costs little memory."""
 
 
 def _freeze_what_lives_on() -> None:

@@ -167,8 +167,9 @@ class NoDiffBase(kopf.DiffBaseStorage):
 
     For every watch event, kopf builds the object's "essence" (a deep copy of the whole body,
     status and managedFields included, then trimmed) to diff it for ``on.create``/``on.update``
-    handlers, whether there are any or not. Punctual has none: the copies were a twentieth of
-    the CPU of an operator restart, and garbage for every status write's watch event since.
+    handlers, whether there are any or not. Punctual has none: the copies were a share of an
+    operator restart's CPU worth saving (docs/benchmarks.md), and garbage for every status
+    write's watch event since.
     Set it as ``settings.persistence.diffbase_storage``.
     """
 

@@ -61,9 +61,9 @@ def _read_environment_once(api: client.ApiClient) -> None:
 
     kubernetes-asyncio's session trusts the environment (``trust_env=True``), so aiohttp looks
     up ``HTTPS_PROXY``/``NO_PROXY`` and reads ``~/.netrc`` again for every request, each time
-    in a thread of the default executor (two hand-offs per request): about 0.7 ms of CPU and
-    two trips through the thread pool for each Job created and each status written, all of it
-    at the instant a burst of slots fires. The environment does not change while we run:
+    in a thread of the default executor (two hand-offs per request): CPU and two trips through
+    the thread pool for each Job created and each status written, all of it at the instant a
+    burst of slots fires. The environment does not change while we run:
     resolved once here (the kubeconfig's ``proxy-url`` still comes first), the session stops
     looking. ``~/.netrc`` is no longer read: credentials come from the kubeconfig or the
     service account, as for kubectl.

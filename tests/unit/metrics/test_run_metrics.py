@@ -1,4 +1,5 @@
-"""What the metrics say about runs, slots and claims (design §7), read back from the registry."""
+"""What the metrics say about runs, slots and claims (docs/metrics.md), read back from the
+registry."""
 
 import asyncio
 import time

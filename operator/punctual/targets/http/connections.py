@@ -1,9 +1,10 @@
 """A lean HTTP/1.1 client for the HTTP target: keep-alive connections per namespace and origin,
 requests sent as bytes built ahead, answers read as far as their head.
 
-Why not aiohttp (the operator's API client keeps it): its request path was a fifth of the
-event loop at 1,000 runs per second (``make bench-scale`` with ``--profile-seconds``), and it
-costs about twice the CPU per call of this client (``bench/http_client.py``). A run needs only
+Why not aiohttp (the operator's API client keeps it): its request path was a large share of the
+event loop at a thousand runs per second (``make bench-scale`` with ``--profile-seconds``), and
+it costs more CPU per call than this client (``bench/http_client.py``; the figures are in
+docs/benchmarks.md). A run needs only
 the status of the answer, so this client needs much less than a general one. One connection
 (``punctual.targets.http.connection``) parses its answers with llhttp, strictly, and drains
 their bodies within bounds; this module keeps the connections:
