@@ -79,6 +79,9 @@ from typing import Any
 import redis.asyncio
 from kubernetes_asyncio import client, config, watch
 
+from lib import plotting
+from lib.output import load, say
+from lib.statistics import percentile
 from localcluster import LocalCluster, LocalRedis, helm_release, manifests, processes
 from localcluster import certs as pki
 from localcluster.api import ApiClient, ApiError
@@ -153,12 +156,6 @@ JOB_TEMPLATE: dict[str, Any] = {
     }
 }
 
-_started = time.monotonic()
-
-
-def say(message: str) -> None:
-    print(f"[compare {time.monotonic() - _started:6.1f}s] {message}", flush=True)
-
 
 def parse_time(text: str) -> datetime:
     return datetime.fromisoformat(text).astimezone(UTC)
@@ -166,11 +163,6 @@ def parse_time(text: str) -> datetime:
 
 def wall() -> datetime:
     return datetime.now(UTC)
-
-
-def load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
 
 
 # -- what a warm pod says about its gate -----------------------------------------------------
@@ -784,13 +776,6 @@ def run_starts(cluster: LocalCluster, phase: Phase) -> list[Sample]:
     return samples
 
 
-def percentile(ordered: Sequence[float], quantile: float) -> float:
-    """Nearest rank."""
-    if not ordered:
-        return math.nan
-    return ordered[max(0, math.ceil(quantile * len(ordered)) - 1)]
-
-
 @dataclass
 class Row:
     system: str
@@ -1012,12 +997,8 @@ def plot(
     directory: Path, samples: Sequence[Sample], rows: Sequence[Row], title: str
 ) -> Path | None:
     """Box plots of every distribution side by side (log scale); None without matplotlib."""
-    try:
-        import matplotlib  # noqa: PLC0415 (optional: a dev dependency once added)
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt  # noqa: PLC0415
-    except ImportError:
+    plt = plotting.pyplot()
+    if plt is None:
         return None
     by_group: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
     for s in samples:

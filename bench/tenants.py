@@ -54,9 +54,8 @@ from environment import (
     environment,
     harness,
     hostile_http_servers,
-    load,
-    say,
 )
+from lib.output import load, say
 from localcluster.api import ApiError
 from punctual.scheduling import durations
 from scale import Call, ReceiverProcess, proc_rss_mb
