@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from lib import output, statistics
+from lib import observing, output, statistics
 
 
 @pytest.mark.parametrize(
@@ -36,3 +36,22 @@ def test_a_progress_line_goes_to_stderr_with_the_load(capsys: pytest.CaptureFixt
     assert captured.err.rstrip().endswith("] armed")
     assert " load " in captured.err
     assert output.load().startswith("load average ")
+
+
+@pytest.mark.parametrize(
+    ("quantile", "expected"),
+    [(0.5, 0.05), (0.9, 0.09), (1.0, 0.1)],
+)
+def test_a_histograms_quantile_is_read_as_promql_reads_it(quantile: float, expected: float) -> None:
+    samples = observing.parse_metrics(
+        "# TYPE lateness histogram\n"
+        'lateness_bucket{le="0.1"} 10\n'
+        'lateness_bucket{le="+Inf"} 10\n'
+        "lateness_count 10\n"
+        "lateness_sum 0.5\n"
+    )
+
+    assert observing.histogram_quantile(
+        quantile, observing.buckets(samples, "lateness")
+    ) == pytest.approx(expected)
+    assert observing.total(samples, "lateness_count") == 10
