@@ -8,7 +8,6 @@ goes by its key under ``spec.target``, which is also the ``target`` label of its
 """
 
 import contextlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -58,8 +57,6 @@ class Resources:
     """The operator's one Redis client (``--redis-url``), shared; ``None``: it has none."""
     acknowledgement: pipelines.Acknowledgement = pipelines.NO_WAIT
     """The Redis replicas that must have a claim before it counts."""
-    meter_lock: Callable[[protocols.SlotLock], protocols.SlotLock] = lambda lock: lock
-    """Wraps the slot locks of the kinds that bring their own, so that their claims count."""
     warm_start_reports: protocols.WarmStartReports | None = None
     """Where a warm start's check at each slot goes (the status and Event writers)."""
     http_connections_per_namespace: int
