@@ -33,7 +33,8 @@ from datetime import datetime, timedelta
 import redis
 
 import slot_accounting
-from environment import Environment, environment, failure_harness, harness, load, say
+from environment import Environment, environment, failure_harness, harness
+from lib.output import load, say
 from localcluster.certs import ClusterCerts
 
 API = harness.API

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 
 import uvloop
 
+from lib.statistics import percentile
 from localcluster import sentinel
 from localcluster.redis import LocalRedis
 from punctual.contracts import records
@@ -68,11 +69,6 @@ async def wait_calls(connection: connections.Connection) -> int:
     return int(stats.get("cmdstat_wait", {}).get("calls", 0))
 
 
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
-
-
 async def measure(url: str, arguments: argparse.Namespace) -> None:
     results: dict[int, dict[str, list[float]]] = {0: {}, 1: {}}
     for _ in range(arguments.rounds):
@@ -92,8 +88,8 @@ async def measure(url: str, arguments: argparse.Namespace) -> None:
             finally:
                 await lock.close()
             figures = results[replicas]
-            figures.setdefault("p50", []).append(percentile(latencies, 0.5))
-            figures.setdefault("p99", []).append(percentile(latencies, 0.99))
+            figures.setdefault("p50", []).append(percentile(sorted(latencies), 0.5))
+            figures.setdefault("p99", []).append(percentile(sorted(latencies), 0.99))
             figures.setdefault("burst", []).append(burst_ms)
             figures.setdefault("round trips", []).append(waits)
     print(f"{arguments.claims} lone claims and a burst of {arguments.burst}, per round (median):")

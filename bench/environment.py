@@ -8,7 +8,6 @@ out, whatever happens (the process registry of ``localcluster.processes`` catche
 
 import concurrent.futures
 import contextlib
-import os
 import shutil
 import sys
 import tempfile
@@ -24,6 +23,7 @@ import failure_harness  # noqa: E402, F401 - needs the path above; re-exported
 import hostile_http_servers  # noqa: E402, F401 - needs the path above; re-exported
 import operator_harness as harness  # noqa: E402
 
+from lib.output import say  # noqa: E402
 from localcluster import LocalCluster, LocalRedis, manifests, processes  # noqa: E402
 from localcluster.api import ApiError  # noqa: E402
 
@@ -31,16 +31,6 @@ CRD_SERVED_TIMEOUT = 60.0
 CREATORS = 4
 """Threads POSTing objects in bulk: kubectl apply manages about one object a second on a loaded
 two-core machine, far too slow to make a burst; direct POSTs make hundreds a second."""
-
-
-def say(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def load() -> str:
-    """The machine's load, to print beside every figure: the machine may be shared."""
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
 
 
 @dataclass(frozen=True)

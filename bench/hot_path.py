@@ -2,9 +2,9 @@
 
 What one replica does per slot, minus Kubernetes: the shared wall timer, the slot loop, a slot
 lock (in memory, or ``SET NX PX`` on a ``LocalRedis``), an executor (none, or the HTTP executor
-calling ``bench/scale_receiver.py`` in a process of its own) and the metrics store, each built
-by ``punctual.replica.Replica`` as the operator builds it (without the Kubernetes parts, the
-status store and durable runs). It prints
+calling ``bench/scale_receiver.py`` in a process of its own) and the metrics store, each started
+by the replica's own parts (``punctual.replica.parts``) as the operator starts them (without the
+Kubernetes parts, the status store and durable runs). It prints
 the lateness of run starts (start − slot − jitter, what ``punctual_run_lateness_seconds``
 measures), the receiver's lateness (arrival − ``X-Punctual-Scheduled-Time``) and the CPU time
 per run of this process, so that each layer's cost can be told apart from the cluster's.
@@ -16,8 +16,8 @@ Usage: python bench/hot_path.py [--jobs 1000] [--every 1s] [--seconds 20]
 import argparse
 import asyncio
 import collections
+import contextlib
 import gc
-import math
 import os
 import shutil
 import subprocess
@@ -28,14 +28,21 @@ import urllib.request
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import prometheus_client
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "hack")]
 
+from lib.statistics import percentile  # noqa: E402
 from localcluster import LocalRedis, ports, processes  # noqa: E402
-from punctual import replica  # noqa: E402
+from punctual import metrics  # noqa: E402
 from punctual.contracts import protocols, records  # noqa: E402
+from punctual.replica import parts  # noqa: E402
+from punctual.replica import settings as replica_settings  # noqa: E402
 from punctual.runtime import clocks  # noqa: E402
 from punctual.scheduling import durations, interval, overlap, plans, slots  # noqa: E402
+from punctual.targets import addresses, kinds  # noqa: E402
+from punctual.targets.http import connections as http_connections  # noqa: E402
 from punctual.targets.http import executor as http_executor  # noqa: E402
 
 
@@ -87,10 +94,8 @@ def spread(values: list[float]) -> str:
     if not ordered:
         return "no runs"
 
-    def rank(q: float) -> float:
-        return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
-
-    return f"p50 {rank(0.5):.2f} ms, p99 {rank(0.99):.2f} ms, max {ordered[-1]:.2f} ms"
+    p50, p99 = percentile(ordered, 0.5), percentile(ordered, 0.99)
+    return f"p50 {p50:.2f} ms, p99 {p99:.2f} ms, max {ordered[-1]:.2f} ms"
 
 
 async def run(
@@ -99,13 +104,27 @@ async def run(
     every = durations.parse(arguments.every, field="--every")
     jitter = every - timedelta(milliseconds=1)
     lateness = Lateness()
-    settings = replica.ReplicaSettings(
+    settings = replica_settings.ReplicaSettings(
         replica_id="bench", lock_backend=arguments.lock, redis_url=redis_url, metrics_port=0
     )
-    # Leaving the block shuts the scheduler down, then closes the lock, Redis and connections.
-    async with replica.Replica(settings) as parts:
-        scheduler = parts.start_scheduler(await parts.open_lock(), stores=[lateness])
-        connections = await parts.open_http_connections() if target else None
+    meters = metrics.Metrics(prometheus_client.CollectorRegistry(), target_kinds=kinds.NAMES)
+    # Leaving the block shuts the scheduler down, then closes the connections, the lock, Redis.
+    async with contextlib.AsyncExitStack() as stack:
+        shared = parts.connect_redis(settings, stack)
+        lock = parts.open_lock(settings, stack, meters=meters, redis_connection=shared)
+        connections = (
+            await stack.enter_async_context(
+                http_connections.HttpConnections(
+                    refuse=addresses.AddressGuard.default(api_server=[], allowed=None).refusal,
+                    limit_per_namespace=settings.http_connections_per_namespace,
+                )
+            )
+            if target
+            else None
+        )
+        scheduler = parts.start_scheduler(
+            settings, stack, lock.tracked, meters=meters, stores=[lateness]
+        )
         for index in range(arguments.jobs):
             uid = f"00000000-0000-0000-0000-{index:012d}"
             job = slots.JobRef(namespace="bench", name=f"job-{index:05d}", uid=uid)

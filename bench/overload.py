@@ -27,7 +27,8 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 
-from environment import Environment, create_all, environment, harness, load, say
+from environment import Environment, create_all, environment, harness
+from lib.output import load, say
 
 INVALID_SPECS = (
     {"schedule": "61 * * * *"},  # minute out of range: only the operator's cron parser sees it

@@ -72,14 +72,28 @@ from typing import Any
 
 import aiohttp
 import redis
-from prometheus_client.parser import text_string_to_metric_families
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "hack"), str(REPO / "tests"), str(REPO / "tests" / "integration")]
 
 from operator_harness import Operators, Replica  # noqa: E402
 
-from localcluster import LocalCluster, LocalRedis, ports, processes  # noqa: E402
+from lib import plotting  # noqa: E402
+from lib.observing import (  # noqa: E402
+    Call,
+    ReceiverProcess,
+    Samples,
+    buckets,
+    highest_bucket,
+    histogram_quantile,
+    parse_metrics,
+    proc_cpu_seconds,
+    proc_rss_mb,
+    total,
+)
+from lib.output import load, say  # noqa: E402
+from lib.statistics import percentile  # noqa: E402
+from localcluster import LocalCluster, LocalRedis, ports  # noqa: E402
 from localcluster.api import ApiClient, ApiError  # noqa: E402
 from localcluster.certs import ClusterCerts  # noqa: E402
 from punctual.scheduling import durations, ownership, slots  # noqa: E402
@@ -87,84 +101,9 @@ from punctual.scheduling import durations, ownership, slots  # noqa: E402
 API = "/apis/punctual.dev/v1alpha1"
 CRD = REPO / "crds" / "scheduledjobs.punctual.dev.yaml"
 PHASES = ("create", "start", "steady", "restart", "replicas", "burst", "failover")
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def log(message: str) -> None:
-    stamp = datetime.now(UTC).strftime("%H:%M:%S")
-    print(f"[{stamp} load {os.getloadavg()[0]:.2f}] {message}", flush=True)
 
 
 # -- sampling the processes and servers ------------------------------------------------------------
-
-
-Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
-
-
-def parse_metrics(text: str) -> Samples:
-    samples: Samples = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-    return samples
-
-
-def total(samples: Samples, name: str, **labels: str) -> float:
-    wanted = set(labels.items())
-    return sum(
-        value
-        for (sample, sample_labels), value in samples.items()
-        if sample == name and wanted <= set(sample_labels)
-    )
-
-
-def buckets(samples: Samples, name: str) -> dict[float, float]:
-    found: dict[float, float] = {}
-    for (sample, labels), value in samples.items():
-        if sample == f"{name}_bucket":
-            found[float(dict(labels)["le"])] = value
-    return found
-
-
-def histogram_quantile(quantile: float, cumulative: Mapping[float, float]) -> float:
-    """Like PromQL's ``histogram_quantile``: linear inside the bucket, in the bounds' unit."""
-    bounds = sorted(cumulative)
-    if not bounds or cumulative[bounds[-1]] <= 0:
-        return math.nan
-    rank = quantile * cumulative[bounds[-1]]
-    lower, below = 0.0, 0.0
-    for bound in bounds:
-        count = cumulative[bound]
-        if count >= rank:
-            if math.isinf(bound):
-                return lower
-            inside = count - below
-            return lower + (bound - lower) * ((rank - below) / inside if inside else 0.0)
-        lower, below = bound, count
-    return lower
-
-
-def highest_bucket(cumulative: Mapping[float, float]) -> float:
-    """The upper bound of the highest bucket with observations (the histogram's "max")."""
-    previous = 0.0
-    highest = math.nan
-    for bound in sorted(cumulative):
-        if cumulative[bound] > previous:
-            highest = bound
-        previous = cumulative[bound]
-    return highest
-
-
-def proc_cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
-
-
-def proc_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return math.nan
 
 
 def apiserver_requests(api: ApiClient) -> collections.Counter[tuple[str, str, str]]:
@@ -203,72 +142,6 @@ def fetch_metrics(replica: Replica, *, timeout: float = 10) -> Samples:
     url = f"http://{ports.LOOPBACK}:{replica.metrics_port}/metrics"
     with urllib.request.urlopen(url, timeout=timeout) as reply:
         return parse_metrics(reply.read().decode())
-
-
-# -- the receiver ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    arrived_ns: int
-    scheduled_ns: int
-    key: str
-
-    @property
-    def lateness_ms(self) -> float:
-        return (self.arrived_ns - self.scheduled_ns) / 1e6
-
-
-def _rfc3339_ns(text: str) -> int:
-    instant = datetime.fromisoformat(text)
-    return (instant - EPOCH) // timedelta(microseconds=1) * 1000
-
-
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-class ReceiverProcess:
-    """``bench/scale_receiver.py`` in a process of its own; every call it ever got, by key."""
-
-    def __init__(self, run_dir: Path) -> None:
-        self.run_dir = run_dir
-        self.port = ports.free_port()
-        self.seen: collections.Counter[str] = collections.Counter()
-        self._dumps = 0
-        ready = run_dir / "receiver.ready"
-        self.process = processes.start(
-            "receiver",
-            [
-                sys.executable,
-                str(REPO / "bench" / "scale_receiver.py"),
-                "--port",
-                str(self.port),
-                "--ready-file",
-                str(ready),
-            ],
-            run_dir,
-        )
-        processes.wait_until(self.process, ready.exists, "the receiver listens", 30)
-
-    def url(self, path: str) -> str:
-        return f"http://{ports.LOOPBACK}:{self.port}{path}"
-
-    def dump(self, label: str) -> list[Call]:
-        """The calls since the previous dump (also kept under ``run_dir``)."""
-        self._dumps += 1
-        path = self.run_dir / f"calls-{self._dumps:02d}-{label}.csv"
-        with urllib.request.urlopen(self.url(f"/__dump?path={path}"), timeout=120) as reply:
-            reply.read()
-        calls = []
-        with path.open() as rows:
-            for row in rows:
-                arrived, scheduled, key = row.rstrip("\n").split(",", 2)
-                calls.append(Call(int(arrived), _rfc3339_ns(scheduled), key))
-        self.seen.update(call.key for call in calls)
-        return calls
-
-    def stop(self) -> None:
-        self.process.stop(grace=5)
 
 
 # -- the API: bulk requests, listings --------------------------------------------------------------
@@ -325,7 +198,7 @@ async def _bulk(
             done += 1
             if done % step == 0 or done == len(requests):
                 rate = done / max(time.monotonic() - started, 1e-9)
-                log(f"  {what}: {done}/{len(requests)} ({rate:.0f}/s)")
+                say(f"  {what}: {done}/{len(requests)} ({rate:.0f}/s)")
 
         await asyncio.gather(*(send(i, request) for i, request in enumerate(requests)))
     return results
@@ -340,7 +213,7 @@ def list_jobs(cluster: LocalCluster, namespace: str) -> list[dict[str, Any]]:
         except ApiError as error:
             if error.status != 429 and error.status < 500:
                 raise
-            log(f"  listing answered HTTP {error.status}; again in {2 + attempt}s")
+            say(f"  listing answered HTTP {error.status}; again in {2 + attempt}s")
             time.sleep(2 + attempt)
             continue
         items: list[dict[str, Any]] = listing["items"]
@@ -487,7 +360,7 @@ class Bench:
         }
         row.update(extra or {})
         scale.rows.append(row)
-        log(
+        say(
             f"  {phase}: {len(calls)} calls, receiver p50/p99/max {row['recv_p50_ms']}/"
             f"{row['recv_p99_ms']}/{row['recv_max_ms']} ms, histogram p50/p99 "
             f"{row['hist_p50_ms']}/{row['hist_p99_ms']} ms, missing {missing}, duplicates "
@@ -550,7 +423,7 @@ class Bench:
             ]
             if not stale:
                 return time.monotonic() - since, 0
-            log(f"  {len(stale)} of {len(items)} jobs without a fresh nextRunTime")
+            say(f"  {len(stale)} of {len(items)} jobs without a fresh nextRunTime")
             time.sleep(2)
         return math.nan, len(stale)
 
@@ -573,7 +446,7 @@ class Bench:
             ]
             if not behind:
                 return
-            log(f"  {len(behind)} of {len(items)} jobs not observed yet")
+            say(f"  {len(behind)} of {len(items)} jobs not observed yet")
             time.sleep(2)
         raise RuntimeError("the spec change was not observed everywhere")
 
@@ -605,7 +478,7 @@ class Bench:
             requests.append(
                 Request("POST", f"{API}/namespaces/{scale.namespace}/scheduledjobs", body)
             )
-        log(f"creating {scale.jobs_count} ScheduledJobs ({self.arguments.concurrency} in flight)")
+        say(f"creating {scale.jobs_count} ScheduledJobs ({self.arguments.concurrency} in flight)")
         started = time.monotonic()
         created = asyncio.run(
             _bulk(self.cluster, requests, concurrency=self.arguments.concurrency, what="created")
@@ -620,7 +493,7 @@ class Bench:
                     offset=slots.jitter_offset(uid, jitter=scale.jitter, period=scale.every),
                 )
             )
-        log(f"  created {scale.jobs_count} in {seconds:.1f}s")
+        say(f"  created {scale.jobs_count} in {seconds:.1f}s")
         scale.rows.append(
             {
                 "jobs": scale.jobs_count,
@@ -636,15 +509,15 @@ class Bench:
         self, scale: Scale, operators: Operators, phase: str, stop: Mapping[str, Any] = {}
     ) -> None:
         before = {} if phase == "start" else self.next_run_times(scale)
-        log(f"{phase}: starting replica r1 on {scale.jobs_count} jobs")
+        say(f"{phase}: starting replica r1 on {scale.jobs_count} jobs")
         operators.start("r1", wait=False)
         started = operators["r1"].process.started_at
         if phase == "start":
             self.profile(scale, operators, "start")
         armed = self.wait_armed(operators, "r1", scale.jobs_count)
-        log(f"  all {scale.jobs_count} armed {armed:.1f}s after the process started")
+        say(f"  all {scale.jobs_count} armed {armed:.1f}s after the process started")
         fresh, stale = self.wait_next_run_times(scale, started, before)
-        log(f"  nextRunTime fresh everywhere {fresh:.1f}s after the process started; {stale} not")
+        say(f"  nextRunTime fresh everywhere {fresh:.1f}s after the process started; {stale} not")
         scale.rows.append(
             {
                 "jobs": scale.jobs_count,
@@ -664,12 +537,12 @@ class Bench:
         self, scale: Scale, operators: Operators, running: Sequence[str], phase: str
     ) -> None:
         settle = self.arguments.settle
-        log(f"{phase}: {len(running)} replica(s), settling {settle:.0f}s")
+        say(f"{phase}: {len(running)} replica(s), settling {settle:.0f}s")
         time.sleep(settle)
         self.receiver.dump(f"{scale.jobs_count}-{phase}-before")
         before = self.snapshot(operators, running)
         window = self.arguments.minutes * 60
-        log(f"  measuring {window:.0f}s")
+        say(f"  measuring {window:.0f}s")
         time.sleep(window)
         after = self.snapshot(operators, running)
         time.sleep(1.0)  # the calls due just before the window's end are on their way
@@ -692,10 +565,10 @@ class Bench:
             return
         spy = shutil.which("py-spy")
         if spy is None:
-            log("profile: py-spy not found (run with `uv run --with py-spy ...`)")
+            say("profile: py-spy not found (run with `uv run --with py-spy ...`)")
             return
         out = self.results / f"profile-{scale.jobs_count}-{when}.txt"
-        log(f"profile: py-spy on r1 for {seconds}s -> {out}")
+        say(f"profile: py-spy on r1 for {seconds}s -> {out}")
         spying = subprocess.Popen(
             [
                 spy, "record", "--pid", str(operators["r1"].process.pid),
@@ -718,12 +591,12 @@ class Bench:
             summarize()
 
     def restart(self, scale: Scale, operators: Operators) -> None:
-        log("restart: SIGTERM to r1")
+        say("restart: SIGTERM to r1")
         stopping = time.monotonic()
         operators["r1"].terminate()
         stopped = time.monotonic() - stopping
         code = operators["r1"].process.popen.returncode
-        log(f"  r1 exited {stopped:.1f}s after SIGTERM (exit status {code})")
+        say(f"  r1 exited {stopped:.1f}s after SIGTERM (exit status {code})")
         self.start(scale, operators, "restart", stop={"sigterm_s": round(stopped, 1), "exit": code})
 
     def replicas(self, scale: Scale, operators: Operators) -> list[str]:
@@ -734,7 +607,7 @@ class Bench:
         held = self.held(scale, running)
         for replica_id in running[1:]:
             armed = self.wait_armed(operators, replica_id, held[replica_id])
-            log(f"  {replica_id}: its {held[replica_id]} jobs armed {armed:.1f}s after its start")
+            say(f"  {replica_id}: its {held[replica_id]} jobs armed {armed:.1f}s after its start")
         self.measure(scale, operators, running, "replicas")
         return running
 
@@ -765,12 +638,12 @@ class Bench:
         survivors = [replica for replica in running if replica != victim]
         self.receiver.dump(f"{scale.jobs_count}-failover-before")
         before = self.snapshot(operators, survivors)
-        log(f"failover: SIGKILL of {victim} (owner of {len(orphans)} jobs)")
+        say(f"failover: SIGKILL of {victim} (owner of {len(orphans)} jobs)")
         killed_at = time.time()
         operators[victim].kill()
         running[:] = survivors
         reconverged = self.wait_members(operators, survivors)
-        log(f"  survivors agree {reconverged:.2f}s after the kill")
+        say(f"  survivors agree {reconverged:.2f}s after the kill")
         time.sleep(max(0.0, killed_at + self.arguments.failover_seconds - time.time()))
         after = self.snapshot(operators, survivors)
         calls = self.calls_until(scale, after, "failover")
@@ -781,7 +654,7 @@ class Bench:
             if killed_at * 1e9 < call.scheduled_ns <= until_ns
             and call.key[: call.key.rfind("/", 0, call.key.rfind("/")) + 1] in orphans
         )
-        log(f"  {len(taken)} slots of its jobs run by backups: p99 {_pct(taken, 0.99)} ms")
+        say(f"  {len(taken)} slots of its jobs run by backups: p99 {_pct(taken, 0.99)} ms")
         expected = self.expected_every(scale, killed_at, after.wall - 1.0)
         self.figures(
             scale,
@@ -799,7 +672,7 @@ class Bench:
         )
         paused = survivors[-1]
         before = self.snapshot(operators, survivors)
-        log(f"failover-pause: SIGSTOP of {paused} for {self.arguments.pause_seconds:.0f}s")
+        say(f"failover-pause: SIGSTOP of {paused} for {self.arguments.pause_seconds:.0f}s")
         started = time.time()
         operators[paused].pause()
         time.sleep(self.arguments.pause_seconds)
@@ -843,7 +716,7 @@ class Bench:
             ("burst-jitter30s", {"jitter": "30s"}),
         ):
             jitter = timedelta(seconds=30) if spec.get("jitter") else timedelta()
-            log(f"{phase}: patching {scale.jobs_count} jobs to {spec}")
+            say(f"{phase}: patching {scale.jobs_count} jobs to {spec}")
             requests = [
                 Request(
                     "PATCH",
@@ -861,7 +734,7 @@ class Bench:
             self.wait_observed(scale)
             # The first top of the minute at least 5 s away: every replica has re-armed by then.
             top = (int(time.time() + 5) // 60 + 1) * 60
-            log(f"  waiting for {datetime.fromtimestamp(top, UTC):%H:%M:%S}")
+            say(f"  waiting for {datetime.fromtimestamp(top, UTC):%H:%M:%S}")
             time.sleep(max(0.0, top - time.time() - 3))
             self.receiver.dump(f"{scale.jobs_count}-{phase}-before")
             before = self.snapshot(operators, running)
@@ -889,9 +762,9 @@ class Bench:
         arguments = self.arguments
         rows: list[dict[str, Any]] = []
         run_dir = self.results / "run"
-        log(f"starting the control plane and Redis (run dir {run_dir})")
+        say(f"starting the control plane and Redis (run dir {run_dir})")
         with (
-            LocalCluster(kwok=False, run_dir=run_dir / "cluster", progress=log) as cluster,
+            LocalCluster(kwok=False, run_dir=run_dir / "cluster", progress=say) as cluster,
             LocalRedis(run_dir=run_dir / "redis") as local_redis,
         ):
             self.cluster, self.redis = cluster, local_redis
@@ -920,7 +793,7 @@ class Bench:
 
     def scale(self, scale: Scale, run_dir: Path) -> None:
         phases = set(self.arguments.phases)
-        log(
+        say(
             f"=== {scale.jobs_count} jobs, every {durations.format(scale.every)}, jitter "
             f"{durations.format(scale.jitter) if scale.jitter else 0} ==="
         )
@@ -946,7 +819,7 @@ class Bench:
             try:
                 step()
             except Exception as error:
-                log(f"{name} FAILED: {type(error).__name__}: {error}")
+                say(f"{name} FAILED: {type(error).__name__}: {error}")
                 scale.rows.append(
                     {"jobs": scale.jobs_count, "phase": f"{name} FAILED",
                      "failure": " ".join(f"{type(error).__name__}: {error}".split())[:300],
@@ -973,7 +846,7 @@ class Bench:
         finally:
             operators.stop()
             for replica_id, lines in operators.problems().items():
-                log(f"  {replica_id}: {len(lines)} error line(s), first: {lines[0][:300]}")
+                say(f"  {replica_id}: {len(lines)} error line(s), first: {lines[0][:300]}")
                 scale.rows.append(
                     {"jobs": scale.jobs_count, "phase": f"log-errors-{replica_id}",
                      "errors": len(lines)}
@@ -983,9 +856,7 @@ class Bench:
 
 
 def _pct(ordered: Sequence[float], quantile: float) -> float:
-    if not ordered:
-        return math.nan
-    return round(ordered[max(0, math.ceil(quantile * len(ordered)) - 1)], 2)
+    return round(percentile(ordered, quantile), 2)
 
 
 # -- profiles --------------------------------------------------------------------------------------
@@ -1112,13 +983,9 @@ def _cell(value: Any) -> str:
 
 
 def plot(rows: Sequence[Mapping[str, Any]], path: Path) -> bool:
-    try:
-        import matplotlib  # noqa: PLC0415
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt  # noqa: PLC0415
-    except ImportError:
-        log("no matplotlib: no plot (run with `uv run --with matplotlib ...`)")
+    plt = plotting.pyplot()
+    if plt is None:
+        say("no matplotlib: no plot (run with `uv run --with matplotlib ...`)")
         return False
     figure, axes = plt.subplots(1, 2, figsize=(12, 4.5))
     for axis, phases in zip(
@@ -1223,7 +1090,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments.phases = ["start", *(phase.strip() for phase in arguments.phases.split(","))]
     results = arguments.results / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     results.mkdir(parents=True)
-    log(f"results in {results}; {os.cpu_count()} cores; {_uptime()}")
+    say(f"results in {results}; {os.cpu_count()} cores; {load()}")
     (results / "arguments.json").write_text(
         json.dumps({k: str(v) for k, v in vars(arguments).items()}, indent=2)
     )
@@ -1240,8 +1107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if rows:
             print("\n" + table(rows), flush=True)
             if plot(rows, results / "lateness.png"):
-                log(f"plot: {results / 'lateness.png'}")
-        log(f"CSV: {results / 'scale.csv'}; {_uptime()}")
+                say(f"plot: {results / 'lateness.png'}")
+        say(f"CSV: {results / 'scale.csv'}; {load()}")
     return 0
 
 
@@ -1260,11 +1127,6 @@ def _number(text: str) -> Any:
         with contextlib.suppress(ValueError):
             return kind(text)
     return text
-
-
-def _uptime() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f}"
 
 
 if __name__ == "__main__":

@@ -54,12 +54,11 @@ from environment import (
     environment,
     harness,
     hostile_http_servers,
-    load,
-    say,
 )
+from lib.observing import Call, ReceiverProcess, proc_rss_mb
+from lib.output import load, say
 from localcluster.api import ApiError
 from punctual.scheduling import durations
-from scale import Call, ReceiverProcess, proc_rss_mb
 
 HostileServer = hostile_http_servers.HostileServer
 CHART_MEMORY_LIMIT_MIB = 384

@@ -1,4 +1,4 @@
-"""The operator's Prometheus metrics (design §7), on a registry of the caller's choosing.
+"""The operator's Prometheus metrics, on a registry of the caller's choosing.
 
 Every metric lives on the ``CollectorRegistry`` passed in, never on the process-wide default:
 tests build as many ``Metrics`` as they like, and the CLI serves exactly the one it wired.
@@ -8,7 +8,7 @@ collectors, as the default registry would. Every metric is listed in ``docs/metr
 """
 
 import importlib.metadata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 import prometheus_client
@@ -39,8 +39,6 @@ DURATION_BUCKETS: Final = (*LATENESS_BUCKETS[LATENESS_BUCKETS.index(0.005) :], 3
 """Seconds, 5 ms to an hour: an HTTP call or a stream entry takes milliseconds, a batch Job
 minutes to hours."""
 
-TARGET_KINDS: Final = ("http", "job", "queue")
-"""The ``target`` label's values: the kind under ``spec.target``."""
 UNKNOWN_TARGET: Final = "unknown"
 """The ``target`` of a run whose job this replica no longer knows."""
 
@@ -52,10 +50,14 @@ CONTENT_TYPE: Final = prometheus_client.CONTENT_TYPE_LATEST
 
 
 class Metrics:
-    """The metrics of one operator process, registered on ``registry``."""
+    """The metrics of one operator process, registered on ``registry``; ``target_kinds`` are the
+    values of the ``target`` label (the kinds under ``spec.target``: ``targets.kinds.NAMES``)."""
 
-    def __init__(self, registry: prometheus_client.CollectorRegistry) -> None:
+    def __init__(
+        self, registry: prometheus_client.CollectorRegistry, *, target_kinds: Iterable[str]
+    ) -> None:
         self.registry = registry
+        self.target_kinds = frozenset(target_kinds)
         prometheus_client.ProcessCollector(registry=registry)
         prometheus_client.PlatformCollector(registry=registry)
         prometheus_client.GCCollector(registry=registry)
@@ -149,7 +151,7 @@ class Metrics:
                 self.runs.labels(result=result.value)
         for outcome in NOTICE_OUTCOMES:
             self.claim_notices.labels(outcome=outcome)
-        for target in TARGET_KINDS:
+        for target in sorted(self.target_kinds):
             for result in records.RunResult:
                 if result.has_duration:
                     self.run_duration.labels(target=target, result=result.value)

@@ -2,9 +2,9 @@
 
 Three operator replicas (the redis slot lock) race for every slot of two 1-second jobs; each
 slot's claim and its XADD are one Lua script, so the stream must hold one entry per slot, none
-twice, none missing, with the fields of design §1, in the stream of the job's own namespace: a
-job of another namespace naming the same stream (or the operator's own keys) with ``maxLen: 1``
-reaches nothing of it. Without a Redis the operator says so on the
+twice, none missing, with the fields of docs/queue-messages.md, in the stream of the job's own
+namespace: a job of another namespace naming the same stream (or the operator's own keys) with
+``maxLen: 1`` reaches nothing of it. Without a Redis the operator says so on the
 Ready condition (QueueUnavailable); with the kubernetes lock backend and a Redis, queue jobs
 still claim through Redis.
 """

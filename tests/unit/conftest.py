@@ -5,6 +5,7 @@ import prometheus_client
 import pytest
 
 from punctual import metrics
+from punctual.targets import kinds
 
 
 @pytest.fixture
@@ -14,4 +15,4 @@ def registry() -> prometheus_client.CollectorRegistry:
 
 @pytest.fixture
 def meters(registry: prometheus_client.CollectorRegistry) -> metrics.Metrics:
-    return metrics.Metrics(registry)
+    return metrics.Metrics(registry, target_kinds=kinds.NAMES)

@@ -25,6 +25,7 @@ from punctual.api import models, planning
 from punctual.cli import log_format
 from punctual.controller import admission, handlers
 from punctual.kube import events, membership
+from punctual.replica import settings as replica_settings
 from punctual.scheduling import durations, overlap
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.stores import logs as log_store
@@ -53,7 +54,9 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         metavar="NS",
         help="watch only this namespace (repeatable; default: all namespaces)",
     )
-    parser.add_argument("--lock-backend", choices=replica.LOCK_BACKENDS, default="kubernetes")
+    parser.add_argument(
+        "--lock-backend", choices=replica_settings.LOCK_BACKENDS, default="kubernetes"
+    )
     parser.add_argument(
         "--redis-url",
         default=os.environ.get("PUNCTUAL_REDIS_URL"),
@@ -73,11 +76,11 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     parser.add_argument(
         "--redis-wait-timeout",
-        default=durations.format(replica.ReplicaSettings.redis_wait_timeout),
+        default=durations.format(replica_settings.ReplicaSettings.redis_wait_timeout),
         metavar="DURATION",
         help="how long the primary waits for those replicas (default: "
-        f"{durations.format(replica.ReplicaSettings.redis_wait_timeout)}; less than "
-        f"{durations.format(replica.MOST_WAIT_TIMEOUT)})",
+        f"{durations.format(replica_settings.ReplicaSettings.redis_wait_timeout)}; less than "
+        f"{durations.format(replica_settings.MOST_WAIT_TIMEOUT)})",
     )
     parser.add_argument(
         "--replica-id",
@@ -221,12 +224,12 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     parser.add_argument(
         "--warm-start-gate-image",
-        default=replica.DEFAULT_WARM_START_GATE_IMAGE,
+        default=replica_settings.DEFAULT_WARM_START_GATE_IMAGE,
         metavar="IMAGE",
         help="the image a warm Job's first init container copies the gate from, pulled in the "
         "Job's namespace with its template's imagePullSecrets (mirror it to a registry the "
         "tenants reach); a ScheduledJob's warmStart.gateImage wins over it (default: "
-        f"{replica.DEFAULT_WARM_START_GATE_IMAGE}, built beside the operator's image)",
+        f"{replica_settings.DEFAULT_WARM_START_GATE_IMAGE}, built beside the operator's image)",
     )
     parser.add_argument(
         "--event-loop",
@@ -360,9 +363,9 @@ GC_THRESHOLDS = (700, 10, 1000)
 after 1,000 collections of the middle one (Python's: 10). At 10,000 jobs the objects that live
 beyond two young collections (each slot's wait, a job's pending status, the newest body of each
 object) reach the oldest generation at thousands a second: with Python's threshold a full
-collection walked the whole heap every few seconds, 0.3-1 s of CPU each (up to 3.8 s of wall
-time on two busy cores), and every slot due meanwhile waited. Each full collection finds
-a few hundred objects in cycles: keeping them longer costs little memory."""
+collection walked the whole heap every few seconds, each taking long enough that the slots due
+meanwhile were late (docs/benchmarks.md). Each full collection finds few objects in cycles:
+keeping them longer costs little memory."""
 
 
 def _freeze_what_lives_on() -> None:
@@ -372,9 +375,9 @@ def _freeze_what_lives_on() -> None:
     gc.freeze()
 
 
-def _settings(arguments: argparse.Namespace) -> replica.ReplicaSettings:
+def _settings(arguments: argparse.Namespace) -> replica_settings.ReplicaSettings:
     """Raises ``InvalidSpecError`` or ``ValueError`` naming the option, in the options' order."""
-    settings = replica.ReplicaSettings(
+    settings = replica_settings.ReplicaSettings(
         replica_id=arguments.replica_id,
         namespaces=tuple(arguments.namespace),
         lock_backend=arguments.lock_backend,
@@ -440,7 +443,7 @@ def _membership_namespace(arguments: argparse.Namespace) -> str:
     return str(arguments.namespace[0]) if arguments.namespace else "default"
 
 
-async def _operate(settings: replica.ReplicaSettings) -> None:
+async def _operate(settings: replica_settings.ReplicaSettings) -> None:
     async with replica.Replica(settings) as operator:
         await operator.start()
         # Every job is armed: its loop, plan, executor and cached body live as long as it does

@@ -12,14 +12,13 @@ task started since the operator's start (which includes every run). Stopping the
 ended and recorded by us, and their status written, while everything they need is still open.
 """
 
-import asyncio
-import contextvars
 import logging
-from collections.abc import AsyncIterator, Coroutine, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any, Protocol
 
 import kopf
 
+from punctual.aio import context as aio_context
 from punctual.api import models
 from punctual.controller import admission, reconciler
 from punctual.scheduling.errors import InvalidSpecError
@@ -52,7 +51,10 @@ def register(
     async def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
         return await kopf.login_via_async_client(**kwargs)
 
-    detached = Detached()
+    # kopf's handler context holds the event's cause (its body, patch, loggers and memo), and the
+    # job loop's tasks, created while arming, live as long as the job: detached, they keep one
+    # event's cause, not each an older copy of the body than the object cache keeps.
+    detached = aio_context.Detached()
 
     @kopf.on.event(models.GROUP, models.VERSION, models.PLURAL, registry=registry)
     async def scheduled_job_event(type: str | None, body: kopf.Body, **_: Any) -> None:
@@ -160,34 +162,14 @@ class RefusalsAreNotErrors(logging.Filter):
         return True
 
 
-class Detached:
-    """Runs the reconciler's calls outside the context of the kopf event that caused them.
-
-    A task inherits a copy of the context it is created in, and kopf's handler context holds
-    the event's cause (its body, patch, loggers and memo). The job loop's tasks, created while
-    arming, live as long as the job: each would keep the body of the event that armed it (an
-    older copy than the one the object cache keeps) for as long as the job is scheduled.
-    Instead, every call runs in a copy of one context, taken at the first event: kopf's event
-    poster is reachable from it (``kopf.event`` needs it), and one event's cause is kept, not
-    one per job.
-    """
-
-    def __init__(self) -> None:
-        self._base: contextvars.Context | None = None
-
-    async def run(self, call: Coroutine[Any, Any, None]) -> None:
-        if self._base is None:
-            self._base = contextvars.copy_context()
-        await asyncio.create_task(call, context=self._base.copy())
-
-
 class NoDiffBase(kopf.DiffBaseStorage):
     """A diff base for an operator with ``on.event`` handlers only: none.
 
     For every watch event, kopf builds the object's "essence" (a deep copy of the whole body,
     status and managedFields included, then trimmed) to diff it for ``on.create``/``on.update``
-    handlers, whether there are any or not. Punctual has none: the copies were a twentieth of
-    the CPU of an operator restart, and garbage for every status write's watch event since.
+    handlers, whether there are any or not. Punctual has none: the copies were a share of an
+    operator restart's CPU worth saving (docs/benchmarks.md), and garbage for every status
+    write's watch event since.
     Set it as ``settings.persistence.diffbase_storage``.
     """
 

@@ -13,7 +13,7 @@ from typing import assert_never
 
 from punctual.api import annotations, planning, status_models, status_reader
 from punctual.contracts import protocols
-from punctual.controller import arming, failures, targets, validation
+from punctual.controller import arming, failures, validation
 from punctual.kube import objects, resources
 from punctual.locks import health
 from punctual.runtime import job_loop, supervisor
@@ -21,6 +21,7 @@ from punctual.scheduling import hashed, slots
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.stores import status
 from punctual.targets import errors as target_errors
+from punctual.targets import kinds
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +32,7 @@ LOCK_BACKEND_UNAVAILABLE = "LockBackendUnavailable"
 class _Scheduling:
     generation: int
     destination: str = ""
-    """Where its runs' work goes, for the Ready message (``targets.Wiring.destination``)."""
+    """Where its runs' work goes, for the Ready message (``targets.plugin.Wiring.destination``)."""
     schedule: str = ""
     """Its schedule as ``status.schedule`` shows it (``planning.shown_schedule``)."""
 
@@ -43,7 +44,7 @@ class Reconciler:
         scheduler: supervisor.Supervisor,
         store: status.StatusStore,
         cache: objects.ObjectCache,
-        targets: targets.Targets,
+        targets: kinds.Targets,
         wall: protocols.WallClock,
         warnings: protocols.Warnings,
         lock_health: health.HealthTrackingLock | None = None,

@@ -13,8 +13,7 @@ from datetime import datetime
 
 from punctual.api import models, planning
 from punctual.scheduling import plans
-from punctual.targets.http import wiring as http_wiring
-from punctual.targets.job import wiring as batch_job_wiring
+from punctual.targets import kinds
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +32,9 @@ def check(
 ) -> Checked:
     """The spec read (``planning.parse_spec``), its plan (``planning.plan_for``: cron, time
     zone, jitter, durations, the platform's ``bounds``; ``H`` from ``hash_key``), a slot within
-    the bounds' horizon of ``now`` (``planning.check_fires``) and its target's own checks (an
-    HTTP request that can be sent, a Job template with a JobSpec). Raises ``InvalidSpecError``.
+    the bounds' horizon of ``now`` (``planning.check_fires``) and its target kind's own checks
+    (``targets.kinds.check``: an HTTP request that can be sent, a Job template with a JobSpec).
+    Raises ``InvalidSpecError``.
 
     Of the operator's configuration only the ``bounds`` count here (a spec past them is
     invalid on this operator, whatever else it has): what this operator cannot run for want of
@@ -44,9 +44,5 @@ def check(
     spec = planning.parse_spec(raw_spec)
     plan = planning.plan_for(spec, uid=uid, hash_key=hash_key, bounds=bounds)
     planning.check_fires(spec, plan, now=now, years=bounds.schedule_horizon_years)
-    target = spec.target
-    if target.http is not None:
-        http_wiring.request_for(target.http)
-    if target.job is not None:
-        batch_job_wiring.template_of(target.job)
+    kinds.check(spec)
     return Checked(spec=spec, plan=plan)

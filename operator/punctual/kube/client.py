@@ -5,7 +5,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import aiohttp
 import aiohttp.helpers
@@ -14,6 +14,9 @@ import yarl
 from kubernetes_asyncio import client, config
 
 logger = logging.getLogger(__name__)
+
+ApiClient: TypeAlias = client.ApiClient
+"""The API client, for the modules that pass one along without calling the client library."""
 
 KEEPALIVE_SECONDS = 75.0
 """How long an idle connection to the API server stays in the pool (aiohttp's default: 15 s).
@@ -58,9 +61,9 @@ def _read_environment_once(api: client.ApiClient) -> None:
 
     kubernetes-asyncio's session trusts the environment (``trust_env=True``), so aiohttp looks
     up ``HTTPS_PROXY``/``NO_PROXY`` and reads ``~/.netrc`` again for every request, each time
-    in a thread of the default executor (two hand-offs per request): about 0.7 ms of CPU and
-    two trips through the thread pool for each Job created and each status written, all of it
-    at the instant a burst of slots fires. The environment does not change while we run:
+    in a thread of the default executor (two hand-offs per request): CPU and two trips through
+    the thread pool for each Job created and each status written, all of it at the instant a
+    burst of slots fires. The environment does not change while we run:
     resolved once here (the kubeconfig's ``proxy-url`` still comes first), the session stops
     looking. ``~/.netrc`` is no longer read: credentials come from the kubeconfig or the
     service account, as for kubectl.

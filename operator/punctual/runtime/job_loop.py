@@ -362,9 +362,9 @@ class JobLoop:
         is on its way, it must not strand the slot claimed here and never run. The loop goes on
         to the next slot meanwhile, unless catching up: those runs go one after another, in
         order. Slots are claimed in order: the previous claim lands first (it has long landed,
-        unless the lock is slower than the schedule). The loop holds no landed claim: with
-        10,000 jobs, the last claim and run of each, kept until the next slot, were a tenth of
-        the objects the garbage collector walks.
+        unless the lock is slower than the schedule). The loop holds no landed claim: the last
+        claim and run of every job, kept until the next slot, would be a share of the objects
+        the garbage collector walks that grows with the jobs.
         """
         previous = self._runs.claim_in_flight
         if previous is not None:

@@ -17,7 +17,7 @@ expired meanwhile.
 
 And one replica starts at most ``writes_per_second`` Event writes (default 10), whatever the
 number of jobs, in turns across namespaces, and in each namespace new Events first, then the
-updates waiting longest (the status writer's pacing, ``stores.pacing``): 10,000 jobs failing
+updates waiting longest (the status writer's pacing, ``aio.pacing``): 10,000 jobs failing
 together cost 10 writes a second, each Event then updated less often than once a minute, its
 count exact, and another namespace's first Event still goes within a tick or two. What is not
 written when the replica stops is dropped: the status keeps the counts.
@@ -37,11 +37,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Final
 
+from punctual.aio import pacing
 from punctual.api import status_models
 from punctual.contracts import protocols, records
 from punctual.kube import events, objects
 from punctual.scheduling import slots, timeline, turns
-from punctual.stores import pacing
 from punctual.stores.status import ledger
 
 logger = logging.getLogger(__name__)
@@ -96,9 +96,9 @@ class EventStore(protocols.RunStore):
         self._clock = clock or (lambda: asyncio.get_running_loop().time())
         self._turns = turns.FairTurns()
         self._series: dict[_Key, _Series] = {}
-        self._new: pacing.Waiting[_Key] = pacing.Waiting(namespace=_namespace)
+        self._new: pacing.Waiting[_Key] = pacing.Waiting(group=_namespace)
         """Series never written, each namespace's in the order they came."""
-        self._changed: pacing.Waiting[_Key] = pacing.Waiting(namespace=_namespace)
+        self._changed: pacing.Waiting[_Key] = pacing.Waiting(group=_namespace)
         """Written series with occurrences since, each namespace's oldest change first."""
         self._swept = 0.0
         self._closing = False
@@ -195,18 +195,18 @@ class EventStore(protocols.RunStore):
 
     def _due(self, now: float, *, limit: int) -> list[_Key]:
         """Up to ``limit`` writes, in turns across namespaces (``turns.FairTurns``)."""
-        namespaces = dict.fromkeys([*self._new.namespaces(), *self._changed.namespaces()])
+        namespaces = dict.fromkeys([*self._new.groups(), *self._changed.groups()])
         ready = {namespace: self._ready(namespace, now) for namespace in namespaces}
         return self._turns.take(ready, limit=limit)
 
     def _ready(self, namespace: str, now: float) -> Iterator[_Key]:
         """The writes of ``namespace`` that are due, in the order they go (lazily: only as
         far as its turns reach): new Events first, then the updates waiting longest."""
-        for key in self._new.in_namespace(namespace):
+        for key in self._new.in_group(namespace):
             written_at = self._series[key].written_at
             if written_at is None or now - written_at >= self._window:
                 yield key  # (a creation that failed is tried again a window later)
-        for key in self._changed.in_namespace(namespace):
+        for key in self._changed.in_group(namespace):
             written_at = self._series[key].written_at
             if written_at is not None and now - written_at < self._window:
                 return  # oldest change first: the ones after it wait longer still
@@ -262,7 +262,7 @@ class EventStore(protocols.RunStore):
         """Drop ``key``'s series and every Event pending in its namespace: the namespace is
         gone or being deleted, so writing them again would fail again, for ever."""
         namespace = _namespace(key)
-        dropped = {key, *self._new.in_namespace(namespace), *self._changed.in_namespace(namespace)}
+        dropped = {key, *self._new.in_group(namespace), *self._changed.in_group(namespace)}
         for each in dropped:
             self._new.discard(each)
             self._changed.discard(each)

@@ -1,4 +1,4 @@
-"""A run store that turns what the scheduler reports into metrics (design §7).
+"""A run store that turns what the scheduler reports into metrics.
 
 It records nothing else: pair it with the status store through ``stores.fanout``. The
 ``target`` label of run durations is the kind under the job's ``spec.target``, as the object
@@ -54,7 +54,7 @@ class MeteredStore(protocols.RunStore):
 
     def _target(self, job: slots.JobRef) -> str:
         kind = self._cache.target_kind(job) if self._cache is not None else None
-        return kind if kind in metrics.TARGET_KINDS else metrics.UNKNOWN_TARGET
+        return kind if kind in self._meters.target_kinds else metrics.UNKNOWN_TARGET
 
     def slots_missed(
         self,

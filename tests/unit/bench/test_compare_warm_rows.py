@@ -6,27 +6,21 @@ from typing import Any
 
 import pytest
 
-from compare import (
+from comparing.figures import Phase, collect, summarize, table
+from comparing.objects import warm_job_spec
+from comparing.observing import Observations, at_its_gate, gate_late_ms, gated_containers
+from comparing.systems import (
     AT_GATE,
     CRONJOB,
     GATE_RELEASED,
     JOB_WATCH,
-    NODE_MEASURES,
     POD_RUNNING,
     PUNCTUAL_ANNOTATION,
     WARM_EXEC,
     WARM_INIT,
     WORKLOAD_STARTED,
-    Observations,
-    Phase,
-    at_its_gate,
-    collect,
-    gate_late_ms,
-    gated_containers,
-    summarize,
-    table,
-    warm_job_spec,
 )
+from comparing.workload import NODE_MEASURES
 
 SLOT = datetime(2026, 12, 1, 14, 41, tzinfo=UTC)
 RELEASED = (

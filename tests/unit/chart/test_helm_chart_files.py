@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from punctual import metrics
+from punctual.targets import kinds
 
 REPO = Path(__file__).resolve().parents[3]
 CHART = REPO / "charts" / "punctual"
@@ -296,7 +297,7 @@ SERIES = re.compile(r"\b(punctual_[a-z_]+?)(?:_bucket|_total|_count|_sum)?\b")
 
 def served_metrics() -> set[str]:
     registry = prometheus_client.CollectorRegistry()
-    metrics.Metrics(registry)
+    metrics.Metrics(registry, target_kinds=kinds.NAMES)
     return {family.name for family in registry.collect()}
 
 

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from punctual import replica
 from punctual.api import planning
 from punctual.cli import run
 from punctual.redis_io import pipelines
+from punctual.replica import settings as replica_settings
 from punctual.scheduling.errors import InvalidSpecError
 
 
-def settings(*argv: str) -> replica.ReplicaSettings:
+def settings(*argv: str) -> replica_settings.ReplicaSettings:
     parser = argparse.ArgumentParser()
     run.register(parser.add_subparsers())
     return run._settings(parser.parse_args(["run", *argv]))
@@ -43,7 +43,7 @@ class TestSharding:
         assert settings(*argv).sharding is sharding
 
     def test_it_is_the_default_of_a_replica_built_without_the_command_too(self) -> None:
-        assert replica.ReplicaSettings(replica_id="r1").sharding
+        assert replica_settings.ReplicaSettings(replica_id="r1").sharding
 
 
 class TestTheMembershipNamespace:
@@ -80,7 +80,7 @@ class TestTheMembershipNamespace:
 class TestTheBoundsPerJob:
     def test_the_defaults_are_the_documented_ones(self) -> None:
         assert settings().bounds == planning.DEFAULT_BOUNDS
-        assert replica.ReplicaSettings(replica_id="r1").bounds == planning.DEFAULT_BOUNDS
+        assert replica_settings.ReplicaSettings(replica_id="r1").bounds == planning.DEFAULT_BOUNDS
 
     def test_each_flag_sets_its_bound(self) -> None:
         bounds = settings(
@@ -129,7 +129,10 @@ class TestTheBoundsPerJob:
 class TestTheBoundPerNamespace:
     def test_the_default_is_the_documented_one(self) -> None:
         assert settings().max_runs_in_flight_per_namespace == 1000
-        assert replica.ReplicaSettings(replica_id="r1").max_runs_in_flight_per_namespace == 1000
+        assert (
+            replica_settings.ReplicaSettings(replica_id="r1").max_runs_in_flight_per_namespace
+            == 1000
+        )
 
     def test_the_flag_sets_it(self) -> None:
         chosen = settings("--max-runs-in-flight-per-namespace=50")
@@ -185,7 +188,9 @@ class TestTheReplicasAClaimWaitsFor:
         assert settings().acknowledgement == pipelines.Acknowledgement(
             replicas=0, timeout=timedelta(milliseconds=500)
         )
-        assert replica.ReplicaSettings(replica_id="r1").acknowledgement == pipelines.NO_WAIT
+        assert (
+            replica_settings.ReplicaSettings(replica_id="r1").acknowledgement == pipelines.NO_WAIT
+        )
 
     def test_are_taken_from_the_options(self) -> None:
         chosen = settings("--redis-wait-replicas=1", "--redis-wait-timeout=200ms")

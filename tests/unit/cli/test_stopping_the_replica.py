@@ -18,11 +18,11 @@ from kopf._cogs.structs import ephemera
 from kopf._core.engines import activities, indexing
 from kopf._core.intents import causes
 
-from punctual import replica as punctual_replica
 from punctual.contracts import records
 from punctual.controller import handlers, reconciler
 from punctual.kube import objects, status_api
 from punctual.locks import memory
+from punctual.replica import stopping as replica_stopping
 from punctual.runtime import supervisor
 from punctual.scheduling import interval, missed, overlap, plans, slots
 from punctual.stores import status as status_store
@@ -136,14 +136,14 @@ def statuses(api: SlowStatusApi, clock: Clock) -> status_store.StatusStore:
     )
 
 
-def replica(statuses: status_store.StatusStore, clock: Clock) -> punctual_replica.Stopping:
+def replica(statuses: status_store.StatusStore, clock: Clock) -> replica_stopping.Stopping:
     """A replica's stop as ``Replica.start`` builds it (started inside the test: looptime's
     clock)."""
     clock.wall()
     scheduler = supervisor.Supervisor(
         wall=clock.wall, lock=memory.MemoryLock(), store=statuses, replica="r1"
     )
-    return punctual_replica.Stopping(
+    return replica_stopping.Stopping(
         scheduler=scheduler,
         statuses=statuses,
         flusher=asyncio.create_task(statuses.run(), name="status writer"),

@@ -10,9 +10,9 @@ from typing import Any
 import kopf
 import pytest
 
-from punctual import replica
 from punctual.api import planning
 from punctual.controller import admission, handlers
+from punctual.replica import settings as replica_settings
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.targets.job import manifests
 
@@ -327,9 +327,9 @@ class TestTheAnswersBounds:
 
 def test_a_webhook_port_needs_a_certificate() -> None:
     with pytest.raises(InvalidSpecError, match=r"^--webhook-cert-dir: required with --webhook"):
-        replica.ReplicaSettings(replica_id="r1", webhook_port=9443)
+        replica_settings.ReplicaSettings(replica_id="r1", webhook_port=9443)
 
 
 def test_a_client_ca_needs_a_webhook(tmp_path: Path) -> None:
     with pytest.raises(InvalidSpecError, match=r"^--webhook-client-ca: only with --webhook-port"):
-        replica.ReplicaSettings(replica_id="r1", webhook_client_ca=tmp_path / "ca.crt")
+        replica_settings.ReplicaSettings(replica_id="r1", webhook_client_ca=tmp_path / "ca.crt")

@@ -23,10 +23,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from punctual.api import planning
-from punctual.controller import targets, validation
+from punctual.controller import validation
 from punctual.scheduling import hashed, slots
 from punctual.scheduling.errors import InvalidSpecError
+from punctual.targets import kinds
+from punctual.targets.http import wiring as http_wiring
+from punctual.targets.job import wiring as batch_job_wiring
 from punctual.targets.queue import stream as queue_stream
+from punctual.targets.queue import wiring as queue_wiring
 
 JOB = slots.JobRef(namespace="fuzz", name="fuzzed", uid="0b7e2a54-9d7f-4b0e-8f57-1d2c3b4a5f60")
 HASH_KEY = hashed.job_key(namespace=JOB.namespace, name=JOB.name)
@@ -296,19 +300,27 @@ class _IdleBatchJobWatcher:
 
 
 @pytest.fixture(scope="module")
-def wiring() -> targets.Targets:
+def wiring() -> kinds.Targets:
     # Every capability present: a Redis (never connected to: clients connect lazily), the Jobs
     # API. The session and the secret reader are only stored by the executors built here.
-    return targets.Targets(
-        connections=object(),  # type: ignore[arg-type]
-        secrets=object(),  # type: ignore[arg-type]
-        batch_jobs=object(),  # type: ignore[arg-type]
-        batch_job_watcher=_IdleBatchJobWatcher(),  # type: ignore[arg-type]
-        streams=queue_stream.StreamClaims.from_url("redis://127.0.0.1:1/0"),
+    return kinds.Targets(
+        {
+            "http": http_wiring.HttpTargets(
+                connections=object(),  # type: ignore[arg-type]
+                secrets=object(),  # type: ignore[arg-type]
+            ),
+            "job": batch_job_wiring.BatchJobTargets(
+                api=object(),  # type: ignore[arg-type]
+                watcher=_IdleBatchJobWatcher(),  # type: ignore[arg-type]
+            ),
+            "queue": queue_wiring.QueueTargets(
+                queue_stream.StreamClaims.from_url("redis://127.0.0.1:1/0")
+            ),
+        }
     )
 
 
-def validate(raw: object, wiring: targets.Targets) -> None:
+def validate(raw: object, wiring: kinds.Targets) -> None:
     """What ``Reconciler.observe`` does with an object's spec before it arms anything."""
     # The reconciler reads `body.get("spec") or {}`: whatever the object holds under spec.
     checked = validation.check(
@@ -324,7 +336,7 @@ def validate(raw: object, wiring: targets.Targets) -> None:
 @FUZZ_SETTINGS
 @given(raw=specs)
 def test_a_spec_with_edgy_values_is_planned_or_refused_as_an_invalid_spec(
-    wiring: targets.Targets, raw: dict[str, Any]
+    wiring: kinds.Targets, raw: dict[str, Any]
 ) -> None:
     try:
         validate(raw, wiring)
@@ -338,7 +350,7 @@ def test_a_spec_with_edgy_values_is_planned_or_refused_as_an_invalid_spec(
 @FUZZ_SETTINGS
 @given(raw=specs)
 def test_what_the_check_admits_the_wiring_finds_valid(
-    wiring: targets.Targets, raw: dict[str, Any]
+    wiring: kinds.Targets, raw: dict[str, Any]
 ) -> None:
     try:
         checked = validation.check(
@@ -352,13 +364,13 @@ def test_what_the_check_admits_the_wiring_finds_valid(
 @FUZZ_SETTINGS
 @given(raw=json_values)
 def test_any_json_as_a_spec_is_refused_as_an_invalid_spec(
-    wiring: targets.Targets, raw: object
+    wiring: kinds.Targets, raw: object
 ) -> None:
     with pytest.raises(InvalidSpecError):
         validate(raw, wiring)
 
 
-def test_the_fuzzer_reaches_valid_specs_of_every_target(wiring: targets.Targets) -> None:
+def test_the_fuzzer_reaches_valid_specs_of_every_target(wiring: kinds.Targets) -> None:
     """The generator is worth something only if it reaches the executors: a valid spec of each
     target, drawn from the same strategy pieces, must pass the whole path."""
     for target in (

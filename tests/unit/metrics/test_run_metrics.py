@@ -1,4 +1,5 @@
-"""What the metrics say about runs, slots and claims (design §7), read back from the registry."""
+"""What the metrics say about runs, slots and claims (docs/metrics.md), read back from the
+registry."""
 
 import asyncio
 import time
@@ -16,6 +17,7 @@ from punctual.scheduling import interval, overlap, plans, slots
 from punctual.stores import fanout
 from punctual.stores import memory as memory_store
 from punctual.stores import metered as metered_store
+from punctual.targets import kinds
 
 JOB = slots.JobRef(namespace="reports", name="nightly", uid="5f0c1d2e-0000-4000-8000-00000000abcd")
 SLOT = datetime(2026, 1, 1, 2, 30, tzinfo=UTC)
@@ -79,8 +81,8 @@ class TestTheMetricsAreTheDesignedOnes:
             assert sample(registry, "punctual_runs_total", result=result) == 0.0
 
     def test_two_registries_do_not_collide(self) -> None:
-        metrics.Metrics(prometheus_client.CollectorRegistry())
-        metrics.Metrics(prometheus_client.CollectorRegistry())
+        metrics.Metrics(prometheus_client.CollectorRegistry(), target_kinds=kinds.NAMES)
+        metrics.Metrics(prometheus_client.CollectorRegistry(), target_kinds=kinds.NAMES)
 
     def test_the_render_is_the_prometheus_text_format(self, meters: metrics.Metrics) -> None:
         assert metrics.CONTENT_TYPE.startswith("text/plain")

@@ -3,15 +3,20 @@ and the queue's stream claims, closed once after all three; settings refused as 
 refuses them (exit status 2, a line naming the option)."""
 
 import argparse
+import contextlib
 from typing import Any
 
+import prometheus_client
 import pytest
 
-from punctual import replica
+from punctual import metrics
 from punctual.cli import run as run_command
 from punctual.locks import redis as redis_lock
 from punctual.locks import redis_leases
 from punctual.redis_io import connections
+from punctual.replica import parts
+from punctual.replica import settings as replica_settings
+from punctual.targets import kinds
 from punctual.targets.queue import stream as queue_stream
 
 URL = "redis://127.0.0.1:1/0"  # never connected to
@@ -28,6 +33,10 @@ class Client:
 
     async def aclose(self) -> None:
         self.closed += 1
+
+
+def meters() -> metrics.Metrics:
+    return metrics.Metrics(prometheus_client.CollectorRegistry(), target_kinds=kinds.NAMES)
 
 
 @pytest.fixture
@@ -50,13 +59,14 @@ async def test_the_lock_and_the_run_leases_share_one_client_closed_once(
         return connection
 
     monkeypatch.setattr(connections, "connect", connect)
-    settings = replica.ReplicaSettings(
+    settings = replica_settings.ReplicaSettings(
         replica_id="r1", lock_backend="redis", redis_url=URL, metrics_port=0
     )
-    async with replica.Replica(settings) as parts:
-        await parts.open_lock()
-        assert parts.open_durable_runs() is not None
-        assert parts.connect_redis() is connection
+    async with contextlib.AsyncExitStack() as stack:
+        shared = parts.connect_redis(settings, stack)
+        parts.open_lock(settings, stack, meters=meters(), redis_connection=shared)
+        assert parts.open_durable_runs(settings, stack, redis_connection=shared) is not None
+        assert shared is connection
 
     assert pools == [connections.SHARED_MAX_CONNECTIONS]
     assert client.closed == 1
@@ -77,10 +87,12 @@ async def test_the_users_of_a_shared_client_leave_it_open(
 
 
 async def test_a_replica_built_in_parts_without_redis_opens_none() -> None:
-    settings = replica.ReplicaSettings(replica_id="r1", lock_backend="memory", metrics_port=0)
-    async with replica.Replica(settings) as parts:
-        assert parts.connect_redis() is None
-        assert parts.open_durable_runs() is None
+    settings = replica_settings.ReplicaSettings(
+        replica_id="r1", lock_backend="memory", metrics_port=0
+    )
+    async with contextlib.AsyncExitStack() as stack:
+        assert parts.connect_redis(settings, stack) is None
+        assert parts.open_durable_runs(settings, stack, redis_connection=None) is None
 
 
 @pytest.mark.parametrize(

@@ -11,11 +11,11 @@ from typing import Any, Protocol
 
 import pytest
 
+from punctual.aio import pacing
 from punctual.contracts import records
 from punctual.kube import events, objects
 from punctual.scheduling import slots
 from punctual.stores import events as event_store
-from punctual.stores import pacing
 from punctual.stores import status as status_store
 
 SLOT = datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
@@ -23,19 +23,19 @@ SLOT = datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
 
 class TestWhatWaits:
     def test_each_namespace_keeps_the_order_items_came_in(self) -> None:
-        waiting = pacing.Waiting[str](namespace=lambda item: item[0])
+        waiting = pacing.Waiting[str](group=lambda item: item[0])
         for item in ["a1", "b1", "a2", "a1", "b2"]:
             waiting.add(item)
 
-        assert list(waiting.namespaces()) == ["a", "b"]
-        assert (list(waiting.in_namespace("a")), list(waiting.in_namespace("b"))) == (
+        assert list(waiting.groups()) == ["a", "b"]
+        assert (list(waiting.in_group("a")), list(waiting.in_group("b"))) == (
             ["a1", "a2"],
             ["b1", "b2"],
         )
         assert (len(waiting), "a2" in waiting, "c1" in waiting) == (4, True, False)
 
     def test_an_item_discarded_and_added_again_goes_to_the_back(self) -> None:
-        waiting = pacing.Waiting[str](namespace=lambda item: item[0])
+        waiting = pacing.Waiting[str](group=lambda item: item[0])
         for item in ["a1", "a2", "b1"]:
             waiting.add(item)
 
@@ -44,7 +44,7 @@ class TestWhatWaits:
         waiting.discard("b1")
 
         assert list(waiting) == ["a2", "a1"]
-        assert list(waiting.namespaces()) == ["a"]  # none left in b: forgotten
+        assert list(waiting.groups()) == ["a"]  # none left in b: forgotten
 
 
 # The writers: namespace A has 10,000 writes waiting, B one that came after them.

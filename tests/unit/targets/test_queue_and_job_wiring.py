@@ -17,16 +17,17 @@ import pytest
 
 from punctual.api import planning
 from punctual.contracts import records
-from punctual.controller import targets
 from punctual.kube import secrets
 from punctual.scheduling import slots
 from punctual.scheduling.errors import InvalidSpecError
-from punctual.targets import addresses
+from punctual.targets import addresses, kinds, plugin
 from punctual.targets import errors as target_errors
 from punctual.targets.http import connections as http_connections
+from punctual.targets.http import wiring as http_wiring
 from punctual.targets.job import executor as batch_job_executor
 from punctual.targets.job import requests as batch_job_requests
 from punctual.targets.job import watcher as batch_job_watcher
+from punctual.targets.job import wiring as batch_job_wiring
 from punctual.targets.queue import brokers as queue_brokers
 from punctual.targets.queue import executor as queue_executor
 from punctual.targets.queue import stream as queue_stream
@@ -94,7 +95,7 @@ async def watcher() -> AsyncIterator[batch_job_watcher.BatchJobWatcher]:
 @pytest.fixture
 def wiring(
     connections: http_connections.HttpConnections, watcher: batch_job_watcher.BatchJobWatcher
-) -> Callable[..., targets.Targets]:
+) -> Callable[..., kinds.Targets]:
     def wired(
         *,
         streams: queue_stream.StreamClaims | None = None,
@@ -102,25 +103,29 @@ def wiring(
         queue_max_len: int = queue_wiring.DEFAULT_MAX_LEN_LIMIT,
         brokers: queue_brokers.Brokers | None = None,
         reader: object = None,
-    ) -> targets.Targets:
-        return targets.Targets(
-            connections=connections,
-            secrets=cast(secrets.SecretReader, reader or object()),
-            brokers=brokers,
-            batch_jobs=cast(batch_job_requests.BatchJobsApi, NoBatchJobsApi())
-            if with_jobs
-            else None,
-            batch_job_watcher=watcher if with_jobs else None,
-            streams=streams,
-            queue_max_len=queue_max_len,
+    ) -> kinds.Targets:
+        reads = cast(secrets.SecretReader, reader or object())
+        return kinds.Targets(
+            {
+                "http": http_wiring.HttpTargets(connections=connections, secrets=reads),
+                "job": batch_job_wiring.BatchJobTargets(
+                    api=cast(batch_job_requests.BatchJobsApi, NoBatchJobsApi())
+                    if with_jobs
+                    else None,
+                    watcher=watcher if with_jobs else None,
+                ),
+                "queue": queue_wiring.QueueTargets(
+                    streams, max_len_limit=queue_max_len, brokers=brokers, secrets=reads
+                ),
+            }
         )
 
     return wired
 
 
 async def wire_queue(
-    wiring: Callable[..., targets.Targets], queue: dict[str, Any], **options: Any
-) -> targets.Wiring:
+    wiring: Callable[..., kinds.Targets], queue: dict[str, Any], **options: Any
+) -> plugin.Wiring:
     streams = queue_stream.StreamClaims.from_url("redis://127.0.0.1:1/0")  # lazy: no server
     try:
         return wiring(streams=streams, **options).wire(JOB_REF, spec({"queue": queue}))
@@ -130,7 +135,7 @@ async def wire_queue(
 
 class TestTheQueueTarget:
     async def test_without_the_operators_redis_is_unavailable_not_invalid(
-        self, wiring: Callable[..., targets.Targets]
+        self, wiring: Callable[..., kinds.Targets]
     ) -> None:
         with pytest.raises(target_errors.TargetUnavailableError) as raised:
             wiring().wire(JOB_REF, spec({"queue": {"stream": "reports:jobs"}}))
@@ -140,7 +145,7 @@ class TestTheQueueTarget:
         assert "--redis-url" in str(raised.value)
 
     async def test_claims_through_a_stream_lock_of_its_own(
-        self, wiring: Callable[..., targets.Targets]
+        self, wiring: Callable[..., kinds.Targets]
     ) -> None:
         wired = await wire_queue(wiring, {"stream": "reports:jobs", "maxLen": 10})
 
@@ -148,7 +153,7 @@ class TestTheQueueTarget:
         assert isinstance(wired.executor, queue_executor.QueueExecutor)
 
     async def test_appends_to_its_namespaces_stream_and_says_which(
-        self, wiring: Callable[..., targets.Targets]
+        self, wiring: Callable[..., kinds.Targets]
     ) -> None:
         wired = await wire_queue(wiring, {"stream": "reports:jobs"})
 
@@ -169,7 +174,7 @@ class TestTheQueueTarget:
     )
     async def test_its_stream_is_always_bounded(
         self,
-        wiring: Callable[..., targets.Targets],
+        wiring: Callable[..., kinds.Targets],
         queue: dict[str, Any],
         limit: int,
         max_len: int,
@@ -180,7 +185,7 @@ class TestTheQueueTarget:
         assert wired.lock.max_len == max_len
 
     async def test_a_max_len_above_the_operators_limit_is_not_scheduled(
-        self, wiring: Callable[..., targets.Targets]
+        self, wiring: Callable[..., kinds.Targets]
     ) -> None:
         with pytest.raises(target_errors.TargetUnavailableError) as raised:
             await wire_queue(wiring, {"stream": "s", "maxLen": 501}, queue_max_len=500)
@@ -245,14 +250,14 @@ CELERY = {
 
 class TestATaskOnTheTenantsBroker:
     async def test_without_brokers_is_unavailable_not_invalid(
-        self, wiring: Callable[..., targets.Targets]
+        self, wiring: Callable[..., kinds.Targets]
     ) -> None:
         with pytest.raises(target_errors.TargetUnavailableError) as raised:
             wiring().wire(JOB_REF, spec({"queue": CELERY}))
         assert raised.value.reason == "QueueUnavailable"
 
     async def test_is_claimed_by_the_operators_lock_and_says_where_it_goes(
-        self, wiring: Callable[..., targets.Targets]
+        self, wiring: Callable[..., kinds.Targets]
     ) -> None:
         brokers = queue_brokers.Brokers(guard=addresses.AddressGuard())
         wired = wiring(brokers=brokers, reader=SecretsOf({})).wire(JOB_REF, spec({"queue": CELERY}))
@@ -273,7 +278,7 @@ class TestATaskOnTheTenantsBroker:
         ],
     )
     async def test_a_broker_it_cannot_use_fails_the_run_naming_the_secret(
-        self, wiring: Callable[..., targets.Targets], data: dict[str, str], message: str
+        self, wiring: Callable[..., kinds.Targets], data: dict[str, str], message: str
     ) -> None:
         brokers = queue_brokers.Brokers(guard=addresses.AddressGuard())
         reader = SecretsOf({"reports/broker": data})
@@ -286,7 +291,7 @@ class TestATaskOnTheTenantsBroker:
 
 class TestTheJobTarget:
     async def test_wires_a_job_executor_on_the_operators_lock(
-        self, wiring: Callable[..., targets.Targets]
+        self, wiring: Callable[..., kinds.Targets]
     ) -> None:
         wired = wiring().wire(JOB_REF, spec({"job": {"template": TEMPLATE}}))
 
@@ -295,13 +300,13 @@ class TestTheJobTarget:
         assert wired.executor.job_name(context()) == "nightly-1796002200"
 
     async def test_a_template_without_a_job_spec_is_invalid(
-        self, wiring: Callable[..., targets.Targets]
+        self, wiring: Callable[..., kinds.Targets]
     ) -> None:
         with pytest.raises(InvalidSpecError, match=r"^spec\.target\.job\.template\.spec: required"):
             wiring().wire(JOB_REF, spec({"job": {"template": {"metadata": {}}}}))
 
     async def test_template_metadata_must_be_an_object(
-        self, wiring: Callable[..., targets.Targets]
+        self, wiring: Callable[..., kinds.Targets]
     ) -> None:
         template = {**TEMPLATE, "metadata": "labels"}
 

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from punctual.aio import pacing
 from punctual.contracts import records
 from punctual.scheduling import plans, slots, timeline
-from punctual.stores import pacing
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -138,9 +138,9 @@ class Ledger:
         self._clock = clock
         self.pending: dict[slots.JobRef, Pending] = {}
         """In insertion order, which is the order of ``since``."""
-        self.waiting: pacing.Waiting[slots.JobRef] = pacing.Waiting(namespace=_namespace)
+        self.waiting: pacing.Waiting[slots.JobRef] = pacing.Waiting(group=_namespace)
         """The jobs of ``pending`` by namespace, each namespace's in the same order."""
-        self.urgent: pacing.Waiting[slots.JobRef] = pacing.Waiting(namespace=_namespace)
+        self.urgent: pacing.Waiting[slots.JobRef] = pacing.Waiting(group=_namespace)
         """The jobs of ``pending`` with a change to write at the next tick, by namespace."""
         self.active: collections.defaultdict[slots.JobRef, dict[datetime, records.ActiveRun]] = (
             collections.defaultdict(dict)

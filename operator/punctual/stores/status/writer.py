@@ -39,11 +39,11 @@ from collections.abc import Callable, Coroutine, Iterator, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from punctual.aio import pacing
 from punctual.api import status_models, status_reader
 from punctual.contracts import protocols, records
 from punctual.kube import objects, status_api
 from punctual.scheduling import plans, slots, timeline, turns
-from punctual.stores import pacing
 from punctual.stores.status import ledger, patch
 
 logger = logging.getLogger(__name__)
@@ -328,16 +328,16 @@ class StatusStore(protocols.RunStore):
         """
         pending = self._ledger.pending
         share = max(MIN_BATCH, math.ceil(len(pending) * self._tick / self._interval))
-        namespaces = self._ledger.waiting.namespaces()
+        namespaces = self._ledger.waiting.groups()
         ready = {namespace: self._ready(namespace, now) for namespace in namespaces}
         return self._turns.take(ready, limit=min(limit, len(self._ledger.urgent) + share))
 
     def _ready(self, namespace: str, now: float) -> Iterator[slots.JobRef]:
         """The jobs of ``namespace`` a tick may write, in the order they go (lazily: only as
         far as its turns reach)."""
-        yield from self._ledger.urgent.in_namespace(namespace)
+        yield from self._ledger.urgent.in_group(namespace)
         pending = self._ledger.pending
-        for job in self._ledger.waiting.in_namespace(namespace):
+        for job in self._ledger.waiting.in_group(namespace):
             news = pending[job]
             if now - news.since < self._interval:
                 return

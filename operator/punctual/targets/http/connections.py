@@ -1,9 +1,10 @@
 """A lean HTTP/1.1 client for the HTTP target: keep-alive connections per namespace and origin,
 requests sent as bytes built ahead, answers read as far as their head.
 
-Why not aiohttp (the operator's API client keeps it): its request path was a fifth of the
-event loop at 1,000 runs per second (``make bench-scale`` with ``--profile-seconds``), and it
-costs about twice the CPU per call of this client (``bench/http_client.py``). A run needs only
+Why not aiohttp (the operator's API client keeps it): its request path was a large share of the
+event loop at a thousand runs per second (``make bench-scale`` with ``--profile-seconds``), and
+it costs more CPU per call than this client (``bench/http_client.py``; the figures are in
+docs/benchmarks.md). A run needs only
 the status of the answer, so this client needs much less than a general one. One connection
 (``punctual.targets.http.connection``) parses its answers with llhttp, strictly, and drains
 their bodies within bounds; this module keeps the connections:
@@ -15,7 +16,7 @@ their bodies within bounds; this module keeps the connections:
 - At most ``limit_per_origin`` connections to an origin are busy at once (calling or
   draining), whatever the number of namespaces calling it; a burst of thousands of slots at the
   top of the minute waits its turn instead of opening thousands of sockets. These places are
-  shared fairly by namespace (``punctual.targets.http.places``): one namespace holds at most
+  shared fairly by namespace (``punctual.aio.places``): one namespace holds at most
   ``limit_per_namespace`` of them, and a place given back goes to the waiting namespace holding
   the fewest, so a tenant's burst or hung target never makes another tenant wait. Idle connections
   are reused, the most recently used first, and closed from the oldest end after
@@ -42,8 +43,8 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from punctual.aio import places as fair_places
 from punctual.targets.http import connection as http_connection
-from punctual.targets.http import places as http_places
 
 IDLE_TIMEOUT = 15.0
 """Seconds a connection is kept idle for reuse (aiohttp's default too)."""
@@ -81,7 +82,7 @@ cost."""
 @dataclass
 class _Pool:
     namespace: str
-    places: http_places.OriginPlaces
+    places: fair_places.FairPlaces
     """Connections to the origin busy at once, calling or draining (``limit_per_origin``),
     shared fairly by the pools of every namespace (``limit_per_namespace`` each at most): the
     target sees no more sockets for having more tenants, and no tenant waits behind another."""
@@ -122,7 +123,7 @@ class HttpConnections:
         self._tls = tls
         self._refuse = refuse or _refuse_nothing
         self._pools: dict[_PoolKey, _Pool] = {}
-        self._places: dict[Origin, tuple[http_places.OriginPlaces, int]] = {}
+        self._places: dict[Origin, tuple[fair_places.FairPlaces, int]] = {}
         """Each origin's places, and how many pools share them."""
         self._closed = False
 
@@ -165,9 +166,7 @@ class HttpConnections:
         pool = self._pools.get(key)
         if pool is None:
             places, sharing = self._places.get(origin) or (
-                http_places.OriginPlaces(
-                    limit=self._limit, per_namespace=self._limit_per_namespace
-                ),
+                fair_places.FairPlaces(limit=self._limit, per_group=self._limit_per_namespace),
                 0,
             )
             self._places[origin] = (places, sharing + 1)

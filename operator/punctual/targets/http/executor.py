@@ -13,6 +13,7 @@ import asyncio
 import base64
 import importlib.metadata
 import logging
+import operator
 import re
 import types
 import urllib.parse
@@ -21,9 +22,9 @@ from dataclasses import dataclass, field
 
 import yarl
 
+from punctual.aio import prepared
 from punctual.contracts import records
 from punctual.scheduling import timeline
-from punctual.targets import prepared
 from punctual.targets.http import connection as http_connection
 from punctual.targets.http import connections as http_connections
 
@@ -179,7 +180,7 @@ class HttpExecutor:
         self._secrets = _secret_texts(secret_headers.values(), request.url)
         # The (redacted) message of each status line the target answers, computed once.
         self._messages: dict[tuple[int, str], str] = {}
-        self._prepared = prepared.Prepared(self._payload)
+        self._prepared = prepared.Prepared(self._payload, key=operator.attrgetter("slot_id"))
 
     def __repr__(self) -> str:
         return f"HttpExecutor({self._request.method} {self._display_url})"

@@ -9,7 +9,7 @@ from punctual.contracts import protocols, records
 from punctual.kube import secrets
 from punctual.scheduling import slots
 from punctual.scheduling.errors import InvalidSpecError
-from punctual.targets import addresses, errors
+from punctual.targets import addresses, errors, plugin
 from punctual.targets.http import connections as http_connections
 from punctual.targets.http import executor as http_executor
 
@@ -30,9 +30,14 @@ class HttpTargets:
         self._secrets = secrets
         self._guard = guard or addresses.AddressGuard()
 
-    def wire(self, job: slots.JobRef, target: models.HttpTarget) -> protocols.Executor:
+    def wire(self, job: slots.JobRef, spec: models.ScheduledJobSpec) -> plugin.Wiring:
         """Raises ``InvalidSpecError`` for a request that cannot be sent (``request_for``),
         ``TargetUnavailableError`` for a host this operator may not call."""
+        target = spec.target.http
+        assert target is not None  # the registry wires a spec with its own kind
+        return plugin.Wiring(self._executor(job, target))
+
+    def _executor(self, job: slots.JobRef, target: models.HttpTarget) -> protocols.Executor:
         request = request_for(target)
         allowed = self._guard.allowed
         if allowed is not None and not allowed.admits(target.url):

@@ -30,14 +30,15 @@ gate releases at once when the pod does start, and the lateness is what it is.
 
 import asyncio
 import logging
+import operator
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from punctual.aio import prepared
 from punctual.api import models
 from punctual.contracts import protocols, records
 from punctual.scheduling import plans, slots
-from punctual.targets import prepared
 from punctual.targets.job import manifests, readiness, requests, states, warm
 from punctual.targets.job import watcher as batch_job_watcher
 
@@ -76,7 +77,7 @@ class BatchJobExecutor:
             template, owner=owner, active_deadline=active_deadline
         )
         self._history = history
-        self._prepared = prepared.Prepared(self._request)
+        self._prepared = prepared.Prepared(self._request, key=operator.attrgetter("slot_id"))
 
     def __repr__(self) -> str:
         return f"BatchJobExecutor({self._owner.namespace}/{self._owner.name})"

@@ -7,7 +7,7 @@ from punctual.api import models, planning, warm_pods
 from punctual.contracts import protocols
 from punctual.scheduling import durations, slots
 from punctual.scheduling.errors import InvalidSpecError
-from punctual.targets import errors
+from punctual.targets import errors, plugin
 from punctual.targets.job import executor, requests
 from punctual.targets.job import watcher as batch_job_watcher
 
@@ -32,11 +32,16 @@ class BatchJobTargets:
         self._gate_image = gate_image or warm_pods.GATE
         self._warm_start_reports = warm_start_reports
 
-    def wire(
-        self, owner: slots.JobRef, target: models.JobTarget, spec: models.ScheduledJobSpec
-    ) -> protocols.Executor:
+    def wire(self, owner: slots.JobRef, spec: models.ScheduledJobSpec) -> plugin.Wiring:
         """Raises ``InvalidSpecError`` for a template that is no JobSpec (``template_of``),
         ``TargetUnavailableError`` when this operator does not create batch Jobs."""
+        target = spec.target.job
+        assert target is not None  # the registry wires a spec with its own kind
+        return plugin.Wiring(self._executor(owner, target, spec))
+
+    def _executor(
+        self, owner: slots.JobRef, target: models.JobTarget, spec: models.ScheduledJobSpec
+    ) -> protocols.Executor:
         if self._api is None or self._watcher is None:
             raise errors.TargetUnavailableError(
                 errors.JOBS_UNAVAILABLE, "spec.target.job: this operator does not create Jobs"

@@ -8,15 +8,14 @@ another format (``celery``, ``rq``, ``sidekiq``, ``bullmq``) goes to the tenant'
 (``brokerFrom``), claimed by the operator's slot lock.
 """
 
-from dataclasses import dataclass
 from datetime import datetime
 
 from punctual.api import models
-from punctual.contracts import protocols, records
+from punctual.contracts import records
 from punctual.kube import secrets
 from punctual.redis_io import namespace_keys
 from punctual.scheduling import slots
-from punctual.targets import errors
+from punctual.targets import errors, plugin
 from punctual.targets.queue import (
     brokers,
     bullmq_jobs,
@@ -30,15 +29,6 @@ from punctual.targets.queue import (
 
 DEFAULT_MAX_LEN_LIMIT = 100_000
 """The most entries a queue job's stream may keep (``--queue-max-len``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class WiredQueue:
-    executor: protocols.Executor
-    lock: stream.StreamLock | None
-    """A stream's own lock; ``None``: the operator's (a broker's task)."""
-    destination: str
-    """Where the messages go, for users to find (the Ready condition says it)."""
 
 
 class QueueTargets:
@@ -59,11 +49,13 @@ class QueueTargets:
         self._brokers = brokers
         self._secrets = secrets
 
-    def wire(self, job: slots.JobRef, target: models.QueueTarget) -> WiredQueue:
+    def wire(self, job: slots.JobRef, spec: models.ScheduledJobSpec) -> plugin.Wiring:
         """The job's executor, and a stream's own slot lock, which appends the slot's entry to
         the namespace's stream as it claims it. Raises ``TargetUnavailableError`` when this
         operator has no Redis (a stream) or no brokers (a task), or ``maxLen`` is above its
         limit."""
+        target = spec.target.queue
+        assert target is not None  # the registry wires a spec with its own kind
         if target.stream is None:
             return self._wire_task(job, target)
         if self._streams is None:
@@ -76,13 +68,13 @@ class QueueTargets:
         lock = self._streams.lock_for(
             stream=key, payload=target.payload, max_len=self._max_len(target)
         )
-        return WiredQueue(
+        return plugin.Wiring(
             executor.QueueExecutor(lock, stream=key),
             lock,
             f"entries go to the Redis stream {key}",
         )
 
-    def _wire_task(self, job: slots.JobRef, target: models.QueueTarget) -> WiredQueue:
+    def _wire_task(self, job: slots.JobRef, target: models.QueueTarget) -> plugin.Wiring:
         assert target.broker_from is not None  # the model requires it without a stream
         if self._brokers is None or self._secrets is None:
             raise errors.TargetUnavailableError(
@@ -91,7 +83,7 @@ class QueueTargets:
             )
         build, what = _message_builder(target)
         source = target.broker_from
-        return WiredQueue(
+        return plugin.Wiring(
             executor.BrokerExecutor(
                 build,
                 brokers=self._brokers,

@@ -9,11 +9,11 @@ import pytest
 from punctual import replica
 from punctual.api import planning
 from punctual.cli import run as run_command
-from punctual.controller import targets
 from punctual.scheduling import slots
 from punctual.targets import addresses
 from punctual.targets import errors as target_errors
 from punctual.targets.addresses import AddressGuard, HostAllowlist
+from punctual.targets.http import wiring as http_wiring
 
 JOB = slots.JobRef(namespace="ns", name="job", uid="uid-1")
 
@@ -73,7 +73,7 @@ def test_a_malformed_pattern_is_refused_naming_it(pattern: str) -> None:
 
 
 def test_a_job_whose_host_is_not_allowed_is_reported_and_never_wired() -> None:
-    wiring = targets.Targets(
+    wiring = http_wiring.HttpTargets(
         connections=object(),  # type: ignore[arg-type]
         secrets=object(),  # type: ignore[arg-type]
         guard=AddressGuard(allowed=HostAllowlist.parse(["*.svc.cluster.local"])),
@@ -90,7 +90,7 @@ def test_a_job_whose_host_is_not_allowed_is_reported_and_never_wired() -> None:
 
 
 def test_a_job_whose_host_is_allowed_is_wired() -> None:
-    wiring = targets.Targets(
+    wiring = http_wiring.HttpTargets(
         connections=object(),  # type: ignore[arg-type]
         secrets=object(),  # type: ignore[arg-type]
         guard=AddressGuard(allowed=HostAllowlist.parse(["*.svc.cluster.local"])),
@@ -181,7 +181,7 @@ def test_a_refused_address_is_allowed_only_when_a_pattern_names_it(
 
 
 def test_a_job_calling_the_metadata_endpoint_is_refused_without_any_allowlist() -> None:
-    wiring = targets.Targets(
+    wiring = http_wiring.HttpTargets(
         connections=object(),  # type: ignore[arg-type]
         secrets=object(),  # type: ignore[arg-type]
     )

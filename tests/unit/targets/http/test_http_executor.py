@@ -13,9 +13,9 @@ import aiohttp.test_utils
 import aiohttp.web
 import pytest
 
+from punctual.aio import prepared
 from punctual.contracts import protocols, records
 from punctual.scheduling import slots, timeline
-from punctual.targets import prepared
 from punctual.targets.http import connection as http_connection
 from punctual.targets.http import connections as http_connections
 from punctual.targets.http import executor as http_executor

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from punctual.api import models, planning
-from punctual.contracts import records
+from punctual.contracts import protocols, records
 from punctual.controller import validation
 from punctual.scheduling import slots
 from punctual.scheduling.errors import InvalidSpecError
@@ -151,6 +151,12 @@ def targets_with(secrets: SecretsOf, connections: RecordedConnections) -> http_w
     )
 
 
+def wired(
+    secrets: SecretsOf, connections: RecordedConnections, spec: models.ScheduledJobSpec
+) -> protocols.Executor:
+    return targets_with(secrets, connections).wire(JOB, spec).executor
+
+
 def run_context() -> records.RunContext:
     return records.RunContext(
         job=JOB,
@@ -161,8 +167,8 @@ def run_context() -> records.RunContext:
     )
 
 
-def target(*secret_names: str) -> models.HttpTarget:
-    parsed = planning.parse_spec(
+def target(*secret_names: str) -> models.ScheduledJobSpec:
+    return planning.parse_spec(
         {
             "every": "1m",
             "target": {
@@ -173,8 +179,6 @@ def target(*secret_names: str) -> models.HttpTarget:
             },
         }
     )
-    assert parsed.target.http is not None
-    return parsed.target.http
 
 
 class TestASecretHeader:
@@ -186,7 +190,7 @@ class TestASecretHeader:
     ) -> None:
         connections = RecordedConnections()
         secrets = SecretsOf({"api-token": {"Authorization": "Bearer x"}, "routing": {key: SECRET}})
-        executor = targets_with(secrets, connections).wire(JOB, target("api-token", "routing"))
+        executor = wired(secrets, connections, target("api-token", "routing"))
 
         with pytest.raises(http_wiring.SecretHeaderRefusedError) as refused:
             await executor(run_context())
@@ -199,7 +203,7 @@ class TestASecretHeader:
     async def test_with_a_line_break_fails_the_run_without_showing_its_value(self) -> None:
         connections = RecordedConnections()
         secrets = SecretsOf({"api-token": {"Authorization": f"{SECRET}\r\nHost: admin"}})
-        executor = targets_with(secrets, connections).wire(JOB, target("api-token"))
+        executor = wired(secrets, connections, target("api-token"))
 
         with pytest.raises(http_wiring.SecretHeaderRefusedError, match="line break") as refused:
             await executor(run_context())
@@ -210,7 +214,7 @@ class TestASecretHeader:
     async def test_fixed_in_the_secret_is_sent_at_the_next_run(self) -> None:
         connections = RecordedConnections()
         secrets = SecretsOf({"routing": {"Host": "admin.internal"}})
-        executor = targets_with(secrets, connections).wire(JOB, target("routing"))
+        executor = wired(secrets, connections, target("routing"))
         with pytest.raises(http_wiring.SecretHeaderRefusedError):
             await executor(run_context())
 

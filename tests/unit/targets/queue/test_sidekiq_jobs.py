@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from punctual.api import models
+from punctual.api import models, planning
 from punctual.scheduling import slots
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.targets import addresses
@@ -107,12 +107,18 @@ class TestASidekiqJobsWiring:
         queues = wiring.QueueTargets(
             brokers=brokers.Brokers(guard=addresses.AddressGuard()), secrets=NoSecrets()
         )
-        target = models.QueueTarget.model_validate(
-            {"sidekiq": {"class": "Reports::NightlyJob", "queue": "reports"}, "brokerFrom": BROKER}
+        spec = planning.parse_spec(
+            {
+                "every": "1m",
+                "target": {
+                    "queue": {
+                        "sidekiq": {"class": "Reports::NightlyJob", "queue": "reports"},
+                        "brokerFrom": BROKER,
+                    }
+                },
+            }
         )
-        wired = queues.wire(
-            slots.JobRef(namespace="reports", name="nightly", uid="0b6f2c1e"), target
-        )
+        wired = queues.wire(slots.JobRef(namespace="reports", name="nightly", uid="0b6f2c1e"), spec)
         assert wired.lock is None
         assert wired.destination == (
             "sidekiq job Reports::NightlyJob on queue reports, on the broker of Secret "

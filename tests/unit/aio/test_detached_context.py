@@ -1,18 +1,19 @@
-"""The reconciler's calls run outside the context of the kopf event that caused them."""
+"""Calls run outside their caller's context, in a copy of the first caller's: what every
+caller shares stays reachable, and one cause is kept, not one per task."""
 
 import asyncio
 import contextvars
 
 import pytest
 
-from punctual.controller import handlers
+from punctual.aio import context
 
 _poster: contextvars.ContextVar[str] = contextvars.ContextVar("poster")
 _cause: contextvars.ContextVar[str] = contextvars.ContextVar("cause")
 
 
 async def test_tasks_started_by_a_call_keep_the_first_events_context_not_their_own() -> None:
-    detached = handlers.Detached()
+    detached = context.Detached()
     seen: list[tuple[str, str]] = []
     spawned: list[asyncio.Task[None]] = []
 
@@ -42,4 +43,4 @@ async def test_a_failing_call_raises_to_the_handler() -> None:
         raise ValueError("bad")
 
     with pytest.raises(ValueError, match="bad"):
-        await handlers.Detached().run(observe())
+        await context.Detached().run(observe())

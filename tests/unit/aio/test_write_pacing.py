@@ -4,7 +4,7 @@ whole number of writes per tick (what a tick cannot start whole is not carried o
 
 import pytest
 
-from punctual.stores import pacing
+from punctual.aio import pacing
 
 TICK = 0.25
 
