@@ -50,8 +50,13 @@ named_primary() {
 
 primary=$(named_primary)
 if [ "$role" = server ]; then
-  # Long enough for the Sentinels to see this server down and promote a replica.
-  deadline=$(($(date +%s) + DOWN_AFTER_MS / 1000 + FAILOVER_TIMEOUT_MS / 1000))
+  # Twice down-after-milliseconds: time for the Sentinels to see this server down and promote a
+  # replica. At most 30 s, within what the liveness probe allows a server not yet listening.
+  wait_seconds=$((DOWN_AFTER_MS * 2 / 1000))
+  if [ "$wait_seconds" -gt 30 ]; then
+    wait_seconds=30
+  fi
+  deadline=$(($(date +%s) + wait_seconds))
   while [ "$primary" = "$me $REDIS_PORT" ] && [ "$(date +%s)" -lt "$deadline" ]; do
     echo "the Sentinels still name this restarted server the primary: waiting for a failover" >&2
     sleep 1

@@ -57,7 +57,7 @@ def sentinel_names(stub_dir: Path, asked: int, primary: str, *, then: str | None
 
 
 def start(
-    stub_dir: Path, role: str, pod: int, *args: str, wait_seconds: int = 2
+    stub_dir: Path, role: str, pod: int, *args: str, down_after_ms: int = 500
 ) -> tuple[list[str], str]:
     """Runs the script as pod ``pod``'s ``role``: what it started (program and arguments) and
     the configuration file it wrote."""
@@ -72,9 +72,9 @@ def start(
         "REDIS_PORT": "6379",
         "SENTINEL_PORT": "26379",
         "QUORUM": "2",
-        # The restarted primary's wait is their sum, in whole seconds.
-        "DOWN_AFTER_MS": str(wait_seconds * 1000),
-        "FAILOVER_TIMEOUT_MS": "0",
+        # A restarted primary waits twice this for a failover.
+        "DOWN_AFTER_MS": str(down_after_ms),
+        "FAILOVER_TIMEOUT_MS": "60000",
         "REDISCLI_AUTH": PASSWORD,
     }
     subprocess.run(["sh", str(SCRIPT), role, *args], env=env, check=True, timeout=SCRIPT_TIMEOUT)
@@ -108,7 +108,7 @@ class TestWhichPrimaryAServerFollows:
     ) -> None:
         sentinel_names(stub_dir, 1, member(0), then=member(2))
 
-        _, config = start(stub_dir, "server", 0, wait_seconds=10)
+        _, config = start(stub_dir, "server", 0, down_after_ms=5000)
 
         assert f"replicaof {member(2)} 6379\n" in config
 
@@ -117,7 +117,7 @@ class TestWhichPrimaryAServerFollows:
     ) -> None:
         sentinel_names(stub_dir, 1, member(0))
 
-        _, config = start(stub_dir, "server", 0, wait_seconds=1)
+        _, config = start(stub_dir, "server", 0)
 
         assert "replicaof" not in config
 
@@ -160,8 +160,8 @@ class TestWhatASentinelIsStartedWith:
             f"sentinel sentinel-pass {PASSWORD}",
             f"sentinel monitor punctual {member(2)} 6379 2",
             f"sentinel auth-pass punctual {PASSWORD}",
-            "sentinel down-after-milliseconds punctual 2000",
-            "sentinel failover-timeout punctual 0",
+            "sentinel down-after-milliseconds punctual 500",
+            "sentinel failover-timeout punctual 60000",
             "sentinel parallel-syncs punctual 1",
         ]
         assert started == ["redis-sentinel", str(stub_dir / "config" / "sentinel.conf")]
