@@ -45,6 +45,7 @@ KUBECONFORM_CASES = (
     "defaults",
     "namespaced",
     "bundled-redis-existing-secret-network-policy",
+    "sentinel-redis",
     "monitoring",
     "conventions",
     "custom-resources",

@@ -12,6 +12,10 @@
   the same password and carry the same hash of it; with ``redis.bundled.auth.existingSecret``
   every render is the same, and ``helm upgrade`` after a new password rolls both; Redis' start
   command, as rendered, runs here and takes the password the operator's URL carries.
+- The Sentinel-managed bundled Redis (``redis.bundled.sentinel.enabled``): a StatefulSet of three
+  members, each a server and a Sentinel named by its pod's DNS name, its servers refusing writes
+  without a replica; the operator's URL names the three Sentinels and its claims wait for a
+  replica; spread, disruption budget and NetworkPolicy.
 - The templated CRD (``crds.install``) is the ``crds/`` file; a CRD installed from ``crds/`` is
   refused until adopted as documented, then upgraded, then kept on uninstall.
 - The built-in ``view``/``edit``/``admin`` roles include ScheduledJobs (aggregation, for real).
@@ -235,6 +239,15 @@ MATRIX: dict[str, dict[str, Any]] = {
                     }
                 }
             ],
+            "redisFrom": [{"podSelector": {"matchLabels": {"app": "queue-consumer"}}}],
+            "egress": [{"ports": [{"port": 443, "protocol": "TCP"}]}],
+        },
+    },
+    "sentinel-redis": {
+        "lock": {"backend": "redis"},
+        "redis": {"bundled": {"enabled": True, "sentinel": {"enabled": True}}},
+        "networkPolicy": {
+            "enabled": True,
             "redisFrom": [{"podSelector": {"matchLabels": {"app": "queue-consumer"}}}],
             "egress": [{"ports": [{"port": 443, "protocol": "TCP"}]}],
         },
@@ -504,6 +517,15 @@ class TestRendering:
                 "metrics.serviceMonitor.enabled needs metrics.service.enabled",
             ),
             ({"serviceAccount": {"create": False}}, "serviceAccount.name is required"),
+            (
+                {"redis": {"bundled": {"sentinel": {"enabled": True}}}},
+                "redis.bundled.sentinel.enabled needs redis.bundled.enabled",
+            ),
+            (
+                MATRIX["sentinel-redis"]
+                | {"lock": {"backend": "redis", "redis": {"waitReplicas": 3}}},
+                "lock.redis.waitReplicas: the bundled Sentinel-managed Redis has two replicas",
+            ),
         ],
     )
     def test_contradictory_settings_fail_at_render_time(
@@ -728,6 +750,174 @@ def pod_template(objects: list[dict[str, Any]], deployment: str) -> dict[str, An
 def env_of(container: Mapping[str, Any], name: str) -> dict[str, Any]:
     [found] = [e for e in container["env"] if e["name"] == name]
     return dict(found)
+
+
+def members(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    """The pod spec of the Sentinel-managed Redis' StatefulSet."""
+    return dict(one(objects, "StatefulSet", "punctual-redis")["spec"]["template"]["spec"])
+
+
+class TestSentinelManagedRedis:
+    """redis.bundled.sentinel.enabled: a primary, two replicas and three Sentinels, named by
+    their pods' DNS names, and the operator following the primary the Sentinels name."""
+
+    SENTINELS = ",".join(
+        f"punctual-redis-{member}.punctual-redis.punctual-system.svc:26379" for member in range(3)
+    )
+
+    def test_three_members_each_a_server_and_a_sentinel_with_stable_names(self, helm: Helm) -> None:
+        objects = helm.template(MATRIX["sentinel-redis"])
+        statefulset = one(objects, "StatefulSet", "punctual-redis")["spec"]
+        service = one(objects, "Service", "punctual-redis")["spec"]
+        pod = members(objects)
+
+        assert statefulset["replicas"] == 3
+        assert statefulset["serviceName"] == "punctual-redis"
+        assert statefulset["podManagementPolicy"] == "Parallel"
+        assert service["clusterIP"] == "None"
+        # Members find each other by name while they start, before any is ready.
+        assert service["publishNotReadyAddresses"] is True
+        assert [(p["name"], p["port"]) for p in service["ports"]] == [
+            ("redis", 6379),
+            ("sentinel", 26379),
+        ]
+        assert [c["name"] for c in pod["containers"]] == ["redis", "sentinel"]
+        assert [c["command"] for c in pod["containers"]] == [
+            ["sh", "/opt/redis/redis-sentinel.sh", "server"],
+            ["sh", "/opt/redis/redis-sentinel.sh", "sentinel"],
+        ]
+        assert [
+            o for o in objects if o["kind"] == "Deployment" and "redis" in o["metadata"]["name"]
+        ] == []
+
+    def test_the_start_script_is_the_charts_file_and_a_new_one_restarts_the_members(
+        self, helm: Helm
+    ) -> None:
+        objects = helm.template(MATRIX["sentinel-redis"])
+        script = (CHART / "files" / "redis-sentinel.sh").read_text()
+        template = one(objects, "StatefulSet", "punctual-redis")["spec"]["template"]
+
+        assert one(objects, "ConfigMap", "punctual-redis-start")["data"] == {
+            "redis-sentinel.sh": script
+        }
+        assert (
+            template["metadata"]["annotations"]["checksum/start"]
+            == (hashlib.sha256(script.encode()).hexdigest()[:16])
+        )
+
+    def test_every_member_knows_the_others_by_name_and_the_password_from_the_secret(
+        self, helm: Helm
+    ) -> None:
+        pod = members(helm.template(MATRIX["sentinel-redis"]))
+
+        for container in pod["containers"]:
+            assert env_of(container, "REDISCLI_AUTH")["valueFrom"] == {
+                "secretKeyRef": {"name": "punctual-redis", "key": "password"}
+            }
+            assert env_of(container, "POD_NAME")["valueFrom"] == {
+                "fieldRef": {"fieldPath": "metadata.name"}
+            }
+            settings = {e["name"]: e.get("value") for e in container["env"] if "value" in e}
+            assert settings == {
+                "HEADLESS": "punctual-redis.punctual-system.svc",
+                "MEMBERS": "3",
+                "SERVICE": "punctual",
+                "REDIS_PORT": "6379",
+                "SENTINEL_PORT": "26379",
+                "QUORUM": "2",
+                "DOWN_AFTER_MS": "5000",
+                "FAILOVER_TIMEOUT_MS": "60000",
+            }
+            assert not any("requirepass" in a for a in container.get("args", []))
+
+    def test_the_servers_refuse_writes_without_a_replica_and_never_evict(self, helm: Helm) -> None:
+        values = MATRIX["sentinel-redis"] | {
+            "redis": {
+                "bundled": {"enabled": True, "sentinel": {"enabled": True, "minReplicasMaxLag": 2}}
+            }
+        }
+        [server, _] = members(helm.template(values))["containers"]
+        args = server["args"]
+
+        assert args[args.index("--min-replicas-to-write") + 1] == "1"
+        assert args[args.index("--min-replicas-max-lag") + 1] == "2"
+        assert args[args.index("--maxmemory-policy") + 1] == "noeviction"
+
+    @pytest.mark.parametrize(
+        ("values", "wait_replicas"),
+        [
+            (MATRIX["sentinel-redis"], 1),
+            (
+                MATRIX["sentinel-redis"]
+                | {"lock": {"backend": "redis", "redis": {"waitReplicas": 2}}},
+                2,
+            ),
+            (
+                MATRIX["sentinel-redis"]
+                | {"lock": {"backend": "redis", "redis": {"waitReplicas": 0}}},
+                0,
+            ),
+            (MATRIX["bundled-redis"], 0),
+        ],
+    )
+    def test_claims_wait_for_one_replica_by_default_with_sentinel_only(
+        self, helm: Helm, values: dict[str, Any], wait_replicas: int
+    ) -> None:
+        operator = operator_container(helm.template(values))
+
+        assert f"--redis-wait-replicas={wait_replicas}" in operator["args"]
+
+    def test_the_operator_asks_the_three_sentinels_with_the_bundled_password(
+        self, helm: Helm
+    ) -> None:
+        operator = operator_container(helm.template(MATRIX["sentinel-redis"]))
+
+        assert env_of(operator, "REDIS_PASSWORD")["valueFrom"] == {
+            "secretKeyRef": {"name": "punctual-redis", "key": "password"}
+        }
+        assert env_of(operator, "PUNCTUAL_REDIS_URL")["value"] == (
+            f"redis+sentinel://:$(REDIS_PASSWORD)@{self.SENTINELS}/punctual"
+        )
+
+    @pytest.mark.parametrize(
+        ("preset", "rule"),
+        [
+            ("soft", "preferredDuringSchedulingIgnoredDuringExecution"),
+            ("hard", "requiredDuringSchedulingIgnoredDuringExecution"),
+        ],
+    )
+    def test_members_spread_over_nodes_and_a_drain_takes_one_at_a_time(
+        self, helm: Helm, preset: str, rule: str
+    ) -> None:
+        objects = helm.template(MATRIX["sentinel-redis"] | {"podAntiAffinity": preset})
+        anti_affinity = members(objects)["affinity"]["podAntiAffinity"]
+        budget = one(objects, "PodDisruptionBudget", "punctual-redis")["spec"]
+
+        [term] = anti_affinity[rule]
+        term = term.get("podAffinityTerm", term)
+        assert term["topologyKey"] == "kubernetes.io/hostname"
+        assert term["labelSelector"]["matchLabels"]["app.kubernetes.io/component"] == "redis"
+        assert budget == {
+            "maxUnavailable": 1,
+            "selector": {"matchLabels": term["labelSelector"]["matchLabels"]},
+        }
+
+    def test_the_members_take_the_operator_each_other_and_redis_from_only(self, helm: Helm) -> None:
+        values = MATRIX["sentinel-redis"]
+        objects = helm.template(values)
+        redis = one(objects, "NetworkPolicy", "punctual-redis")["spec"]
+        operator = one(objects, "NetworkPolicy", "punctual")["spec"]
+
+        [ingress] = redis["ingress"]
+        components = [
+            peer["podSelector"]["matchLabels"].get("app.kubernetes.io/component")
+            for peer in ingress["from"][:2]
+        ]
+        assert components == ["operator", "redis"]
+        assert ingress["from"][2:] == values["networkPolicy"]["redisFrom"]
+        assert [p["port"] for p in ingress["ports"]] == ["redis", "sentinel"]
+        [to_redis] = [rule for rule in operator["egress"] if "to" in rule]
+        assert [p["port"] for p in to_redis["ports"]] == [6379, 26379]
 
 
 class TestBundledRedisUnderHelmTemplate:

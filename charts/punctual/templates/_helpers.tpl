@@ -150,6 +150,25 @@ $root).
 {{- end -}}
 {{- end -}}
 
+{{/*
+The affinity of a pod spec: affinity as given, with podAntiAffinity's preset (spread over nodes
+the pods with the given selector labels: the operator's, or the Sentinel-managed Redis') unless
+it names its own. Called with (list $root $selectorLabels); "" when there is none.
+*/}}
+{{- define "punctual.affinity" -}}
+{{- $root := index . 0 -}}
+{{- $affinity := deepCopy $root.Values.affinity -}}
+{{- if and (ne $root.Values.podAntiAffinity "none") (not (hasKey $affinity "podAntiAffinity")) -}}
+{{- $term := dict "topologyKey" "kubernetes.io/hostname" "labelSelector" (dict "matchLabels" (index . 1 | fromYaml)) -}}
+{{- if eq $root.Values.podAntiAffinity "hard" -}}
+{{- $_ := set $affinity "podAntiAffinity" (dict "requiredDuringSchedulingIgnoredDuringExecution" (list $term)) -}}
+{{- else -}}
+{{- $_ := set $affinity "podAntiAffinity" (dict "preferredDuringSchedulingIgnoredDuringExecution" (list (dict "weight" 100 "podAffinityTerm" $term))) -}}
+{{- end -}}
+{{- end -}}
+{{- with $affinity }}{{ toYaml . }}{{ end -}}
+{{- end -}}
+
 {{/* The operator image (also the helm test's). */}}
 {{- define "punctual.image" -}}
 {{- include "punctual.imageRef" (list .Values.image .Chart.AppVersion .) -}}
@@ -240,9 +259,82 @@ yourself after changing such a Secret (README, The bundled Redis).
 {{- end -}}
 {{- end -}}
 
-{{/* Where the bundled Redis listens, as the operator's URL has it (no password). */}}
-{{- define "punctual.redis.address" -}}
-{{- printf "%s.%s.svc:%d" (include "punctual.redis.fullname" .) (include "punctual.namespace" .) (int .Values.redis.bundled.port) -}}
+{{/* "true" when the bundled Redis is the Sentinel-managed one, else "". */}}
+{{- define "punctual.redis.sentinel" -}}
+{{- if and .Values.redis.bundled.enabled .Values.redis.bundled.sentinel.enabled }}true{{ end -}}
+{{- end -}}
+
+{{/* The members of the Sentinel-managed Redis: each pod a server and a Sentinel. */}}
+{{- define "punctual.redis.members" -}}3{{- end -}}
+
+{{/* The DNS name of the bundled Redis' Service (headless with Sentinel: its pods' names end with it). */}}
+{{- define "punctual.redis.host" -}}
+{{- printf "%s.%s.svc" (include "punctual.redis.fullname" .) (include "punctual.namespace" .) -}}
+{{- end -}}
+
+{{/*
+The operator's URL of the bundled Redis, its password left as $(REDIS_PASSWORD) for the kubelet
+to expand: the single Redis' Service, or the three Sentinels by their pods' DNS names.
+*/}}
+{{- define "punctual.redis.url" -}}
+{{- $bundled := .Values.redis.bundled -}}
+{{- if include "punctual.redis.sentinel" . -}}
+{{- $sentinels := list -}}
+{{- range $member := until (int (include "punctual.redis.members" .)) -}}
+{{- $sentinels = append $sentinels (printf "%s-%d.%s:%d" (include "punctual.redis.fullname" $) $member (include "punctual.redis.host" $) (int $bundled.sentinel.port)) -}}
+{{- end -}}
+{{- printf "redis+sentinel://:$(REDIS_PASSWORD)@%s/%s" (join "," $sentinels) $bundled.sentinel.masterSet -}}
+{{- else -}}
+{{- printf "redis://:$(REDIS_PASSWORD)@%s:%d/0" (include "punctual.redis.host" .) (int $bundled.port) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The environment of the bundled Redis' containers: the password (the server's and Sentinel's
+configuration is written from it, and redis-cli in the readiness probes and the start script
+authenticates with it), and with Sentinel what files/redis-sentinel.sh needs to know.
+*/}}
+{{- define "punctual.redis.startEnv" -}}
+{{- $passwordSecret := include "punctual.redis.passwordSecret" . -}}
+- name: REDISCLI_AUTH
+  valueFrom:
+    secretKeyRef:
+      name: {{ dir $passwordSecret }}
+      key: {{ base $passwordSecret }}
+{{- if include "punctual.redis.sentinel" . }}
+{{- $sentinel := .Values.redis.bundled.sentinel }}
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: HEADLESS
+  value: {{ include "punctual.redis.host" . | quote }}
+- name: MEMBERS
+  value: {{ include "punctual.redis.members" . | quote }}
+- name: SERVICE
+  value: {{ $sentinel.masterSet | quote }}
+- name: REDIS_PORT
+  value: {{ .Values.redis.bundled.port | quote }}
+- name: SENTINEL_PORT
+  value: {{ $sentinel.port | quote }}
+# A majority of the Sentinels must agree the primary is down.
+- name: QUORUM
+  value: {{ add1 (div (int (include "punctual.redis.members" .)) 2) | quote }}
+- name: DOWN_AFTER_MS
+  value: {{ $sentinel.downAfterMilliseconds | quote }}
+- name: FAILOVER_TIMEOUT_MS
+  value: {{ $sentinel.failoverTimeout | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* --redis-wait-replicas: lock.redis.waitReplicas, or when null 1 with the Sentinel-managed Redis. */}}
+{{- define "punctual.redis.waitReplicas" -}}
+{{- $wait := .Values.lock.redis.waitReplicas -}}
+{{- if kindIs "invalid" $wait -}}
+{{- ternary 1 0 (eq (include "punctual.redis.sentinel" .) "true") -}}
+{{- else -}}
+{{- int $wait -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The namespace the helm test's ScheduledJob goes to: one the operator watches. */}}
@@ -292,6 +384,12 @@ Fails on contradictory settings, so a mistake shows at install time rather than 
 {{- end -}}
 {{- if and .Values.redis.bundled.auth.existingSecret (not .Values.redis.bundled.enabled) -}}
 {{- fail "redis.bundled.auth.existingSecret needs redis.bundled.enabled (for an external Redis use lock.redis.existingSecret, which holds the whole URL)" -}}
+{{- end -}}
+{{- if and .Values.redis.bundled.sentinel.enabled (not .Values.redis.bundled.enabled) -}}
+{{- fail "redis.bundled.sentinel.enabled needs redis.bundled.enabled" -}}
+{{- end -}}
+{{- if and (include "punctual.redis.sentinel" .) (gt (int (include "punctual.redis.waitReplicas" .)) 2) -}}
+{{- fail "lock.redis.waitReplicas: the bundled Sentinel-managed Redis has two replicas, so at most 2" -}}
 {{- end -}}
 {{- if eq (int .Values.ports.metrics) (int .Values.ports.health) -}}
 {{- fail "ports.metrics and ports.health must differ" -}}
