@@ -437,11 +437,10 @@ class Replica:
         durable: "DurableRuns | None" = None,
         cache: objects.ObjectCache | None = None,
     ) -> supervisor.Supervisor:
-        """The scheduler on ``lock`` (metered), reporting to ``stores``, the metrics (the target
-        kind of each job read from ``cache``) and the heartbeat of ``durable``; ``stop`` shuts
-        it down."""
+        """The scheduler on ``lock`` (metered), reporting to ``stores`` and the metrics (the
+        target kind of each job read from ``cache``), its runs' leases held by the heartbeat of
+        ``durable``; ``stop`` shuts it down."""
         reports = [*stores, metered_store.MeteredStore(self.meters, cache=cache)]
-        reports += [durable.heartbeat] if durable is not None else []
         backend = self.settings.lock_backend
         scheduler = supervisor.Supervisor(
             wall=clocks.system_wall,
@@ -457,6 +456,7 @@ class Replica:
                 else None
             ),
             max_runs_in_flight_per_namespace=self.settings.max_runs_in_flight_per_namespace,
+            leases=durable.heartbeat if durable is not None else None,
         )
         self.meters.scheduled_jobs.set_function(lambda: len(scheduler.armed))
         self._scheduler = scheduler

@@ -11,7 +11,8 @@ The owner's claims name the job's backup (``Claim.backup``), for a lock that tel
 slot to its owner.
 
 The runs in flight of one namespace's jobs are capped on this replica
-(``max_runs_in_flight_per_namespace``), counted as runs start and end (``runs.NamespaceRuns``):
+(``max_runs_in_flight_per_namespace``), counted as runs start and end
+(``namespace_runs.NamespaceRuns``):
 one tenant's many jobs hold at most that many of the replica's runs. The cap is per replica:
 with sharding, a namespace's jobs are spread over the replicas, and each holds up to that many.
 """
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from punctual.contracts import protocols, records
-from punctual.runtime import job_loop, runs, tasks, timers
+from punctual.runtime import job_loop, namespace_runs, tasks, timers
 from punctual.scheduling import overlap, ownership, plans, slots
 
 BACKUP_DELAY = timedelta(milliseconds=250)
@@ -58,9 +59,12 @@ class Supervisor:
         grace: timedelta = timedelta(seconds=10),
         sharding: Sharding | None = None,
         max_runs_in_flight_per_namespace: int = overlap.MAX_RUNS_IN_FLIGHT_PER_NAMESPACE,
+        leases: protocols.HoldsRuns | None = None,
     ) -> None:
+        """``leases``: where each run's lease is held (durable runs; None: none)."""
         self._wall = wall
-        self._namespace_runs = runs.NamespaceRuns(limit=max_runs_in_flight_per_namespace)
+        self._namespace_runs = namespace_runs.NamespaceRuns(limit=max_runs_in_flight_per_namespace)
+        self._leases = leases
         self._timer = timers.WallTimer(wall=wall)
         self._lock = lock
         self._store = store
@@ -259,6 +263,7 @@ class Supervisor:
                 store=self._store,
                 replica=self._replica,
                 namespace_runs=self._namespace_runs,
+                leases=self._leases,
                 stagger=self._stagger,
                 on_stopped=self._stopped,
             )
@@ -269,12 +274,7 @@ class Supervisor:
         ``LossDetector``'s ``on_lost``): see ``JobLoop.lost``."""
         loop = self._loops.get(lease.job)
         if loop is not None:
-            loop.lost(
-                lease.slot,
-                replica=lease.replica,
-                started_at=lease.started_at,
-                attempt=lease.attempt,
-            )
+            loop.lost(lease)
 
     def run_now(self, job: slots.JobRef, token: str) -> bool:
         """Run ``job`` once more, now, keyed by ``token``: see ``JobLoop.run_now``. False when

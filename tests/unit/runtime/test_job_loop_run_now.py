@@ -5,7 +5,7 @@ carrying its token; it is no slot of the schedule."""
 import pytest
 from runtime_doubles import JOB, LOOPTIME, SECOND, FakeWall, GrantingLock, Target, every
 
-from punctual.contracts import protocols
+from punctual.contracts import protocols, records
 from punctual.contracts.records import RunResult
 from punctual.runtime.supervisor import Supervisor
 from punctual.scheduling import slots
@@ -46,7 +46,7 @@ class TestRunNow:
     async def test_its_claim_carries_the_token_and_another_replica_s_win_runs_nothing(
         self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore, lock: GrantingLock
     ) -> None:
-        lock.answer = lambda claim: claim.token is None  # type: ignore[method-assign]
+        lock.answer = lambda claim: not isinstance(claim.purpose, records.RunNow)  # type: ignore[method-assign]
         target = Target(wall)
         supervisor.arm(JOB, every(HOUR), target, resume_after=wall())
 

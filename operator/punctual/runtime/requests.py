@@ -1,0 +1,101 @@
+"""The runs users ask for, made into firings: a run now (``punctual.dev/run-now``) and the
+slots of a past window (``punctual.dev/backfill``). Each is claimed and admitted as any firing
+of the job (``runs.JobRuns``): its concurrency policy, timeout and history apply."""
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Sequence
+from datetime import datetime
+
+from punctual.contracts import firings, protocols, records
+from punctual.runtime import armed as armed_
+from punctual.runtime import runs, tasks
+from punctual.scheduling import slots
+
+logger = logging.getLogger(__name__)
+
+
+class JobRequests:
+    """The runs asked for of one job on this replica."""
+
+    def __init__(
+        self,
+        *,
+        job: slots.JobRef,
+        wall: protocols.WallClock,
+        store: protocols.RunStore,
+        replica: str,
+        job_tasks: tasks.JobTasks,
+        job_runs: runs.JobRuns,
+    ) -> None:
+        self._job = job
+        self._wall = wall
+        self._store = store
+        self._replica = replica
+        self._tasks = job_tasks
+        self._runs = job_runs
+
+    def run_now(self, token: str, armed: armed_.Armed) -> runs.Claiming:
+        """Claim the run asked for with ``token`` and admit it like a slot due now, in a task
+        of its own. Its claim is keyed by the token, so of every replica asked, one runs it,
+        once."""
+        firing = firings.asked(self._job, token, at=self._wall())
+        return self._tasks.spawn(
+            self._runs.claim_then_admit(firing, armed), name=f"claim {firing.slot_id}"
+        )
+
+    async def backfill(
+        self,
+        request: records.BackfillRequest,
+        due: Sequence[datetime],
+        armed: armed_.Armed,
+    ) -> None:
+        """Carry out the backfill ``request`` of the slots ``due`` (oldest first), if this
+        replica wins the claim of the request: each slot claimed like any slot of the job (one
+        that ran already, or runs elsewhere, is refused and skipped), admitted under the
+        concurrency policy, and waited for before the next. Progress goes to the store."""
+        claims = self._runs.claims
+        request_claim = records.Claim(
+            job=self._job,
+            slot=request.start,
+            slot_id=slots.backfill_request_id(self._job, request.token),
+            holder=claims.holder(),
+            ttl=armed.plan.lock_ttl,
+            purpose=records.WholeBackfill(request.token),
+        )
+        try:
+            if not await armed.lock.claim(request_claim):
+                return
+        except Exception:  # fail closed, as for a slot: no claim, nothing run
+            logger.exception("backfill %s not claimed", request_claim.slot_id)
+            return
+        progress = records.BackfillProgress(request=request, replica=self._replica, total=len(due))
+        self._store.backfill_progressed(self._job, progress)
+        for slot in due:
+            if self._runs.stopping is not None:
+                break
+            firing = firings.backfilled(self._job, slot, armed.plan, request.token)
+            result: records.RunResult | None = None
+            if await claims.claim(firing, armed, run=True):
+                run = self._runs.admit(firing, armed)
+                if run is not None and run.task is not None:
+                    await asyncio.wait([run.task])
+                    result = run.result
+            progress = _counted(progress, result)
+            self._store.backfill_progressed(self._job, progress)
+        progress = dataclasses.replace(progress, finished=True)
+        self._store.backfill_progressed(self._job, progress)
+
+
+def _counted(
+    progress: records.BackfillProgress, result: records.RunResult | None
+) -> records.BackfillProgress:
+    """``progress`` with one more slot dealt with, ``result`` what became of it (None: not run
+    here, or not yet: it ran already, runs elsewhere, or waits in the queue)."""
+    done = progress.done + 1
+    if result == records.RunResult.SUCCEEDED:
+        return dataclasses.replace(progress, done=done, succeeded=progress.succeeded + 1)
+    if result is not None and result.failed:
+        return dataclasses.replace(progress, done=done, failed=progress.failed + 1)
+    return dataclasses.replace(progress, done=done, skipped=progress.skipped + 1)
