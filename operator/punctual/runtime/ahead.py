@@ -7,7 +7,7 @@ its time runs cold, as any. What was armed is removed when it must not run: the 
 or queued the slot, or the job was suspended, its spec changed or deleted (``disarm_all``:
 counted missed, reason ``Disarmed``). When the operator stops, or its replica dies, what was
 armed is left to release itself; its lease, held from the arm, lets another replica carry it on
-(``runs.JobRuns.lost``).
+(``requests.JobRequests.lost``).
 """
 
 import asyncio

@@ -21,8 +21,8 @@ from datetime import datetime, timedelta
 
 from punctual.contracts import firings, protocols, records
 from punctual.runtime import armed as armed_
+from punctual.runtime import in_flight, requests, runs, tasks, timers
 from punctual.runtime import namespace_runs as namespace_runs_
-from punctual.runtime import requests, runs, tasks, timers
 from punctual.scheduling import backfill, missed, plans, slots, timeline, windows
 
 logger = logging.getLogger(__name__)
@@ -188,7 +188,7 @@ class JobLoop:
             self._scheduling.cancel()
             self._scheduling = None
 
-    async def close(self, *, grace: timedelta, reason: str = runs.OPERATOR_STOPPING) -> None:
+    async def close(self, *, grace: timedelta, reason: str = in_flight.OPERATOR_STOPPING) -> None:
         """Stop scheduling, cancel runs in flight and wait for them at most ``grace``.
 
         Claimed slots still queued are counted missed: they will not run here.
@@ -196,7 +196,7 @@ class JobLoop:
         await tasks.wait_for(self.cancel(reason=reason), grace=grace)
 
     def cancel(
-        self, *, reason: str = runs.OPERATOR_STOPPING, hand_over: bool = False
+        self, *, reason: str = in_flight.OPERATOR_STOPPING, hand_over: bool = False
     ) -> set[asyncio.Task[object]]:
         """``close`` without the wait: the tasks still to end (many jobs' waited for at once).
         ``hand_over``: see ``JobRuns.stop``."""
@@ -206,10 +206,10 @@ class JobLoop:
 
     def lost(self, lease: records.Lease) -> None:
         """The run ``lease`` was held for was lost (another replica held it, and died): see
-        ``JobRuns.lost``. The run it was is made again from the lease (``firings.of_lease``)."""
+        ``JobRequests.lost``. The run it was is made again from the lease (``firings.of_lease``)."""
         armed = self._armed
         firing = firings.of_lease(lease, armed.plan if armed is not None else None)
-        self._runs.lost(firing, armed=armed, replica=lease.replica, started_at=lease.started_at)
+        self._requests.lost(firing, armed=armed, replica=lease.replica, started_at=lease.started_at)
 
     def run_now(self, token: str) -> bool:
         """Run the job once more, now, keyed by ``token`` (see ``JobRequests.run_now``), with the

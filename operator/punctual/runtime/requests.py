@@ -1,6 +1,8 @@
-"""The runs users ask for, made into firings: a run now (``punctual.dev/run-now``) and the
-slots of a past window (``punctual.dev/backfill``). Each is claimed and admitted as any firing
-of the job (``runs.JobRuns``): its concurrency policy, timeout and history apply."""
+"""The runs asked for besides the schedule's, made into firings: by users, a run now
+(``punctual.dev/run-now``) and the slots of a past window (``punctual.dev/backfill``); by the
+lost-run detector, the run of a lease taken over (``leases.LossDetector``), recorded Lost and
+maybe tried once more, the same firing. Each is admitted as any firing of the job
+(``runs.JobRuns``): its concurrency policy, timeout and history apply."""
 
 import asyncio
 import dataclasses
@@ -17,7 +19,7 @@ logger = logging.getLogger(__name__)
 
 
 class JobRequests:
-    """The runs asked for of one job on this replica."""
+    """The runs asked for of one job on this replica, besides its schedule's."""
 
     def __init__(
         self,
@@ -44,6 +46,60 @@ class JobRequests:
         return self._tasks.spawn(
             self._runs.claim_then_admit(firing, armed), name=f"claim {firing.slot_id}"
         )
+
+    def lost(
+        self,
+        firing: firings.Firing,
+        *,
+        armed: armed_.Armed | None,
+        replica: str,
+        started_at: datetime | None,
+    ) -> None:
+        """The run of ``firing`` that ``replica`` started was lost (its lease expired), and
+        this replica took it over: record it Lost and, if the plan the job is armed with now
+        says so and it was the first attempt, run it once more (the take-over is the claim),
+        the same firing: its slot id (the target's Idempotency-Key), trigger and token kept.
+
+        A slot armed ahead whose time has not come is no lost run: ``replica`` died during its
+        lead, what it armed releases itself at its time, and this replica carries it on as if
+        it had armed it (arming again adopts what is there, or arms what never got there).
+
+        Nor is a run whose work goes on at its target without ``replica`` (a Job the executor
+        still sees running, ``protocols.SeesRuns``): ``replica`` stopped (and handed it over,
+        see ``runs.JobRuns.stop``) or died, and this replica follows it to its real end and
+        records that, the same attempt (starting it again adopts what is there). A Job that
+        ended while nobody followed it is recorded Lost, as any run whose end nobody saw."""
+        going = self._runs.stopping is None
+        if armed is not None and going:
+            arms_ahead = armed.arms_ahead
+            if arms_ahead is not None and firing.scheduled_time > self._wall():
+                self._runs.ahead.arm(firing, armed, arms_ahead)
+                return
+            if self._runs.goes_on(firing.slot, armed):
+                logger.info(
+                    "slot %s: its run goes on at the target after replica %s stopped; followed",
+                    firing.slot_id,
+                    replica,
+                )
+                self._runs.in_flight.start(firing, armed)
+                return
+        retry = armed is not None and going and armed.plan.retry_lost_runs and firing.attempt == 1
+        message = (
+            f"replica {replica} stopped renewing the run's lease (attempt {firing.attempt}); "
+            f"noticed by {self._replica}"
+        )
+        self._store.run_finished(
+            self._job,
+            firing.record(
+                records.RunResult.LOST,
+                replica=replica,
+                message=message + ("; running the slot once more" if retry else "; not run again"),
+                started_at=started_at,
+                finished_at=self._wall(),
+            ),
+        )
+        if retry and armed is not None:
+            self._runs.admit(firing.retried(), armed)
 
     async def backfill(
         self,
