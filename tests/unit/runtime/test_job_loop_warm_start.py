@@ -347,7 +347,7 @@ class TestWhatIsLeftAlone:
         arm(supervisor, target)
         await wall.sleep_until(at(45))
 
-        supervisor._loops[JOB].stop_scheduling()  # what moving the job elsewhere does here
+        supervisor._loop(JOB).stop_scheduling()  # what moving the job elsewhere does here
 
         await wall.sleep_until(at(61))
         assert target.disarmed == []
