@@ -23,7 +23,7 @@ from punctual.contracts import firings, protocols, records
 from punctual.runtime import armed as armed_
 from punctual.runtime import in_flight, requests, runs, tasks, timers
 from punctual.runtime import namespace_runs as namespace_runs_
-from punctual.scheduling import backfill, missed, plans, slots, timeline, windows
+from punctual.scheduling import missed, plans, slots, timeline, windows
 
 logger = logging.getLogger(__name__)
 
@@ -100,9 +100,6 @@ class JobLoop:
         self._handled_through: datetime | None = None
         self._backing_up = False
         self._noticed: set[datetime] = set()
-        self._backfilling: tuple[str, asyncio.Task[None]] | None = None
-        """The backfill this replica carries out (or races for) for the job, with its token:
-        one at a time."""
         """Slots ahead whose owner said it claimed them (this loop a backup's)."""
 
     @property
@@ -221,29 +218,11 @@ class JobLoop:
 
     def backfill(self, request: records.BackfillRequest) -> str | None:
         """Run the slots of ``request``'s window, oldest first, once each, in a task of its own
-        (see ``JobRequests.backfill``); why not (None when it starts): a job never armed, a window
-        in the future, one with more than ``backfill.MAX_SLOTS`` slots, or a backfill of the job
-        still going here (each runs its slots back to back: side by side, requests made
-        with new tokens would multiply the runs of one job without bound)."""
+        (see ``JobRequests.backfill``); why not (None when it starts)."""
         armed = self._armed
         if armed is None:
             return "the job is not scheduled (see its Ready condition)"
-        if self._backfilling is not None and not self._backfilling[1].done():
-            return (
-                f"the backfill {self._backfilling[0]!r} is still going (status.backfill): one "
-                "backfill at a time per job; ask again with a new token once it has finished"
-            )
-        if request.end > self._wall():
-            return "to is in the future: backfill runs past slots only"
-        found = backfill.window(armed.plan.schedule, start=request.start, end=request.end)
-        if found.more:
-            return f"the window holds more than {backfill.MAX_SLOTS} slots: narrow it"
-        task = self._tasks.spawn(
-            self._requests.backfill(request, found.slots, armed),
-            name=f"backfill {self.job.namespace}/{self.job.name} {request.token}",
-        )
-        self._backfilling = (request.token, task)
-        return None
+        return self._requests.backfill(request, armed)
 
     def _report_crash(self, task: "asyncio.Task[None]") -> None:
         error = None if task.cancelled() else task.exception()
@@ -348,7 +327,13 @@ class JobLoop:
             if decision.given_up:
                 await self._count_missed(decision, armed)
             run = self._unnoticed(decision.run, through=newest) if self._noticed else decision.run
-            await self._claim_in_order(run, armed, upcoming=firing)
+            await self._runs.claim_in_order(
+                [
+                    firing if slot == upcoming else firings.scheduled(self.job, slot, plan)
+                    for slot in run
+                ],
+                armed,
+            )
             cursor = newest
             self._handled_through = cursor
             if following is None:
@@ -367,33 +352,6 @@ class JobLoop:
                 left.append(slot)
         self._noticed = {slot for slot in self._noticed if slot > through}
         return left
-
-    async def _claim_in_order(
-        self, due: Sequence[datetime], armed: armed_.Armed, *, upcoming: firings.Firing
-    ) -> None:
-        """Claim and start ``due``, each as a firing (``upcoming``, the slot the loop waited
-        for, is one already).
-
-        Each claim is a task of its own (tracked, never cancelled by re-arming): once a claim
-        is on its way, it must not strand the slot claimed here and never run. The loop goes on
-        to the next slot meanwhile, unless catching up: those runs go one after another, in
-        order. Slots are claimed in order: the previous claim lands first (it has long landed,
-        unless the lock is slower than the schedule). The loop holds no landed claim: with
-        10,000 jobs, the last claim and run of each, kept until the next slot, were a tenth of
-        the objects the garbage collector walks.
-        """
-        previous = self._runs.claim_in_flight
-        if previous is not None:
-            await asyncio.shield(previous)
-        for slot in due:
-            firing = (
-                upcoming if slot == upcoming.slot else firings.scheduled(self.job, slot, armed.plan)
-            )
-            claiming = self._runs.claim_and_admit(firing, armed)
-            if len(due) > 1:
-                started = await asyncio.shield(claiming)
-                if started is not None:
-                    await asyncio.wait([started])
 
     async def _count_missed(
         self,

@@ -13,7 +13,7 @@ from datetime import datetime
 from punctual.contracts import firings, protocols, records
 from punctual.runtime import armed as armed_
 from punctual.runtime import runs, tasks
-from punctual.scheduling import slots
+from punctual.scheduling import backfill, slots
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +37,9 @@ class JobRequests:
         self._replica = replica
         self._tasks = job_tasks
         self._runs = job_runs
+        self._backfilling: tuple[str, asyncio.Task[None]] | None = None
+        """The backfill this replica carries out (or races for) for the job, with its token:
+        one at a time."""
 
     def run_now(self, token: str, armed: armed_.Armed) -> runs.Claiming:
         """Claim the run asked for with ``token`` and admit it like a slot due now, in a task
@@ -101,7 +104,30 @@ class JobRequests:
         if retry and armed is not None:
             self._runs.admit(firing.retried(), armed)
 
-    async def backfill(
+    def backfill(self, request: records.BackfillRequest, armed: armed_.Armed) -> str | None:
+        """Run the slots of ``request``'s window, oldest first, once each, in a task of its own
+        (``_backfill``); why not (None when it starts): a window in the future, one with more
+        than ``backfill.MAX_SLOTS`` slots, or a backfill of the job still going here (each runs
+        its slots back to back: side by side, requests made with new tokens would multiply the
+        runs of one job without bound)."""
+        if self._backfilling is not None and not self._backfilling[1].done():
+            return (
+                f"the backfill {self._backfilling[0]!r} is still going (status.backfill): one "
+                "backfill at a time per job; ask again with a new token once it has finished"
+            )
+        if request.end > self._wall():
+            return "to is in the future: backfill runs past slots only"
+        found = backfill.window(armed.plan.schedule, start=request.start, end=request.end)
+        if found.more:
+            return f"the window holds more than {backfill.MAX_SLOTS} slots: narrow it"
+        task = self._tasks.spawn(
+            self._backfill(request, found.slots, armed),
+            name=f"backfill {self._job.namespace}/{self._job.name} {request.token}",
+        )
+        self._backfilling = (request.token, task)
+        return None
+
+    async def _backfill(
         self,
         request: records.BackfillRequest,
         due: Sequence[datetime],
