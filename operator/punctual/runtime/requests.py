@@ -8,7 +8,7 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from punctual.contracts import firings, protocols, records
 from punctual.runtime import armed as armed_
@@ -16,6 +16,7 @@ from punctual.runtime import runs, tasks
 from punctual.scheduling import backfill, slots
 
 logger = logging.getLogger(__name__)
+_MILLISECOND = timedelta(milliseconds=1)
 
 
 class JobRequests:
@@ -37,6 +38,8 @@ class JobRequests:
         self._replica = replica
         self._tasks = job_tasks
         self._runs = job_runs
+        self._last_asked: datetime | None = None
+        """The slot of the newest run asked for by hand here."""
         self._backfilling: tuple[str, asyncio.Task[None]] | None = None
         """The backfill this replica carries out (or races for) for the job, with its token:
         one at a time."""
@@ -46,6 +49,10 @@ class JobRequests:
         of its own. Its claim is keyed by the token, so of every replica asked, one runs it,
         once."""
         firing = firings.asked(self._job, token, at=self._wall())
+        if self._last_asked is not None and firing.slot <= self._last_asked:
+            # Two asked within a millisecond: status tells runs in flight apart by their slot.
+            firing = firings.asked(self._job, token, at=self._last_asked + _MILLISECOND)
+        self._last_asked = firing.slot
         return self._tasks.spawn(
             self._runs.claim_then_admit(firing, armed), name=f"claim {firing.slot_id}"
         )
