@@ -142,6 +142,8 @@ class Claim:
     scheduled_time: datetime | None = None
     """The slot plus the job's jitter (``None``: the slot itself), for locks that tell a target."""
     purpose: ClaimPurpose = ScheduledSlot()
+    """What it is for: a slot of the schedule to run (the default), one to count missed, a run
+    asked for by hand, a backfill's slot or a whole backfill."""
     backup: str | None = None
     """The member to tell once this claim is won, so that it does not claim the slot too: the
     job's backup, on its owner's claims of scheduled slots (sharding). A lock that tells
