@@ -16,24 +16,17 @@ slot.
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from punctual.contracts import firings, protocols, records
 from punctual.runtime import armed as armed_
-from punctual.runtime import in_flight, requests, runs, tasks, timers
+from punctual.runtime import in_flight, notices, requests, runs, tasks, timers
 from punctual.runtime import namespace_runs as namespace_runs_
 from punctual.scheduling import missed, plans, slots, timeline, windows
 
 logger = logging.getLogger(__name__)
 
-MAX_NOTICED = 16
-"""Slots a backup holds notices of at once, per job: notices beyond are ignored (it then
-claims those slots, as without notices)."""
-NOTICE_AHEAD = timedelta(seconds=5)
-"""How far past this replica's clock a noticed slot may be (the owner's clock runs a little
-ahead, or the owner was early): a notice further ahead is ignored, so that no message can make
-a backup leave a slot far in the future."""
 COUNT_STEPS = 1000
 """Slots a cron schedule's count of overdue slots walks before the loop serves other jobs: a
 long outage of a schedule with seconds has hundreds of thousands of them."""
@@ -99,7 +92,7 @@ class JobLoop:
         self._armed: armed_.Armed | None = None
         self._handled_through: datetime | None = None
         self._backing_up = False
-        self._noticed: set[datetime] = set()
+        self._notices = notices.Notices(job=job, wall=wall, store=store)
         """Slots ahead whose owner said it claimed them (this loop a backup's)."""
 
     @property
@@ -127,7 +120,7 @@ class JobLoop:
         """
         self.stop_scheduling()
         self._backing_up = delay > timedelta()
-        self._noticed.clear()
+        self._notices.clear()
         arms_ahead = executor if isinstance(executor, protocols.ArmsAhead) else None
         armed = self._armed = armed_.Armed(
             plan=plan,
@@ -160,18 +153,11 @@ class JobLoop:
     def notice(self, slot: datetime) -> bool:
         """The owner said it claimed ``slot``: a backup's loop leaves it. True when taken: this
         loop backs the job up, ``slot`` is ahead of it (and not too far), and fewer than
-        ``MAX_NOTICED`` are held; otherwise the loop claims the slot when due, as without."""
-        handled = self._handled_through
-        if (
-            not self._backing_up
-            or self._scheduling is None
-            or (handled is not None and slot <= handled)
-            or slot > self._wall() + NOTICE_AHEAD
-            or len(self._noticed) >= MAX_NOTICED
-        ):
+        ``notices.MAX_NOTICED`` are held; otherwise the loop claims the slot when due, as
+        without."""
+        if not self._backing_up or self._scheduling is None:
             return False
-        self._noticed.add(slot)
-        return True
+        return self._notices.take(slot, handled_through=self._handled_through)
 
     def disarm_ahead(
         self, *, reason: records.MissedReason = records.MissedReason.DISARMED
@@ -326,7 +312,11 @@ class JobLoop:
                 following = _at(plan.schedule.next_after(newest))
             if decision.given_up:
                 await self._count_missed(decision, armed)
-            run = self._unnoticed(decision.run, through=newest) if self._noticed else decision.run
+            run = (
+                self._notices.unnoticed(decision.run, through=newest)
+                if self._notices
+                else decision.run
+            )
             await self._runs.claim_in_order(
                 [
                     firing if slot == upcoming else firings.scheduled(self.job, slot, plan)
@@ -340,18 +330,6 @@ class JobLoop:
                 self._run_out(plan.schedule, cursor)
                 return
             upcoming = following
-
-    def _unnoticed(self, due: Sequence[datetime], *, through: datetime) -> Sequence[datetime]:
-        """``due`` but the slots the owner said it claimed; notices up to ``through`` are
-        dropped (the loop is past them)."""
-        left = []
-        for slot in due:
-            if slot in self._noticed:
-                self._store.claim_skipped(self.job, slot=slot)
-            else:
-                left.append(slot)
-        self._noticed = {slot for slot in self._noticed if slot > through}
-        return left
 
     async def _count_missed(
         self,
