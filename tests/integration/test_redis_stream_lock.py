@@ -42,7 +42,7 @@ def claim(
         holder=holder,
         ttl=TTL,
         scheduled_time=slot + timedelta(seconds=2),
-        run=run,
+        purpose=records.ScheduledSlot() if run else records.CountedMissed(),
     )
 
 

@@ -155,9 +155,9 @@ class RunStore(Protocol):
     """Where the scheduler reports what happened. Calls must not block: buffer and flush.
 
     Each report does nothing here: a sink that cares for a few of them subclasses this
-    protocol and overrides only those (the run-lease heartbeat needs two of five). The bodies
-    are an explicit ``return``, not ``...``: a type checker reads ``...`` as abstract and would
-    refuse a subclass that does not override every report.
+    protocol and overrides only those. The bodies are an explicit ``return``, not ``...``: a
+    type checker reads ``...`` as abstract and would refuse a subclass that does not override
+    every report.
     """
 
     def slot_upcoming(self, job: slots.JobRef, *, scheduled_time: datetime) -> None:
@@ -231,6 +231,21 @@ class Warnings(Protocol):
     and reason by the implementation; never blocks)."""
 
     def warn(self, job: slots.JobRef, *, reason: str, message: str) -> None: ...
+
+
+class HoldsRuns(Protocol):
+    """Where a run's lease is held, as a step of the run (durable runs): held as it starts, or
+    from its arm ahead, released once it is recorded. Never blocks: the holder writes to the
+    lease backend (``RunLeases``) on its own, and keeps trying while the backend does not
+    answer. A hold that raises is a run that does not start (recorded Failed): a run is not
+    left going unprotected without a word."""
+
+    def hold(self, lease: records.Lease) -> None: ...
+
+    def release(self, slot_id: str) -> None:
+        """The run of ``slot_id`` is over and recorded (or given up): its lease goes; nothing
+        happens when it is not held here."""
+        ...
 
 
 class RunLeases(Protocol):

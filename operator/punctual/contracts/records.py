@@ -2,6 +2,7 @@
 each slot, and what a lease backend keeps. Frozen: a record is a fact, passed on as it is."""
 
 import enum
+import typing
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -107,6 +108,45 @@ class Trigger(enum.StrEnum):
     BACKFILL = "Backfill"
 
 
+@dataclass(frozen=True, slots=True)
+class ScheduledSlot:
+    """A slot of the schedule, to run: its claim moves the job's high-water mark."""
+
+
+@dataclass(frozen=True, slots=True)
+class CountedMissed:
+    """A slot claimed only to count it missed, once across replicas: nothing runs, and a lock
+    that acts on the target as it claims (the queue target) must not."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunNow:
+    """The run asked for by hand with ``token`` (``punctual.dev/run-now``; the claim's
+    ``slot_id`` carries it too): no slot of the schedule, it moves no high-water mark."""
+
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class BackfilledSlot:
+    """One past slot of the window of the backfill ``token``: a slot that ran already, or runs
+    now, is refused."""
+
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class WholeBackfill:
+    """The backfill ``token`` as a whole (the claim's ``slot_id`` names it): the replica that
+    wins it carries the backfill out. Nothing runs for this claim itself."""
+
+    token: str
+
+
+ClaimPurpose = ScheduledSlot | CountedMissed | RunNow | BackfilledSlot | WholeBackfill
+"""What a claim is for: a lock that treats them apart matches on it, exhaustively."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Claim:
     """A request to own one slot, exactly once across replicas."""
@@ -119,20 +159,24 @@ class Claim:
     ttl: timedelta
     scheduled_time: datetime | None = None
     """The slot plus the job's jitter (``None``: the slot itself), for locks that tell a target."""
-    run: bool = True
-    """False when the slot is claimed only to count it missed, once across replicas: nothing
-    runs, and a lock that acts on the target as it claims (the queue target) must not."""
-    token: str | None = None
-    """For a run asked for by hand, its ``punctual.dev/run-now`` token (``slot_id`` carries it
-    too): such a claim is no slot of the schedule, and moves no high-water mark."""
-    backfill: str | None = None
-    """The token of the backfill this claim is for: with ``run`` false, the claim of the whole
-    request (``slot_id`` names it); with ``run`` true, of one past slot of its window (a slot
-    that ran already, or runs now, is refused)."""
+    purpose: ClaimPurpose = ScheduledSlot()
+    """What it is for: a slot of the schedule to run (the default), one to count missed, a run
+    asked for by hand, a backfill's slot or a whole backfill."""
     backup: str | None = None
     """The member to tell once this claim is won, so that it does not claim the slot too: the
     job's backup, on its owner's claims of scheduled slots (sharding). A lock that tells
     backups (``protocols.TellsBackups``) does so; the others ignore it."""
+
+    @property
+    def run(self) -> bool:
+        """Something runs once this claim is won (a lock acting on the target acts)."""
+        match self.purpose:
+            case ScheduledSlot() | RunNow() | BackfilledSlot():
+                return True
+            case CountedMissed() | WholeBackfill():
+                return False
+            case _:
+                typing.assert_never(self.purpose)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

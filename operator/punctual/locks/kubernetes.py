@@ -29,7 +29,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, assert_never
 
 from punctual.api import status_reader
 from punctual.contracts import protocols, records
@@ -73,7 +73,7 @@ class KubernetesLock:
     async def _claim(self, claim: records.Claim) -> bool:
         try:
             body = self._cache.get(claim.job) or await self._read(claim)
-            if claim.backfill is not None and claim.run:
+            if isinstance(claim.purpose, records.BackfilledSlot):
                 return not _has_run(claim, body)
             for _ in range(self._attempts):
                 if not _is_ahead(claim, body):
@@ -137,16 +137,20 @@ async def _to_the_end(work: Awaitable[_T]) -> _T:
 
 def _with_claim(patch: dict[str, Any], claim: records.Claim) -> dict[str, Any]:
     """``patch`` moving the high-water mark to the claim's slot (or past it, if it moves it
-    further), or, for a run asked for by hand, stating its token."""
-    if claim.token is not None:
-        return {**patch, "lastRunNowToken": claim.token}
-    if claim.backfill is not None:
-        return {**patch, "backfill": {"token": claim.backfill}}
-    slot = claim.slot
-    carried = patch.get("lastScheduleTime")
-    if carried is not None and timeline.parse_rfc3339(carried) > slot:
-        return patch
-    return {**patch, "lastScheduleTime": timeline.rfc3339(slot)}
+    further), or, for a run asked for by hand or a backfill, stating its token."""
+    match claim.purpose:
+        case records.RunNow(token=token):
+            return {**patch, "lastRunNowToken": token}
+        case records.WholeBackfill(token=token) | records.BackfilledSlot(token=token):
+            return {**patch, "backfill": {"token": token}}
+        case records.ScheduledSlot() | records.CountedMissed():
+            slot = claim.slot
+            carried = patch.get("lastScheduleTime")
+            if carried is not None and timeline.parse_rfc3339(carried) > slot:
+                return patch
+            return {**patch, "lastScheduleTime": timeline.rfc3339(slot)}
+        case _:
+            assert_never(claim.purpose)
 
 
 def _has_run(claim: records.Claim, body: resources.Body) -> bool:
@@ -163,9 +167,14 @@ def _is_ahead(claim: records.Claim, body: resources.Body) -> bool:
     instead would stop the job's slots for good, with nothing in its status to say why.
     """
     status = status_reader.of(body)
-    if claim.backfill is not None:
-        return not status_reader.backfill_taken(status, claim.backfill)
-    if claim.token is not None:
-        return not status_reader.run_now_taken(status, claim.token)
+    match claim.purpose:
+        case records.WholeBackfill(token=token) | records.BackfilledSlot(token=token):
+            return not status_reader.backfill_taken(status, token)
+        case records.RunNow(token=token):
+            return not status_reader.run_now_taken(status, token)
+        case records.ScheduledSlot() | records.CountedMissed():
+            pass
+        case _:
+            assert_never(claim.purpose)
     high_water = status_reader.high_water(status)
     return high_water is None or claim.slot > high_water

@@ -167,6 +167,13 @@ def _started(text: str | None) -> datetime | None:
         return None
 
 
+def _asked_at(text: str | None) -> datetime:
+    """When a run asked for by hand was asked for, as HOLD wrote it in the run's slot field
+    (milliseconds); the epoch for anything else, so that an odd value still lets the run be
+    recorded Lost and retried under its token."""
+    return _started(text) or _EPOCH
+
+
 def _replica(text: str | None) -> str:
     """The replica named in a run's hash, as HOLD wrote it (a pod's name); ``?`` otherwise, so
     that no odd value reaches a run record, an Event or a log line."""
@@ -257,9 +264,13 @@ class RedisRunLeases:
         """The lease taken over. The script has removed it already: a field that does not
         read as HOLD wrote it counts as missing, and the lease is still recorded (raising here
         would lose every lease of the take-over). The slot comes from the slot id (the key the
-        run was claimed and taken over by), never from the hash's copy of it."""
+        run was claimed and taken over by), never from the hash's copy of it, but for a run
+        asked for by hand: its id names its token, and the hash when it was asked for."""
         fields = {_text(k): _text(v) for k, v in zip(run[::2], run[1::2], strict=True)}
-        job, slot = slots.parse_slot_id(slot_id)
+        if slots.run_now_token(slot_id) is None:
+            job, slot = slots.parse_slot_id(slot_id)
+        else:
+            job, slot = slots.job_of(slot_id), _asked_at(fields.get("slot"))
         attempt = _whole_number(fields.get("attempt"))
         return records.Lease(
             job=job,

@@ -268,12 +268,12 @@ def start_scheduler(
     durable: DurableRuns | None = None,
     cache: objects.ObjectCache | None = None,
 ) -> supervisor.Supervisor:
-    """The scheduler on ``lock`` (metered), reporting to ``stores``, the metrics (the target
-    kind of each job read from ``cache``) and the heartbeat of ``durable``; with ``sharding``,
+    """The scheduler on ``lock`` (metered), reporting to ``stores`` and the metrics (the
+    target kind of each job read from ``cache``), its runs' leases held by the heartbeat of
+    ``durable``; with ``sharding``,
     it arms only the jobs this replica owns or backs up. Its shutdown is the stop's; should the
     stop not have run (a start that failed half-way), ``exit_stack`` shuts it down."""
     reports = [*stores, metered_store.MeteredStore(meters, cache=cache)]
-    reports += [durable.heartbeat] if durable is not None else []
     scheduler = supervisor.Supervisor(
         wall=clocks.system_wall,
         lock=metered.MeteredLock(lock, meters=meters, backend=settings.lock_backend),
@@ -286,6 +286,7 @@ def start_scheduler(
             else None
         ),
         max_runs_in_flight_per_namespace=settings.max_runs_in_flight_per_namespace,
+        leases=durable.heartbeat if durable is not None else None,
     )
     meters.scheduled_jobs.set_function(lambda: len(scheduler.armed))
     exit_stack.push_async_callback(scheduler.shutdown)

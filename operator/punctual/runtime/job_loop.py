@@ -7,7 +7,8 @@ splits ``_process_schedules`` (what is due, and what to do with it) from ``_proc
 a re-arm or a wall-clock jump, the missed-run policy and its starting deadline, which slots are
 given up (``runs`` claims them to count them once across replicas), and the order in which
 claims go out; for a target that arms slots ahead, waking its lead early for each slot. Each
-slot to run is handed to ``runs.JobRuns`` with the ``runs.Armed`` it was decided under; the
+slot to run is made a firing (``firings.Firing``) and handed to ``runs.JobRuns`` with the
+``armed.Armed`` it was decided under; the
 concurrency policy is applied there, to the runs in flight when its claim lands. The loop never
 looks into a run, and waits for one only when catching up: a slow run never delays the next
 slot.
@@ -15,22 +16,17 @@ slot.
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from punctual.contracts import protocols, records
-from punctual.runtime import runs, tasks, timers
-from punctual.scheduling import backfill, missed, plans, slots, timeline, windows
+from punctual.contracts import firings, protocols, records
+from punctual.runtime import armed as armed_
+from punctual.runtime import in_flight, notices, requests, runs, tasks, timers
+from punctual.runtime import namespace_runs as namespace_runs_
+from punctual.scheduling import missed, plans, slots, timeline, windows
 
 logger = logging.getLogger(__name__)
 
-MAX_NOTICED = 16
-"""Slots a backup holds notices of at once, per job: notices beyond are ignored (it then
-claims those slots, as without notices)."""
-NOTICE_AHEAD = timedelta(seconds=5)
-"""How far past this replica's clock a noticed slot may be (the owner's clock runs a little
-ahead, or the owner was early): a notice further ahead is ignored, so that no message can make
-a backup leave a slot far in the future."""
 COUNT_STEPS = 1000
 """Slots a cron schedule's count of overdue slots walks before the loop serves other jobs: a
 long outage of a schedule with seconds has hundreds of thousands of them."""
@@ -57,13 +53,15 @@ class JobLoop:
         lock: protocols.SlotLock,
         store: protocols.RunStore,
         replica: str,
-        namespace_runs: runs.NamespaceRuns,
+        namespace_runs: namespace_runs_.NamespaceRuns,
+        leases: protocols.HoldsRuns | None = None,
         stagger: timedelta = timedelta(),
         on_stopped: Stopped | None = None,
     ) -> None:
         """``namespace_runs``: the runs in flight here per namespace, shared by every job's
-        loop. ``on_stopped``: told when scheduling stops by itself (the schedule has run out,
-        an error), never when it is stopped (re-armed, suspended, closed)."""
+        loop. ``leases``: where its runs' leases are held (durable runs; None: none).
+        ``on_stopped``: told when scheduling stops by itself (the schedule has run out, an
+        error), never when it is stopped (re-armed, suspended, closed)."""
         self.job = job
         self._on_stopped = on_stopped
         self._timer = timer
@@ -80,15 +78,21 @@ class JobLoop:
             replica=replica,
             job_tasks=self._tasks,
             namespace_runs=namespace_runs,
+            leases=leases,
+        )
+        self._requests = requests.JobRequests(
+            job=job,
+            wall=wall,
+            store=store,
+            replica=replica,
+            job_tasks=self._tasks,
+            job_runs=self._runs,
         )
         self._scheduling: asyncio.Task[None] | None = None
-        self._armed: runs.Armed | None = None
+        self._armed: armed_.Armed | None = None
         self._handled_through: datetime | None = None
         self._backing_up = False
-        self._noticed: set[datetime] = set()
-        self._backfilling: tuple[str, asyncio.Task[None]] | None = None
-        """The backfill this replica carries out (or races for) for the job, with its token:
-        one at a time."""
+        self._notices = notices.Notices(job=job, wall=wall, store=store)
         """Slots ahead whose owner said it claimed them (this loop a backup's)."""
 
     @property
@@ -116,9 +120,9 @@ class JobLoop:
         """
         self.stop_scheduling()
         self._backing_up = delay > timedelta()
-        self._noticed.clear()
+        self._notices.clear()
         arms_ahead = executor if isinstance(executor, protocols.ArmsAhead) else None
-        armed = self._armed = runs.Armed(
+        armed = self._armed = armed_.Armed(
             plan=plan,
             executor=executor,
             lock=lock or self._lock,
@@ -145,29 +149,22 @@ class JobLoop:
     def tell(self, member: str | None) -> None:
         """Tell ``member`` (the job's backup, while this replica owns it; None: nobody) of each
         scheduled slot claimed here."""
-        self._runs.backup = member
+        self._runs.claims.backup = member
 
     def notice(self, slot: datetime) -> bool:
         """The owner said it claimed ``slot``: a backup's loop leaves it. True when taken: this
         loop backs the job up, ``slot`` is ahead of it (and not too far), and fewer than
-        ``MAX_NOTICED`` are held; otherwise the loop claims the slot when due, as without."""
-        handled = self._handled_through
-        if (
-            not self._backing_up
-            or self._scheduling is None
-            or (handled is not None and slot <= handled)
-            or slot > self._wall() + NOTICE_AHEAD
-            or len(self._noticed) >= MAX_NOTICED
-        ):
+        ``notices.MAX_NOTICED`` are held; otherwise the loop claims the slot when due, as
+        without."""
+        if not self._backing_up or self._scheduling is None:
             return False
-        self._noticed.add(slot)
-        return True
+        return self._notices.take(slot, handled_through=self._handled_through)
 
     def disarm_ahead(
         self, *, reason: records.MissedReason = records.MissedReason.DISARMED
     ) -> list[asyncio.Task[None]]:
-        """Give up the slots armed ahead and not released yet: see ``JobRuns.disarm_ahead``."""
-        return self._runs.disarm_ahead(reason=reason)
+        """Give up the slots armed ahead and not released yet: see ``ArmedAhead.disarm_all``."""
+        return self._runs.ahead.disarm_all(reason=reason)
 
     def stop_scheduling(self) -> None:
         """Stop starting new slots; runs in flight and claimed slots go on."""
@@ -175,7 +172,7 @@ class JobLoop:
             self._scheduling.cancel()
             self._scheduling = None
 
-    async def close(self, *, grace: timedelta, reason: str = runs.OPERATOR_STOPPING) -> None:
+    async def close(self, *, grace: timedelta, reason: str = in_flight.OPERATOR_STOPPING) -> None:
         """Stop scheduling, cancel runs in flight and wait for them at most ``grace``.
 
         Claimed slots still queued are counted missed: they will not run here.
@@ -183,7 +180,7 @@ class JobLoop:
         await tasks.wait_for(self.cancel(reason=reason), grace=grace)
 
     def cancel(
-        self, *, reason: str = runs.OPERATOR_STOPPING, hand_over: bool = False
+        self, *, reason: str = in_flight.OPERATOR_STOPPING, hand_over: bool = False
     ) -> set[asyncio.Task[object]]:
         """``close`` without the wait: the tasks still to end (many jobs' waited for at once).
         ``hand_over``: see ``JobRuns.stop``."""
@@ -191,47 +188,28 @@ class JobLoop:
         self._runs.stop(reason=reason, hand_over=hand_over)
         return self._tasks.cancel()
 
-    def lost(
-        self, slot: datetime, *, replica: str, started_at: datetime | None, attempt: int
-    ) -> None:
-        """The run of ``slot`` that ``replica`` started was lost: see ``JobRuns.lost``."""
-        self._runs.lost(
-            slot, armed=self._armed, replica=replica, started_at=started_at, attempt=attempt
-        )
+    def lost(self, lease: records.Lease) -> None:
+        """The run ``lease`` was held for was lost (another replica held it, and died): see
+        ``JobRequests.lost``. The run it was is made again from the lease (``firings.of_lease``)."""
+        armed = self._armed
+        firing = firings.of_lease(lease, armed.plan if armed is not None else None)
+        self._requests.lost(firing, armed=armed, replica=lease.replica, started_at=lease.started_at)
 
     def run_now(self, token: str) -> bool:
-        """Run the job once more, now, keyed by ``token`` (see ``JobRuns.run_now``), with the
+        """Run the job once more, now, keyed by ``token`` (see ``JobRequests.run_now``), with the
         plan and executor it was last armed with, suspended or not; False if it never was."""
         if self._armed is None:
             return False
-        self._runs.run_now(token, self._armed)
+        self._requests.run_now(token, self._armed)
         return True
 
     def backfill(self, request: records.BackfillRequest) -> str | None:
         """Run the slots of ``request``'s window, oldest first, once each, in a task of its own
-        (see ``JobRuns.backfill``); why not (None when it starts): a job never armed, a window
-        in the future, one with more than ``backfill.MAX_SLOTS`` slots, or a backfill of the job
-        still going here (each runs its slots back to back: side by side, requests made
-        with new tokens would multiply the runs of one job without bound)."""
+        (see ``JobRequests.backfill``); why not (None when it starts)."""
         armed = self._armed
         if armed is None:
             return "the job is not scheduled (see its Ready condition)"
-        if self._backfilling is not None and not self._backfilling[1].done():
-            return (
-                f"the backfill {self._backfilling[0]!r} is still going (status.backfill): one "
-                "backfill at a time per job; ask again with a new token once it has finished"
-            )
-        if request.end > self._wall():
-            return "to is in the future: backfill runs past slots only"
-        found = backfill.window(armed.plan.schedule, start=request.start, end=request.end)
-        if found.more:
-            return f"the window holds more than {backfill.MAX_SLOTS} slots: narrow it"
-        task = self._tasks.spawn(
-            self._runs.backfill(request, found.slots, armed),
-            name=f"backfill {self.job.namespace}/{self.job.name} {request.token}",
-        )
-        self._backfilling = (request.token, task)
-        return None
+        return self._requests.backfill(request, armed)
 
     def _report_crash(self, task: "asyncio.Task[None]") -> None:
         error = None if task.cancelled() else task.exception()
@@ -275,7 +253,7 @@ class JobLoop:
 
     async def _schedule(
         self,
-        armed: runs.Armed,
+        armed: armed_.Armed,
         *,
         resume_after: datetime,
         suspended_through: datetime | None,
@@ -310,8 +288,9 @@ class JobLoop:
             self._store.slot_upcoming(self.job, scheduled_time=upcoming + plan.offset)
             # Before the wait, off the firing path: a cron next slot costs up to ~100 µs.
             following = _at(plan.schedule.next_after(upcoming))
+            firing = firings.scheduled(self.job, upcoming, plan)
             if not self._backing_up:  # a backup seldom runs a slot: that run does the work
-                self._runs.prepare(upcoming, armed)
+                self._runs.prepare(firing, armed)
             waited = upcoming + wake_delay > self._wall()
             await self._timer.wait_until(upcoming + wake_delay, namespace=self.job.namespace)
             now = self._wall() - delay  # on the job's own timeline, like the deadline
@@ -334,8 +313,18 @@ class JobLoop:
                 following = _at(plan.schedule.next_after(newest))
             if decision.given_up:
                 await self._count_missed(decision, armed)
-            run = self._unnoticed(decision.run, through=newest) if self._noticed else decision.run
-            await self._claim_in_order(run, armed)
+            run = (
+                self._notices.unnoticed(decision.run, through=newest)
+                if self._notices
+                else decision.run
+            )
+            await self._runs.claim_in_order(
+                [
+                    firing if slot == upcoming else firings.scheduled(self.job, slot, plan)
+                    for slot in run
+                ],
+                armed,
+            )
             cursor = newest
             self._handled_through = cursor
             if following is None:
@@ -343,51 +332,18 @@ class JobLoop:
                 return
             upcoming = following
 
-    def _unnoticed(self, due: Sequence[datetime], *, through: datetime) -> Sequence[datetime]:
-        """``due`` but the slots the owner said it claimed; notices up to ``through`` are
-        dropped (the loop is past them)."""
-        left = []
-        for slot in due:
-            if slot in self._noticed:
-                self._store.claim_skipped(self.job, slot=slot)
-            else:
-                left.append(slot)
-        self._noticed = {slot for slot in self._noticed if slot > through}
-        return left
-
-    async def _claim_in_order(self, due: Sequence[datetime], armed: runs.Armed) -> None:
-        """Claim and start ``due``.
-
-        Each claim is a task of its own (tracked, never cancelled by re-arming): once a claim
-        is on its way, it must not strand the slot claimed here and never run. The loop goes on
-        to the next slot meanwhile, unless catching up: those runs go one after another, in
-        order. Slots are claimed in order: the previous claim lands first (it has long landed,
-        unless the lock is slower than the schedule). The loop holds no landed claim: the last
-        claim and run of every job, kept until the next slot, would be a share of the objects
-        the garbage collector walks that grows with the jobs.
-        """
-        previous = self._runs.claim_in_flight
-        if previous is not None:
-            await asyncio.shield(previous)
-        for slot in due:
-            claiming = self._runs.claim_and_admit(slot, armed)
-            if len(due) > 1:
-                started = await asyncio.shield(claiming)
-                if started is not None:
-                    await asyncio.wait([started])
-
     async def _count_missed(
         self,
         decision: missed.Decision,
-        armed: runs.Armed,
+        armed: armed_.Armed,
         *,
         reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
     ) -> None:
-        """Count the slots given up once across replicas (``JobRuns.count_missed``): in a task
+        """Count the slots given up once across replicas (``JobClaims.count_missed``): in a task
         of the job's own, so that what is won is counted even when the loop is cancelled."""
         await asyncio.shield(
             self._tasks.spawn(
-                self._runs.count_missed(decision, armed, reason=reason),
+                self._runs.claims.count_missed(decision, armed, reason=reason),
                 name=f"count missed of {self.job.namespace}/{self.job.name}",
             )
         )

@@ -17,10 +17,11 @@ How (see ``RunLeases`` for the storage contract):
   ``pages`` pages a scan), and takes over, in one more round trip, those of the jobs it
   schedules, atomically: exactly one replica gets each. That replica records the run ``Lost``
   (the dead replica's name on it) and, when the job's plan says so and it was the first
-  attempt, runs the slot again (attempt 2) under the same slot id. A second loss is recorded and
-  not retried: a run that kills its replica must not kill them all in turn. Leases of jobs this
-  replica does not schedule are left to the replicas that do; those of jobs nobody schedules any
-  more (deleted while their replica was dead) are dropped by the backend after a day.
+  attempt, runs it again (attempt 2) under the same slot id, trigger and token. A second loss
+  is recorded and not retried: a run that kills its replica must not kill them all in turn.
+  Leases of jobs this replica does not schedule are left to the replicas that do; those of jobs
+  nobody schedules any more (deleted while their replica was dead) are dropped by the backend
+  after a day.
 
 The cost: a replica with no expired lease pays one round trip per ``scan``, however many jobs
 it schedules. The pending holds go out in one round trip and the pending releases in one more,
@@ -45,10 +46,11 @@ replicas that died stay expired (recorded up to ``heartbeat + scan`` after the b
 A replica never takes over a lease it holds itself (a stalled event loop let it expire): its
 heartbeat renews it.
 
-The heartbeat is a ``RunStore``: the loop already tells the store of every run that starts and
-finishes, so holding and releasing leases needs no change to the loop. The deadlines live in
-the lease backend's clock (Redis ``TIME``), never in the replicas' wall clocks, which may
-disagree.
+The lease is held and released as steps of the run itself (``protocols.HoldsRuns``, called by
+``runs.JobRuns``): held as its run starts (or from its arm ahead), released once it is recorded,
+under the run's own slot id (a run asked for by hand: its token's), so that a run taken over
+is the same run, its Idempotency-Key kept. The deadlines live in the lease backend's clock
+(Redis ``TIME``), never in the replicas' wall clocks, which may disagree.
 """
 
 import asyncio
@@ -56,7 +58,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from punctual.contracts import protocols, records
 from punctual.scheduling import slots
@@ -88,9 +90,10 @@ class LeaseRules:
         return self.ttl + self.scan
 
 
-class Heartbeat(protocols.RunStore):
-    """``protocols.RunStore`` that holds a lease for every run this replica starts, renews them,
-    and releases each when its run is recorded. ``run()`` does the I/O; calls never block."""
+class Heartbeat(protocols.HoldsRuns):
+    """``protocols.HoldsRuns``: holds a lease for every run this replica starts (or arms
+    ahead), renews them, and releases each when its run is recorded. ``run()`` does the I/O;
+    calls never block."""
 
     def __init__(
         self, leases: protocols.RunLeases, *, replica: str, rules: LeaseRules = LeaseRules()
@@ -114,47 +117,15 @@ class Heartbeat(protocols.RunStore):
         """Slot ids of every run in flight here, its lease written yet or not."""
         return self._running.keys()
 
-    # -- the RunStore seam -----------------------------------------------------------------
-
-    def slot_armed(self, job: slots.JobRef, run: records.ActiveRun) -> None:
-        """A slot armed ahead is held from its arm: should this replica die during the lead,
-        another one carries it on (``runs.JobRuns.lost``)."""
-        self.run_started(job, run)
-
-    def slots_missed(
-        self,
-        job: slots.JobRef,
-        *,
-        count: int,
-        newest: datetime,
-        reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
-    ) -> None:
-        """A slot held since its arm and given up before its run started (disarmed, or queued
-        and dropped) is ``newest``: its lease is released as a finished run's."""
-        slot_id = slots.slot_id(job, newest)
-        if slot_id in self._running:
-            self._release(slot_id)
-
-    def run_started(self, job: slots.JobRef, run: records.ActiveRun) -> None:
-        lease = records.Lease(
-            job=job,
-            slot=run.slot,
-            slot_id=slots.slot_id(job, run.slot),
-            replica=self._replica,
-            attempt=run.attempt,
-            started_at=run.started_at,
-        )
+    def hold(self, lease: records.Lease) -> None:
+        """Hold ``lease`` from now: written at once, renewed every heartbeat. A slot armed
+        ahead is held from its arm, and held again (refreshed) as its run starts."""
         self._to_release.pop(lease.slot_id, None)
-        # A slot armed here is held already: it stays so (renewed, released when it ends)
-        # while its hold is written again with its run's start.
         self._running[lease.slot_id] = lease
         self._to_hold.add(lease.slot_id)
         self._wake.set()  # hold it at once: the run is unprotected until then
 
-    def run_finished(self, job: slots.JobRef, record: records.RunRecord) -> None:
-        self._release(slots.slot_id(job, record.slot))
-
-    def _release(self, slot_id: str) -> None:
+    def release(self, slot_id: str) -> None:
         lease = self._running.pop(slot_id, None)
         if lease is None:
             return  # not started here, or taken over by another replica
@@ -346,7 +317,7 @@ class LossDetector:
         mine = []
         for slot_id in expired:
             try:
-                job, _ = slots.parse_slot_id(slot_id)
+                job = slots.job_of(slot_id)
             except ValueError:
                 logger.warning("a run lease with a malformed slot id, left alone: %r", slot_id)
                 continue

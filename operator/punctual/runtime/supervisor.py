@@ -11,7 +11,8 @@ The owner's claims name the job's backup (``Claim.backup``), for a lock that tel
 slot to its owner.
 
 The runs in flight of one namespace's jobs are capped on this replica
-(``max_runs_in_flight_per_namespace``), counted as runs start and end (``runs.NamespaceRuns``):
+(``max_runs_in_flight_per_namespace``), counted as runs start and end
+(``namespace_runs.NamespaceRuns``):
 one tenant's many jobs hold at most that many of the replica's runs. The cap is per replica:
 with sharding, a namespace's jobs are spread over the replicas, and each holds up to that many.
 """
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from punctual.contracts import protocols, records
-from punctual.runtime import job_loop, runs, tasks, timers
+from punctual.runtime import job_loop, namespace_runs, tasks, timers
 from punctual.scheduling import overlap, ownership, plans, slots
 
 BACKUP_DELAY = timedelta(milliseconds=250)
@@ -46,6 +47,17 @@ class _Request:
     lock: protocols.SlotLock | None
 
 
+@dataclass(slots=True)
+class _Job:
+    """What this replica keeps of one job: its loop (once made), and with sharding what it was
+    armed with and its role here. Forgotten in one step (``_forget``)."""
+
+    loop: job_loop.JobLoop | None = None
+    request: _Request | None = None
+    role: ownership.Role | None = None
+    """None: no role decided here (without sharding, or suspended)."""
+
+
 class Supervisor:
     def __init__(
         self,
@@ -58,25 +70,27 @@ class Supervisor:
         grace: timedelta = timedelta(seconds=10),
         sharding: Sharding | None = None,
         max_runs_in_flight_per_namespace: int = overlap.MAX_RUNS_IN_FLIGHT_PER_NAMESPACE,
+        leases: protocols.HoldsRuns | None = None,
     ) -> None:
+        """``leases``: where each run's lease is held (durable runs; None: none)."""
         self._wall = wall
-        self._namespace_runs = runs.NamespaceRuns(limit=max_runs_in_flight_per_namespace)
+        self._namespace_runs = namespace_runs.NamespaceRuns(limit=max_runs_in_flight_per_namespace)
+        self._leases = leases
         self._timer = timers.WallTimer(wall=wall)
         self._lock = lock
         self._store = store
         self._replica = replica
         self._stagger = stagger
         self._grace = grace
-        self._loops: dict[slots.JobRef, job_loop.JobLoop] = {}
+        self._jobs: dict[slots.JobRef, _Job] = {}
         self._sharding = sharding
         self._members = frozenset({sharding.member}) if sharding is not None else frozenset()
-        self._requests: dict[slots.JobRef, _Request] = {}
-        self._roles: dict[slots.JobRef, ownership.Role] = {}
         self._backed_up: dict[str, slots.JobRef] = {}
-        """The jobs backed up here, by uid (what claim notices name)."""
+        """An index of ``_jobs``: the jobs backed up here, by uid (what claim notices name)."""
         self._held: set[slots.JobRef] = set()
-        """The jobs owned or backed up here; ``armed`` copies it in one step (the metrics
-        server reads it from its own thread while the event loop changes it)."""
+        """An index of ``_jobs``: the jobs owned or backed up here; ``armed`` copies it in one
+        step (the metrics server reads it from its own thread while the event loop changes
+        it)."""
         self._stopped_listeners: list[job_loop.Stopped] = []
 
     def when_stopped(self, listener: job_loop.Stopped) -> None:
@@ -91,7 +105,7 @@ class Supervisor:
     def armed(self) -> frozenset[slots.JobRef]:
         """The jobs scheduled here (with sharding: those this replica owns or backs up)."""
         if self._sharding is None:
-            return frozenset(self._loops)
+            return frozenset(self._jobs)
         return frozenset(self._held)
 
     def leads(self, job: slots.JobRef) -> bool:
@@ -108,28 +122,30 @@ class Supervisor:
             return []
         self._members = members | {self._sharding.member}
         led = []
-        for job in list(self._requests):
-            before = self._roles.get(job, ownership.Role.NONE)
+        for job, known in list(self._jobs.items()):
+            if known.request is None:
+                continue
+            before = known.role or ownership.Role.NONE
             shares = self._shares(job)
             if self._role(job, shares) != before:
-                self._apply(job, before=before)
-                if self._roles[job] == ownership.Role.OWNER:
+                self._apply(job, known.request, before=before)
+                if known.role == ownership.Role.OWNER:
                     led.append(job)
-            elif before == ownership.Role.OWNER:  # its backup may have changed
-                self._loops[job].tell(shares.backup)
+            elif before == ownership.Role.OWNER and known.loop is not None:  # a new backup?
+                known.loop.tell(shares.backup)
         return led
 
     def claimed(self, notice: records.ClaimNotice) -> bool:
         """``protocols.ClaimNotices``: the owner of a job backed up here claimed a slot."""
         job = self._backed_up.get(notice.uid)
-        loop = self._loops.get(job) if job is not None else None
+        loop = self._loop_of(job) if job is not None else None
         return loop is not None and loop.notice(notice.slot)
 
     def malformed(self) -> None:
         """``protocols.ClaimNotices``: nothing to do here (counted by the metrics' wrapper)."""
 
     def active_slots(self, job: slots.JobRef) -> list[datetime]:
-        loop = self._loops.get(job)
+        loop = self._loop_of(job)
         return [] if loop is None else loop.active_slots
 
     def arm(
@@ -148,7 +164,7 @@ class Supervisor:
         ``lock`` claims this job's slots instead of the supervisor's own lock (default).
         Slots armed ahead under the spec before are disarmed: they must not run as it said.
         """
-        known = self._loops.get(job)
+        known = self._loop_of(job)
         if known is not None:
             known.disarm_ahead()
         request = _Request(
@@ -167,10 +183,10 @@ class Supervisor:
                 lock=lock,
             )
             return
-        self._requests[job] = request
+        self._jobs.setdefault(job, _Job()).request = request
         role = self._assign(job)
         if role == ownership.Role.NONE:
-            loop = self._loops.get(job)
+            loop = self._loop_of(job)
             if loop is not None:
                 loop.stop_scheduling()
             return
@@ -185,7 +201,8 @@ class Supervisor:
 
     def _elsewhere(self, job: slots.JobRef) -> bool:
         """Whether ``job`` is scheduled, by other replicas only (sharding)."""
-        return job in self._requests and job not in self._held
+        known = self._jobs.get(job)
+        return known is not None and known.request is not None and job not in self._held
 
     def _role(self, job: slots.JobRef, shares: ownership.Shares | None = None) -> ownership.Role:
         sharding = self._sharding
@@ -202,7 +219,7 @@ class Supervisor:
     def _assign(self, job: slots.JobRef) -> ownership.Role:
         """Record ``job``'s role here now; its loop (made if need be) told whom to tell."""
         shares = self._shares(job)
-        role = self._roles[job] = self._role(job, shares)
+        role = self._jobs.setdefault(job, _Job()).role = self._role(job, shares)
         if role == ownership.Role.NONE:
             self._held.discard(job)
         else:
@@ -211,7 +228,7 @@ class Supervisor:
             self._backed_up[job.uid] = job
         else:
             self._backed_up.pop(job.uid, None)
-        loop = self._loop(job) if role != ownership.Role.NONE else self._loops.get(job)
+        loop = self._loop(job) if role != ownership.Role.NONE else self._loop_of(job)
         if loop is not None:
             loop.tell(shares.backup if role == ownership.Role.OWNER else None)
         return role
@@ -221,14 +238,13 @@ class Supervisor:
             return timedelta()
         return self._sharding.backup_delay
 
-    def _apply(self, job: slots.JobRef, *, before: ownership.Role) -> None:
+    def _apply(self, job: slots.JobRef, request: _Request, *, before: ownership.Role) -> None:
         """Arm or stop ``job`` for its new role. Owner and backup swap on from the slot the
         loop dealt with last (no slot between them is dropped); a job new here starts from
         now (the slots before were its former owner's and backup's, who are still armed,
         unless both are gone at once)."""
-        request = self._requests[job]
         role = self._assign(job)
-        loop = self._loops.get(job)
+        loop = self._loop_of(job)
         if role == ownership.Role.NONE:
             if loop is not None:
                 loop.stop_scheduling()  # runs in flight go on
@@ -248,10 +264,16 @@ class Supervisor:
             delay=self._delay(role),
         )
 
+    def _loop_of(self, job: slots.JobRef) -> job_loop.JobLoop | None:
+        known = self._jobs.get(job)
+        return None if known is None else known.loop
+
     def _loop(self, job: slots.JobRef) -> job_loop.JobLoop:
-        loop = self._loops.get(job)
+        """``job``'s loop, made if need be."""
+        known = self._jobs.setdefault(job, _Job())
+        loop = known.loop
         if loop is None:
-            loop = self._loops[job] = job_loop.JobLoop(
+            loop = known.loop = job_loop.JobLoop(
                 job=job,
                 timer=self._timer,
                 wall=self._wall,
@@ -259,6 +281,7 @@ class Supervisor:
                 store=self._store,
                 replica=self._replica,
                 namespace_runs=self._namespace_runs,
+                leases=self._leases,
                 stagger=self._stagger,
                 on_stopped=self._stopped,
             )
@@ -267,14 +290,9 @@ class Supervisor:
     async def lost(self, lease: records.Lease) -> None:
         """A run of an armed job whose replica died, taken over by this replica (the
         ``LossDetector``'s ``on_lost``): see ``JobLoop.lost``."""
-        loop = self._loops.get(lease.job)
+        loop = self._loop_of(lease.job)
         if loop is not None:
-            loop.lost(
-                lease.slot,
-                replica=lease.replica,
-                started_at=lease.started_at,
-                attempt=lease.attempt,
-            )
+            loop.lost(lease)
 
     def run_now(self, job: slots.JobRef, token: str) -> bool:
         """Run ``job`` once more, now, keyed by ``token``: see ``JobLoop.run_now``. False when
@@ -282,7 +300,7 @@ class Supervisor:
         replica's share (its owner and backup race for the token's claim)."""
         if self._elsewhere(job):
             return True
-        loop = self._loops.get(job)
+        loop = self._loop_of(job)
         return loop is not None and loop.run_now(token)
 
     def backfill(self, job: slots.JobRef, request: records.BackfillRequest) -> str | None:
@@ -290,7 +308,7 @@ class Supervisor:
         replica's share: its owner and backup race for the request's claim."""
         if self._elsewhere(job):
             return None
-        loop = self._loops.get(job)
+        loop = self._loop_of(job)
         if loop is None:
             return "the job is not scheduled (see its Ready condition)"
         return loop.backfill(request)
@@ -301,13 +319,14 @@ class Supervisor:
         Returns the newest slot dealt with, if ``job`` was being scheduled here: the slots
         after it are the ones the suspension missed.
         """
-        self._requests.pop(job, None)
-        role = self._roles.pop(job, ownership.Role.OWNER)
+        known = self._jobs.get(job)
         self._held.discard(job)
         self._backed_up.pop(job.uid, None)
-        loop = self._loops.get(job)
-        if loop is None:
+        if known is None or known.loop is None:
             return None
+        role = known.role or ownership.Role.OWNER
+        known.request = known.role = None
+        loop = known.loop
         loop.stop_scheduling()
         loop.disarm_ahead(reason=records.MissedReason.SUSPENDED)
         # A loop stopped since the job moved away knows nothing of the slots after.
@@ -316,24 +335,23 @@ class Supervisor:
     async def disarm(self, job: slots.JobRef) -> None:
         """Forget ``job``: no more slots, slots armed ahead disarmed and runs cancelled, within
         the grace period each."""
-        self._requests.pop(job, None)
-        self._roles.pop(job, None)
-        self._held.discard(job)
-        self._backed_up.pop(job.uid, None)
-        loop = self._loops.pop(job, None)
+        loop = self._forget(job)
         if loop is not None:
             await tasks.wait_for(set(loop.disarm_ahead()), grace=self._grace)
             await loop.close(grace=self._grace, reason="job disarmed")
+
+    def _forget(self, job: slots.JobRef) -> job_loop.JobLoop | None:
+        """Forget all that is kept of ``job``; its loop, if it had one, to close."""
+        known = self._jobs.pop(job, None)
+        self._held.discard(job)
+        self._backed_up.pop(job.uid, None)
+        return None if known is None else known.loop
 
     async def shutdown(self, *, hand_over: bool = False) -> None:
         """Disarm every job at once, waiting at most the grace period. ``hand_over`` (the run
         leases outlive this replica): runs whose work goes on at their target are left
         unrecorded, for the replica that takes their lease over (``JobRuns.stop``)."""
-        loops, self._loops = list(self._loops.values()), {}
-        self._requests.clear()
-        self._roles.clear()
-        self._held.clear()
-        self._backed_up.clear()
+        loops = [loop for job in list(self._jobs) if (loop := self._forget(job)) is not None]
         # One wait for every job's tasks: a wait per job cost a second at 10,000 jobs.
         cancelled: set[asyncio.Task[object]] = set()
         for loop in loops:

@@ -1,6 +1,8 @@
 """What to do when a slot comes due while earlier runs of the same job are still going."""
 
 import enum
+from dataclasses import dataclass
+from typing import assert_never
 
 
 class ConcurrencyPolicy(enum.StrEnum):
@@ -85,3 +87,69 @@ def _by_policy(
             return Action.REPLACE
         case ConcurrencyPolicy.QUEUE:
             return Action.ENQUEUE if queued < max_queued else Action.SKIP
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InFlight:
+    """What a run meets as it is admitted: its job's runs in flight on this replica and those
+    only its target sees (another replica's, an earlier process's), the runs queued, and the
+    runs of its namespace on this replica (``replica``)."""
+
+    here: int
+    elsewhere: int = 0
+    queued: int = 0
+    namespace: str
+    namespace_here: int
+    replica: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Limits:
+    """The job's queue and the platform's caps (``decide``)."""
+
+    max_queued: int
+    max_active: int
+    max_namespace_active: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    """What becomes of a run, and what is said of it."""
+
+    action: Action
+    overlapped: bool
+    """Runs of the job were in flight or queued: the policy had something to decide."""
+    why_skipped: str = ""
+    """For a skip, the message its record carries."""
+
+
+def admit(policy: ConcurrencyPolicy, meets: InFlight, limits: Limits) -> Verdict:
+    """The verdict on a run of a job under ``policy`` that ``meets`` these runs: one table, from
+    what runs to what to do, as Temporal's scheduler decides on a buffered start."""
+    active = meets.here + meets.elsewhere
+    action = decide(
+        policy,
+        active=active,
+        active_here=meets.here,
+        queued=meets.queued,
+        max_queued=limits.max_queued,
+        max_active=limits.max_active,
+        namespace_active=meets.namespace_here,
+        max_namespace_active=limits.max_namespace_active,
+    )
+    overlapped = bool(active or meets.queued)
+    match action:
+        case Action.SKIP:
+            why = f"{active} run(s) active, concurrencyPolicy {policy}"
+        case Action.SKIP_AT_LIMIT:
+            why = f"{active} run(s) active, the most the operator allows one job"
+        case Action.SKIP_AT_NAMESPACE_LIMIT:
+            why = (
+                f"{meets.namespace_here} run(s) of namespace {meets.namespace} active on "
+                f"replica {meets.replica}, the most the operator allows one namespace"
+            )
+        case Action.START | Action.REPLACE | Action.ENQUEUE:
+            why = ""
+        case _:
+            assert_never(action)
+    return Verdict(action=action, overlapped=overlapped, why_skipped=why)

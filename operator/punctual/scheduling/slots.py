@@ -37,6 +37,24 @@ def run_now_slot_id(job: JobRef, token: str) -> str:
     return f"{job.namespace}/{job.name}/{job.uid}/{RUN_NOW_PREFIX}{token}"
 
 
+def run_now_token(text: str) -> str | None:
+    """The token a run-now slot id (``run_now_slot_id``) names; None for any other text."""
+    parts = text.split("/")
+    if len(parts) != 4 or not all(parts[:3]) or not parts[3].startswith(RUN_NOW_PREFIX):
+        return None
+    return parts[3].removeprefix(RUN_NOW_PREFIX) or None
+
+
+def job_of(text: str) -> JobRef:
+    """The job a slot id names, a run-now one's too. Raises ``ValueError`` for anything
+    ``slot_id`` or ``run_now_slot_id`` could not have written."""
+    if run_now_token(text) is None:
+        job, _ = parse_slot_id(text)
+        return job
+    namespace, name, uid, _ = text.split("/")
+    return JobRef(namespace=namespace, name=name, uid=uid)
+
+
 def backfill_request_id(job: JobRef, token: str) -> str:
     """The key of the claim of a whole backfill request: one replica carries it out."""
     return f"{job.namespace}/{job.name}/{job.uid}/backfill-{token}"

@@ -116,6 +116,42 @@ class TestALeaseTakenOver:
         assert lease.slot == SLOT
 
 
+class TestALeaseOfARunAskedForByHand:
+    """Its id names its token, not an instant: the instant it was asked for is the hash's."""
+
+    RUN_NOW_ID = slots.run_now_slot_id(JOB, "deploy-42")
+
+    async def taken_over(self, run: list[bytes]) -> records.Lease:
+        backend = run_leases(take_over=[self.RUN_NOW_ID.encode(), run])
+        [lease] = await backend.take_over([self.RUN_NOW_ID])
+        return lease
+
+    async def test_reads_its_job_from_its_id_and_when_it_was_asked_from_the_hash(self) -> None:
+        lease = await self.taken_over(as_hold_wrote_it())
+
+        assert lease == dataclasses.replace(AS_WRITTEN, slot_id=self.RUN_NOW_ID)
+
+    async def test_a_slot_field_hold_did_not_write_reads_as_the_epoch(self) -> None:
+        lease = await self.taken_over(as_hold_wrote_it(slot=b"x"))
+
+        assert (lease.job, lease.slot) == (JOB, datetime(1970, 1, 1, tzinfo=UTC))
+
+    async def test_is_taken_over_by_the_detector_of_its_job(self) -> None:
+        backend = run_leases(
+            expired=[self.RUN_NOW_ID.encode()],
+            take_over=[self.RUN_NOW_ID.encode(), as_hold_wrote_it()],
+        )
+        lost: list[records.Lease] = []
+
+        async def on_lost(lease: records.Lease) -> None:
+            lost.append(lease)
+
+        detector = leases.LossDetector(backend, jobs=lambda: [JOB], on_lost=on_lost)
+
+        assert await detector.scan() == 1
+        assert [lease.slot_id for lease in lost] == [self.RUN_NOW_ID]
+
+
 class TestTheExpiredLeasesListed:
     async def test_a_member_that_is_not_utf_8_reads_as_escapes(self) -> None:
         listed = await run_leases(expired=[b"ns/\xffjob/uid/1", SLOT_ID.encode()]).expired(limit=10)

@@ -2,10 +2,12 @@
 id, run now with the job's plan (its concurrency policy and timeout), and recorded like any run,
 carrying its token; it is no slot of the schedule."""
 
+from datetime import timedelta
+
 import pytest
 from runtime_doubles import JOB, LOOPTIME, SECOND, FakeWall, GrantingLock, Target, every
 
-from punctual.contracts import protocols
+from punctual.contracts import protocols, records
 from punctual.contracts.records import RunResult
 from punctual.runtime.supervisor import Supervisor
 from punctual.scheduling import slots
@@ -15,6 +17,7 @@ from punctual.stores.memory import MemoryStore
 pytestmark = LOOPTIME
 
 HOUR = 3600 * SECOND
+MILLISECOND = timedelta(milliseconds=1)
 
 
 @pytest.fixture
@@ -46,7 +49,7 @@ class TestRunNow:
     async def test_its_claim_carries_the_token_and_another_replica_s_win_runs_nothing(
         self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore, lock: GrantingLock
     ) -> None:
-        lock.answer = lambda claim: claim.token is None  # type: ignore[method-assign]
+        lock.answer = lambda claim: not isinstance(claim.purpose, records.RunNow)  # type: ignore[method-assign]
         target = Target(wall)
         supervisor.arm(JOB, every(HOUR), target, resume_after=wall())
 
@@ -74,3 +77,19 @@ class TestRunNow:
 
     async def test_a_job_not_armed_here_runs_nothing(self, supervisor: Supervisor) -> None:
         assert not supervisor.run_now(JOB, "abc")
+
+
+async def test_two_asked_within_a_millisecond_are_told_apart_by_their_slots(
+    supervisor: Supervisor, wall: FakeWall
+) -> None:
+    target = Target(wall, duration=SECOND)
+    supervisor.arm(
+        JOB, every(HOUR, concurrency=ConcurrencyPolicy.ALLOW), target, resume_after=wall()
+    )
+
+    supervisor.run_now(JOB, "first")
+    supervisor.run_now(JOB, "second")
+    await wall.sleep_until(wall() + 3 * SECOND)
+
+    first, second = sorted(context.slot for context in target.contexts)
+    assert second - first == MILLISECOND

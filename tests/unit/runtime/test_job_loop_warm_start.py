@@ -15,7 +15,7 @@ from runtime_doubles import JOB, LOOPTIME, SECOND, FakeWall, GrantingLock, Targe
 
 from punctual.contracts import protocols, records
 from punctual.contracts.records import MissedReason, RunResult, StartMode
-from punctual.runtime import runs
+from punctual.runtime import ahead
 from punctual.runtime.supervisor import Supervisor
 from punctual.scheduling import missed, slots
 from punctual.scheduling.overlap import ConcurrencyPolicy
@@ -319,7 +319,7 @@ class TestGivingUpDuringTheLead:
     ) -> None:
         target = WarmTarget(wall)
         arm(supervisor, target)
-        await wall.sleep_until(SLOT - runs.DECIDED_AHEAD / 2)
+        await wall.sleep_until(SLOT - ahead.DECIDED_AHEAD / 2)
 
         supervisor.suspend(JOB)
 
@@ -347,7 +347,7 @@ class TestWhatIsLeftAlone:
         arm(supervisor, target)
         await wall.sleep_until(at(45))
 
-        supervisor._loops[JOB].stop_scheduling()  # what moving the job elsewhere does here
+        supervisor._loop(JOB).stop_scheduling()  # what moving the job elsewhere does here
 
         await wall.sleep_until(at(61))
         assert target.disarmed == []

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from punctual.contracts import protocols, records
+from punctual.contracts import protocols
 from punctual.contracts.records import Lease
 from punctual.runtime.leases import Heartbeat, LeaseRules, LossDetector
 from punctual.scheduling import slots
@@ -87,14 +87,21 @@ class MemoryLeases:
         self.expired_ids = [lease.slot_id for lease in leases] + self.expired_ids
 
 
-def started(slot: datetime = SLOT, *, attempt: int = 1) -> records.ActiveRun:
-    return records.ActiveRun(
-        slot=slot, scheduled_time=slot, started_at=slot, replica="r1", attempt=attempt
+def started(slot: datetime = SLOT, *, attempt: int = 1) -> Lease:
+    """The lease of a run started here (or armed ahead) at ``slot``."""
+    return Lease(
+        job=JOB,
+        slot=slot,
+        slot_id=slots.slot_id(JOB, slot),
+        replica="r1",
+        attempt=attempt,
+        started_at=slot,
     )
 
 
-def finished(slot: datetime = SLOT) -> records.RunRecord:
-    return records.RunRecord(slot=slot, scheduled_time=slot, result=records.RunResult.SUCCEEDED)
+def finished(slot: datetime = SLOT) -> str:
+    """The slot id of a run recorded (or given up): its lease to release."""
+    return slots.slot_id(JOB, slot)
 
 
 def a_lease(job: slots.JobRef = JOB, slot: datetime = SLOT, replica: str = "r2") -> Lease:
@@ -134,7 +141,7 @@ class TestTheHeartbeat:
         backend = MemoryLeases()
         heartbeat = Heartbeat(backend, replica="r1", rules=FAST)
 
-        heartbeat.run_started(JOB, started())
+        heartbeat.hold(started())
         await beating(heartbeat, 0.005)
 
         assert list(backend.leases) == [slots.slot_id(JOB, SLOT)]
@@ -145,7 +152,7 @@ class TestTheHeartbeat:
         heartbeat = Heartbeat(backend, replica="r1", rules=FAST)
 
         for second in range(3):
-            heartbeat.run_started(JOB, started(SLOT + timedelta(seconds=second)))
+            heartbeat.hold(started(SLOT + timedelta(seconds=second)))
         await beating(heartbeat, 0.005)
 
         assert backend.calls["hold"] == 1
@@ -157,10 +164,10 @@ class TestTheHeartbeat:
         heartbeat = Heartbeat(backend, replica="r1", rules=FAST)
         task = asyncio.create_task(heartbeat.run())
         try:
-            heartbeat.run_started(JOB, started())
+            heartbeat.hold(started())
             await until(lambda: backend.calls["hold"] == 1)  # its hold is on the wire
             for second in range(1, 4):
-                heartbeat.run_started(JOB, started(SLOT + timedelta(seconds=second)))
+                heartbeat.hold(started(SLOT + timedelta(seconds=second)))
             backend.on_the_wire.set()
             await until(lambda: len(backend.written) == 2)
         finally:
@@ -172,7 +179,7 @@ class TestTheHeartbeat:
     async def test_renews_the_leases_it_holds_every_heartbeat(self) -> None:
         backend = MemoryLeases()
         heartbeat = Heartbeat(backend, replica="r1", rules=FAST)
-        heartbeat.run_started(JOB, started())
+        heartbeat.hold(started())
 
         await beating(heartbeat, 0.11)
 
@@ -181,10 +188,10 @@ class TestTheHeartbeat:
     async def test_releases_the_lease_once_the_run_is_recorded(self) -> None:
         backend = MemoryLeases()
         heartbeat = Heartbeat(backend, replica="r1", rules=FAST)
-        heartbeat.run_started(JOB, started())
+        heartbeat.hold(started())
         await beating(heartbeat, 0.005)
 
-        heartbeat.run_finished(JOB, finished())
+        heartbeat.release(finished())
         await beating(heartbeat, 0.005)
 
         assert backend.leases == {}
@@ -196,33 +203,33 @@ class TestTheHeartbeat:
         backend = MemoryLeases()
         heartbeat = Heartbeat(backend, replica="r1", rules=FAST)
 
-        heartbeat.slot_armed(JOB, started())
+        heartbeat.hold(started())
         await beating(heartbeat, 0.005)
         assert list(backend.leases) == [slots.slot_id(JOB, SLOT)]
 
-        heartbeat.run_started(JOB, started())
-        heartbeat.run_finished(JOB, finished())
+        heartbeat.hold(started())
+        heartbeat.release(finished())
         await beating(heartbeat, 0.005)
         assert backend.leases == {}
 
     async def test_releases_a_slot_armed_ahead_and_given_up_before_its_run(self) -> None:
         backend = MemoryLeases()
         heartbeat = Heartbeat(backend, replica="r1", rules=FAST)
-        heartbeat.slot_armed(JOB, started())
+        heartbeat.hold(started())
         await beating(heartbeat, 0.005)
 
-        heartbeat.slots_missed(JOB, count=1, newest=SLOT, reason=records.MissedReason.DISARMED)
+        heartbeat.release(finished())
         await beating(heartbeat, 0.005)
 
         assert backend.leases == {}
         assert not heartbeat.held
 
-    async def test_slots_missed_that_it_does_not_hold_change_nothing(self) -> None:
+    async def test_releasing_a_run_it_does_not_hold_changes_nothing(self) -> None:
         backend = MemoryLeases()
         heartbeat = Heartbeat(backend, replica="r1", rules=FAST)
-        heartbeat.run_started(JOB, started())
+        heartbeat.hold(started())
 
-        heartbeat.slots_missed(JOB, count=5, newest=SLOT + timedelta(minutes=1))
+        heartbeat.release(finished(SLOT + timedelta(minutes=1)))
 
         assert list(heartbeat.held) == [slots.slot_id(JOB, SLOT)]
 
@@ -230,8 +237,8 @@ class TestTheHeartbeat:
         backend = MemoryLeases()
         heartbeat = Heartbeat(backend, replica="r1", rules=FAST)
 
-        heartbeat.run_started(JOB, started())
-        heartbeat.run_finished(JOB, finished())
+        heartbeat.hold(started())
+        heartbeat.release(finished())
         await beating(heartbeat, 0.005)
 
         assert backend.leases == {}
@@ -243,9 +250,9 @@ class TestTheHeartbeat:
         heartbeat = Heartbeat(backend, replica="r1", rules=FAST)
         task = asyncio.create_task(heartbeat.run())
         try:
-            heartbeat.run_started(JOB, started())
+            heartbeat.hold(started())
             await until(lambda: backend.calls["hold"] == 1)  # its hold is on the wire
-            heartbeat.run_finished(JOB, finished())
+            heartbeat.release(finished())
             backend.on_the_wire.set()
             await until(lambda: backend.calls["release"] == 1)
 
@@ -259,7 +266,7 @@ class TestTheHeartbeat:
         backend = MemoryLeases()
         backend.down = True
         heartbeat = Heartbeat(backend, replica="r1", rules=FAST)
-        heartbeat.run_started(JOB, started())
+        heartbeat.hold(started())
         await beating(heartbeat, 0.03)
         assert backend.leases == {}
 
@@ -271,10 +278,10 @@ class TestTheHeartbeat:
     async def test_releases_again_what_an_unavailable_backend_could_not_take(self) -> None:
         backend = MemoryLeases()
         heartbeat = Heartbeat(backend, replica="r1", rules=FAST)
-        heartbeat.run_started(JOB, started())
+        heartbeat.hold(started())
         await beating(heartbeat, 0.005)
         backend.down = True
-        heartbeat.run_finished(JOB, finished())
+        heartbeat.release(finished())
         await beating(heartbeat, 0.03)
         assert list(backend.leases) == [slots.slot_id(JOB, SLOT)]
 
@@ -286,12 +293,12 @@ class TestTheHeartbeat:
     async def test_forgets_a_lease_another_replica_took_over(self) -> None:
         backend = MemoryLeases()
         heartbeat = Heartbeat(backend, replica="r1", rules=FAST)
-        heartbeat.run_started(JOB, started())
+        heartbeat.hold(started())
         await beating(heartbeat, 0.005)
 
         backend.leases.clear()  # presumed dead: taken over
         await beating(heartbeat, 0.05)
-        heartbeat.run_finished(JOB, finished())  # the run went on, and ends
+        heartbeat.release(finished())  # the run went on, and ends
         renewals = backend.renewals
         await beating(heartbeat, 0.05)
 
@@ -307,7 +314,7 @@ class TestTheHeartbeat:
             retry=timedelta(milliseconds=10),
         )
         heartbeat = Heartbeat(backend, replica="r1", rules=rules)
-        heartbeat.run_started(JOB, started())
+        heartbeat.hold(started())
         task = asyncio.create_task(heartbeat.run())
         try:
             await asyncio.sleep(0.01)
@@ -328,7 +335,7 @@ class TestTheHeartbeat:
         task = asyncio.create_task(heartbeat.run())
         await asyncio.sleep(0.001)  # waiting for a run to hold, or the next renewal
 
-        heartbeat.run_started(JOB, started())  # the wake-up and the stop in one loop iteration
+        heartbeat.hold(started())  # the wake-up and the stop in one loop iteration
         task.cancel()
         await asyncio.wait([task], timeout=1.0)
 
@@ -340,7 +347,7 @@ class TestTheHeartbeat:
         task = asyncio.create_task(heartbeat.run())
         await asyncio.sleep(0.001)
 
-        heartbeat.run_started(JOB, started())
+        heartbeat.hold(started())
         heartbeat.stop()
         await asyncio.wait([task], timeout=1.0)
 
@@ -351,7 +358,7 @@ class TestTheHeartbeat:
         backend = MemoryLeases()
         heartbeat = Heartbeat(backend, replica="r1", rules=FAST)
 
-        heartbeat.run_started(JOB, started(attempt=2))
+        heartbeat.hold(started(attempt=2))
         await beating(heartbeat, 0.005)
 
         assert backend.leases[slots.slot_id(JOB, SLOT)].attempt == 2
@@ -505,7 +512,7 @@ class TestTheLossDetector:
     async def test_never_takes_over_a_run_of_its_own_heartbeat(self) -> None:
         backend = MemoryLeases()
         heartbeat = Heartbeat(backend, replica="r1", rules=FAST)
-        heartbeat.run_started(JOB, started())
+        heartbeat.hold(started())
         await beating(heartbeat, 0.005)
         backend.expired_ids = [slots.slot_id(JOB, SLOT)]  # a stalled loop let it expire
         detector = LossDetector(

@@ -18,7 +18,7 @@ from runtime_doubles import LOOPTIME, SECOND, FakeWall, Target, at, every
 
 from punctual.contracts import records
 from punctual.locks.memory import MemoryLock
-from punctual.runtime import job_loop
+from punctual.runtime import notices
 from punctual.runtime.supervisor import Sharding, Supervisor
 from punctual.scheduling import ownership, slots
 from punctual.stores.memory import MemoryStore
@@ -328,7 +328,7 @@ class TestANoticeIsTakenOnlyForASlotAheadOfAJobBackedUpHere:
             ("r3", "job", at(10), False),  # a job not armed here
             ("r2", "other", at(10), False),  # a uid nobody here backs up
             ("r2", "job", at(5), False),  # behind the loop
-            ("r2", "job", at(10) + job_loop.NOTICE_AHEAD + SECOND, False),  # too far ahead
+            ("r2", "job", at(10) + notices.NOTICE_AHEAD + SECOND, False),  # too far ahead
         ],
     )
     async def test_what_the_supervisor_takes(  # noqa: PLR0917 (fixtures, parameters)
@@ -356,10 +356,10 @@ class TestANoticeIsTakenOnlyForASlotAheadOfAJobBackedUpHere:
 
         taken = [
             fleet["r2"].claimed(records.ClaimNotice(uid=job.uid, slot=slot))
-            for slot in milliseconds_from(at(6), job_loop.MAX_NOTICED + 3)
+            for slot in milliseconds_from(at(6), notices.MAX_NOTICED + 3)
         ]
 
-        assert taken == [True] * job_loop.MAX_NOTICED + [False] * 3
+        assert taken == [True] * notices.MAX_NOTICED + [False] * 3
 
     async def test_notices_the_loop_has_passed_are_dropped(
         self, fleet: dict[str, Supervisor], wall: FakeWall
@@ -368,7 +368,7 @@ class TestANoticeIsTakenOnlyForASlotAheadOfAJobBackedUpHere:
         arm_everywhere(fleet, job, Target(wall))
         await wall.sleep_until(at(6))
         # Slots that are none of the schedule's (stray notices): gone once the loop passes them.
-        for slot in milliseconds_from(at(9), job_loop.MAX_NOTICED):
+        for slot in milliseconds_from(at(9), notices.MAX_NOTICED):
             assert fleet["r2"].claimed(records.ClaimNotice(uid=job.uid, slot=slot))
         await wall.sleep_until(at(11))
 

@@ -98,6 +98,34 @@ class TestASlotIdTellsItsJobAndSlotBack:
             slots.parse_slot_id(text)
 
 
+class TestARunNowIdTellsItsJobAndToken:
+    def test_the_token_and_the_job_come_back(self) -> None:
+        text = slots.run_now_slot_id(JOB, "deploy-42")
+
+        assert (slots.run_now_token(text), slots.job_of(text)) == ("deploy-42", JOB)
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            pytest.param("reports/nightly-report/uid/1796088600000", id="a-slot-of-the-schedule"),
+            pytest.param("reports/nightly-report/uid/run-now-", id="no-token"),
+            pytest.param("reports//uid/run-now-abc", id="no-name"),
+            pytest.param("reports/nightly-report/uid/x/run-now-abc", id="five-parts"),
+        ],
+    )
+    def test_anything_else_names_no_token(self, text: str) -> None:
+        assert slots.run_now_token(text) is None
+
+    def test_a_slot_of_the_schedule_names_its_job_too(self) -> None:
+        at = datetime(2026, 12, 1, 1, 30, tzinfo=UTC)
+
+        assert slots.job_of(slots.slot_id(JOB, at)) == JOB
+
+    def test_what_is_neither_is_refused(self) -> None:
+        with pytest.raises(ValueError, match="not a slot id"):
+            slots.job_of("reports/nightly-report/uid/yesterday")
+
+
 uids = st.one_of(st.uuids().map(str), st.text(min_size=1, max_size=40))
 positive_millis = st.integers(min_value=1, max_value=7 * 24 * 3600 * 1000).map(
     lambda ms: timedelta(milliseconds=ms)

@@ -10,7 +10,7 @@ When the loop gives up on a run (``Replace``, or the loop's own timeout), ``abor
 Job with background propagation; a run whose Job is deleted before it finished (by another
 replica's ``Replace``, the ScheduledJob's deletion, a user) is cancelled, no failure. When the
 operator stops, runs are cancelled but their Jobs are left alone: they go on, the replica that
-takes a run's lease over follows its Job to its end (``runs.JobRuns.lost``), and the
+takes a run's lease over follows its Job to its end (``requests.JobRequests.lost``), and the
 ScheduledJob's owner reference cleans them up eventually.
 
 After each run, finished Jobs beyond ``spec.history`` are deleted: the newest ``succeeded``

@@ -32,7 +32,7 @@ def claim_of(slot: datetime, *, holder: str = "replica-a:1", run: bool = True) -
         holder=holder,
         ttl=timedelta(minutes=2),
         scheduled_time=slot,
-        run=run,
+        purpose=records.ScheduledSlot() if run else records.CountedMissed(),
     )
 
 
