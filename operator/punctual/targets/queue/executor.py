@@ -2,10 +2,10 @@
 
 A ``stream`` job claims its slots through a lock that appends the stream entry in the same
 atomic step (``punctual.targets.queue.stream``), so a run has nothing left to do but report
-which entry it was: ``enqueued <entry id>``. A ``celery`` or ``rq`` job is claimed by the
-operator's lock like any other, and its run pushes the slot's message onto the tenant's broker
-(``BrokerExecutor``), claimed once more there (``punctual.targets.queue.brokers``). Consumers do
-the work.
+which entry it was: ``enqueued <entry id>``. A task's job (``celery``, ``rq``, ``arq``,
+``dramatiq``, ``taskiq``) is claimed by the operator's lock like any other, and its run pushes
+the slot's message onto the tenant's broker (``BrokerExecutor``), claimed once more there
+(``punctual.targets.queue.brokers``). Consumers do the work.
 """
 
 from collections.abc import Callable
@@ -45,9 +45,9 @@ MessageBuilder = Callable[[records.RunContext, datetime], pushes.Push]
 
 
 class BrokerExecutor:
-    """``protocols.Executor`` of one celery or rq job: reads the broker's URL from the job's
-    Secret at each run (cached by the reader, so a rotated Secret is picked up), then pushes the
-    slot's message, once per slot at the broker."""
+    """``protocols.Executor`` of one job of a task on the tenant's broker: reads the broker's
+    URL from the job's Secret at each run (cached by the reader, so a rotated Secret is picked
+    up), then pushes the slot's message, once per slot at the broker."""
 
     def __init__(
         self,
