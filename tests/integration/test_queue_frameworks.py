@@ -1,12 +1,14 @@
-"""Celery and RQ tasks on the tenant's broker, run by the frameworks' own workers.
+"""Celery, RQ, arq, Dramatiq and taskiq (list and stream brokers) tasks on the tenant's broker,
+run by the frameworks' own workers.
 
 Two operator replicas race for every slot (the redis slot lock on the harness's Redis); each
 slot's message goes to another Redis, the tenant's broker, whose URL and password the job reads
 from a Secret in its namespace. The framework's own worker (``celery worker``, ``rq worker``,
-pinned in uv.lock) runs a task that records the slot id and scheduled time its message carried
-(``queue_workers``): over a window of about 15 s every slot runs exactly once, none missing,
-none twice, with the scheduled time of its slot and the task id derived from it. The claim and
-the push are one script on the broker: the same slot pushed twice yields one message.
+``arq``, ``dramatiq``, ``taskiq worker``, pinned in uv.lock) runs a task that records the slot
+id and scheduled time its message carried (``queue_workers``): over a window of about 15 s every
+slot runs exactly once, none missing, none twice, with the scheduled time of its slot and the
+task id derived from it. The claim and the push are one script on the broker: the same slot
+pushed twice yields one message, and arq's own enqueue of the slot's job id is dropped by arq.
 """
 
 import asyncio
@@ -22,6 +24,7 @@ from typing import Any
 
 import pytest
 import redis
+from arq.connections import create_pool
 from operator_harness import (
     Operators,
     apply,
@@ -36,11 +39,12 @@ from operator_harness import (
     report,
     scheduled_job,
 )
+from queue_workers import arq_worker
 
 from localcluster import LocalCluster, LocalRedis
 from punctual.api import models
 from punctual.targets import addresses
-from punctual.targets.queue import brokers, celery_messages, pushes
+from punctual.targets.queue import arq_jobs, brokers, celery_messages, pushes
 
 pytest_plugins = ["operator_fixtures"]
 
@@ -86,6 +90,18 @@ WORKER_COMMANDS = {
         str(VENV_BIN / "rq"), "worker", "--url", url,
         "--serializer", "rq.serializers.JSONSerializer", "default",
     ],
+    "arq": lambda _url: [str(VENV_BIN / "arq"), "queue_workers.arq_worker.WorkerSettings"],
+    "dramatiq": lambda _url: [
+        str(VENV_BIN / "dramatiq"), "queue_workers.dramatiq_actors", "--processes", "1",
+        "--threads", "1",
+    ],
+    # The broker's class is $WORKER_FRAMEWORK's (queue_workers.taskiq_app).
+    "taskiq-list": lambda _url: [
+        str(VENV_BIN / "taskiq"), "worker", "queue_workers.taskiq_app:broker", "--workers", "1",
+    ],
+    "taskiq-stream": lambda _url: [
+        str(VENV_BIN / "taskiq"), "worker", "queue_workers.taskiq_app:broker", "--workers", "1",
+    ],
 }  # fmt: skip
 
 
@@ -100,6 +116,7 @@ class Worker:
         env = dict(
             os.environ,
             BROKER_URL=broker.url,
+            WORKER_FRAMEWORK=framework,
             RECORD_FILE=str(self.records),
             PYTHONPATH=str(WORKERS),
         )
@@ -125,20 +142,56 @@ class Worker:
             self.process.wait()
 
 
-@pytest.fixture(params=["celery", "rq"])
+@pytest.fixture(params=["celery", "rq", "arq", "dramatiq", "taskiq-list", "taskiq-stream"])
 def worker(request: pytest.FixtureRequest, broker: LocalRedis, tmp_path: Path) -> Iterator[Worker]:
     started = Worker(request.param, broker, tmp_path)
+    if request.param == "taskiq-stream":
+        # The stream broker's consumer group starts at the stream's end ($) when the worker
+        # creates it: what was added before, it never reads.
+        client = redis.Redis.from_url(broker.url)
+        try:
+            eventually(
+                lambda: client.exists("taskiq") and client.xinfo_groups("taskiq"),
+                timeout=30,
+                what="taskiq's consumer group on the stream",
+            )
+        finally:
+            client.close()
     yield started
     started.stop()
 
 
 def task_target(framework: str, name: str) -> dict[str, Any]:
-    source = {"secretName": SECRET, "key": "url"}
-    if framework == "celery":
-        task = {"task": "tests.record", "arguments": {"args": [name]}}
-        return {"celery": task, "brokerFrom": source}
-    job = {"function": "queue_workers.rq_tasks.record_slot", "arguments": {"args": [name]}}
-    return {"rq": {**job, "timeout": "30s"}, "brokerFrom": source}
+    arguments = {"args": [name]}
+    tasks: dict[str, dict[str, Any]] = {
+        "celery": {"celery": {"task": "tests.record", "arguments": arguments}},
+        "rq": {
+            "rq": {
+                "function": "queue_workers.rq_tasks.record_slot",
+                "arguments": arguments,
+                "timeout": "30s",
+            }
+        },
+        "arq": {"arq": {"function": "record_slot", "arguments": arguments}},
+        "dramatiq": {"dramatiq": {"actor": "record_slot", "arguments": arguments}},
+        "taskiq-list": {
+            "taskiq": {
+                "task": "tests.record",
+                "brokerClass": "ListQueueBroker",
+                "arguments": arguments,
+                "labels": {"team": "reports"},
+            }
+        },
+        "taskiq-stream": {
+            "taskiq": {
+                "task": "tests.record",
+                "brokerClass": "RedisStreamBroker",
+                "arguments": arguments,
+                "labels": {"team": "reports"},
+            }
+        },
+    }
+    return {**tasks[framework], "brokerFrom": {"secretName": SECRET, "key": "url"}}
 
 
 def slot_of(slot_id: str) -> datetime:
@@ -227,7 +280,9 @@ class TestEverySlotOnTheTenantsBroker:
         assert f"on the broker of Secret {module_namespace}/{SECRET} key url" in ready["message"]
         runs = [run for run in recent_runs(body) if run["result"] == "Succeeded"]
         assert runs
-        assert all(run["message"].startswith(f"enqueued {framework} ") for run in runs)
+        assert all(
+            run["message"].startswith(f"enqueued {framework.split('-')[0]} ") for run in runs
+        )
         assert "s3cret" not in json.dumps(body)
         assert two_replicas.problems() == {}, f"see {two_replicas.logs()}"
 
@@ -268,6 +323,42 @@ class TestTheSameSlotPushedTwice:
             assert [line["slot"] for line in celery_worker.recorded("twice/pushed")] == [slot_id]
         finally:
             celery_worker.stop()
+
+
+class TestArqsOwnEnqueueOfTheSameSlot:
+    def test_is_dropped_by_arq_as_a_job_id_it_holds(self, broker: LocalRedis) -> None:
+        slot_id = f"arq/native/uid/{int(datetime.now().timestamp() * 1000)}"
+        job = models.ArqJob.model_validate({"function": "record_slot", "queue": "arq:native"})
+        scheduled_time = slot_of(slot_id)
+        push = arq_jobs.arq_push(
+            job, slot_id=slot_id, scheduled_time=scheduled_time, now=scheduled_time
+        )
+
+        async def push_then_enqueue_with_arq() -> tuple[bool, object, int, float | None]:
+            clients = brokers.Brokers(guard=addresses.AddressGuard())
+            arq_redis = await create_pool(arq_worker.redis_settings_of(broker.url))
+            try:
+                pushed = await clients.push(
+                    namespace="arq", url=broker.url, slot_id=slot_id, push=push
+                )
+                again = await arq_redis.enqueue_job(
+                    "record_slot", _job_id=push.message_id, _queue_name="arq:native"
+                )
+                return (
+                    pushed,
+                    again,
+                    await arq_redis.zcard("arq:native"),
+                    await arq_redis.zscore("arq:native", push.message_id),
+                )
+            finally:
+                await arq_redis.aclose()
+                await clients.close()
+
+        pushed, again, queued, score = asyncio.run(push_then_enqueue_with_arq())
+        assert pushed
+        assert again is None  # arq's enqueue_job: "None if a job with this ID already exists"
+        assert queued == 1
+        assert score == scheduled_time.timestamp() * 1000
 
 
 class TestAQueueKeyOfAnotherType:
