@@ -44,7 +44,15 @@ from queue_workers import arq_worker
 from localcluster import LocalCluster, LocalRedis
 from punctual.api import models
 from punctual.targets import addresses
-from punctual.targets.queue import arq_jobs, brokers, celery_messages, pushes
+from punctual.targets.queue import (
+    arq_jobs,
+    brokers,
+    celery_messages,
+    dramatiq_messages,
+    pushes,
+    rq_jobs,
+    taskiq_messages,
+)
 
 pytest_plugins = ["operator_fixtures"]
 
@@ -385,5 +393,72 @@ class TestAQueueKeyOfAnotherType:
                 asyncio.run(push_once())
             assert client.get("not-a-list") == "the tenant's own value"
             assert client.exists(brokers.claim_key(slot_id)) == 0
+        finally:
+            client.close()
+
+
+def pushes_of_every_format(slot_id: str) -> list[pushes.Push]:
+    scheduled_time = slot_of(slot_id)
+    queue = f"types-{slot_id.rsplit('/', 1)[1]}"
+    return [
+        celery_messages.celery_push(
+            models.CeleryTask.model_validate({"task": "t", "queue": queue}),
+            slot_id=f"{slot_id}/celery",
+            scheduled_time=scheduled_time,
+        ),
+        rq_jobs.rq_push(
+            models.RqJob.model_validate({"function": "m.f", "queue": queue}),
+            slot_id=f"{slot_id}/rq",
+            scheduled_time=scheduled_time,
+            now=scheduled_time,
+        ),
+        arq_jobs.arq_push(
+            models.ArqJob.model_validate({"function": "f", "queue": f"{queue}-arq"}),
+            slot_id=f"{slot_id}/arq",
+            scheduled_time=scheduled_time,
+            now=scheduled_time,
+        ),
+        dramatiq_messages.dramatiq_push(
+            models.DramatiqMessage.model_validate({"actor": "a", "queue": queue}),
+            slot_id=f"{slot_id}/dramatiq",
+            scheduled_time=scheduled_time,
+            now=scheduled_time,
+        ),
+        *(
+            taskiq_messages.taskiq_push(
+                models.TaskiqTask.model_validate(
+                    {"task": "m:t", "brokerClass": broker_class, "queue": f"{queue}-{broker_class}"}
+                ),
+                slot_id=f"{slot_id}/{broker_class}",
+                scheduled_time=scheduled_time,
+            )
+            for broker_class in models.TaskiqBrokerClass
+        ),
+    ]
+
+
+class TestEveryFormatsKeys:
+    def test_hold_the_redis_type_the_push_checks_them_for(self, broker: LocalRedis) -> None:
+        every_push = pushes_of_every_format(f"types/job/uid/{int(datetime.now().timestamp())}")
+
+        async def push_each() -> list[bool]:
+            clients = brokers.Brokers(guard=addresses.AddressGuard())
+            try:
+                return [
+                    # A claim per push: its message id is as distinct as its slot.
+                    await clients.push(
+                        namespace="types", url=broker.url, slot_id=push.message_id, push=push
+                    )
+                    for push in every_push
+                ]
+            finally:
+                await clients.close()
+
+        assert asyncio.run(push_each()) == [True] * len(every_push)
+        client = redis.Redis.from_url(broker.url, decode_responses=True)
+        try:
+            for push in every_push:
+                for command in push.commands:
+                    assert client.type(command.key) == command.kind, push.description
         finally:
             client.close()
