@@ -475,14 +475,17 @@ class QueueTarget(fields.ApiModel):
         "punctual_scheduled_time.",
     )
 
+    def _tasks(self) -> tuple[BrokerTask | None, ...]:
+        """Every format's field, in the order of ``TASK_FORMATS``."""
+        return (self.celery, self.rq, self.arq, self.dramatiq, self.taskiq)
+
     def task(self) -> tuple[str, BrokerTask] | None:
         """The format (its field's name) and the task on the tenant's broker (``None``: a
         stream entry)."""
-        tasks = (self.celery, self.rq, self.arq, self.dramatiq, self.taskiq)
         return next(
             (
                 (name, task)
-                for name, task in zip(TASK_FORMATS, tasks, strict=True)
+                for name, task in zip(TASK_FORMATS, self._tasks(), strict=True)
                 if task is not None
             ),
             None,
@@ -490,8 +493,7 @@ class QueueTarget(fields.ApiModel):
 
     @pydantic.model_validator(mode="after")
     def _one_format(self) -> "QueueTarget":
-        tasks = (self.celery, self.rq, self.arq, self.dramatiq, self.taskiq)
-        if not _exactly_one_set(self.stream, *tasks):
+        if not _exactly_one_set(self.stream, *self._tasks()):
             raise InvalidSpecError("", f"set exactly one of stream, {_FORMAT_NAMES}")
         if self.stream is None and self.broker_from is None:
             raise InvalidSpecError("brokerFrom", "a task needs the broker's Secret")
