@@ -1,14 +1,16 @@
-"""Celery, RQ, Sidekiq and BullMQ tasks on the tenant's broker, run by the frameworks' own
-workers.
+"""Celery, RQ, arq, Dramatiq, taskiq (list and stream brokers), Sidekiq and BullMQ tasks on the
+tenant's broker, run by the frameworks' own workers.
 
 Two operator replicas race for every slot (the redis slot lock on the harness's Redis); each
 slot's message goes to another Redis, the tenant's broker, whose URL and password the job reads
 from a Secret in its namespace. The framework's own worker (``celery worker``, ``rq worker``,
-pinned in uv.lock; Debian's ``sidekiq``; BullMQ's Worker, run by node) runs a task that records
-the slot id and scheduled time its message carried (``queue_workers``): over a window of about
-15 s every slot runs exactly once, none missing, none twice, with the scheduled time of its slot
-and the task id derived from it. The claim and the push are one script on the broker: the same
-slot pushed twice yields one message, and BullMQ itself drops a second copy of a job id.
+``arq``, ``dramatiq``, ``taskiq worker``, pinned in uv.lock; Debian's ``sidekiq``; BullMQ's
+Worker, run by node) runs a task that records the slot id and scheduled time its message carried
+(``queue_workers``): over a window of about 15 s every slot runs exactly once, none missing,
+none twice, with the scheduled time of its slot and the task id derived from it. The claim and
+the push are one script on the broker: the same slot pushed twice yields one message, arq's own
+enqueue of the slot's job id is dropped by arq, and BullMQ itself drops a second copy of a job
+id.
 """
 
 import asyncio
@@ -24,6 +26,7 @@ from typing import Any
 
 import pytest
 import redis
+from arq.connections import create_pool
 from operator_harness import (
     Operators,
     apply,
@@ -38,11 +41,22 @@ from operator_harness import (
     report,
     scheduled_job,
 )
+from queue_workers import arq_worker
 
 from localcluster import LocalCluster, LocalRedis
 from punctual.api import models
 from punctual.targets import addresses
-from punctual.targets.queue import brokers, bullmq_jobs, celery_messages, pushes
+from punctual.targets.queue import (
+    arq_jobs,
+    brokers,
+    bullmq_jobs,
+    celery_messages,
+    dramatiq_messages,
+    pushes,
+    rq_jobs,
+    sidekiq_jobs,
+    taskiq_messages,
+)
 
 pytest_plugins = ["operator_fixtures"]
 
@@ -88,6 +102,18 @@ WORKER_COMMANDS = {
         str(VENV_BIN / "rq"), "worker", "--url", url,
         "--serializer", "rq.serializers.JSONSerializer", "default",
     ],
+    "arq": lambda _url: [str(VENV_BIN / "arq"), "queue_workers.arq_worker.WorkerSettings"],
+    "dramatiq": lambda _url: [
+        str(VENV_BIN / "dramatiq"), "queue_workers.dramatiq_actors", "--processes", "1",
+        "--threads", "1",
+    ],
+    # The broker's class is $WORKER_FRAMEWORK's (queue_workers.taskiq_app).
+    "taskiq-list": lambda _url: [
+        str(VENV_BIN / "taskiq"), "worker", "queue_workers.taskiq_app:broker", "--workers", "1",
+    ],
+    "taskiq-stream": lambda _url: [
+        str(VENV_BIN / "taskiq"), "worker", "queue_workers.taskiq_app:broker", "--workers", "1",
+    ],
     "sidekiq": lambda _url: [  # its broker is $REDIS_URL
         "sidekiq", "-r", str(WORKERS / "queue_workers" / "sidekiq_worker.rb"),
         "--concurrency", "1", "--queue", "default", "--timeout", "5",
@@ -113,6 +139,7 @@ class Worker:
             REDIS_URL=broker.url,
             BULLMQ_QUEUE=BULLMQ_QUEUE,
             NODE_PATH=str(NODE_MODULES),
+            WORKER_FRAMEWORK=framework,
             RECORD_FILE=str(self.records),
             PYTHONPATH=str(WORKERS),
         )
@@ -138,31 +165,67 @@ class Worker:
             self.process.wait()
 
 
-@pytest.fixture(params=["celery", "rq", "sidekiq", "bullmq"])
+@pytest.fixture(
+    params=["celery", "rq", "arq", "dramatiq", "taskiq-list", "taskiq-stream", "sidekiq", "bullmq"]
+)
 def worker(request: pytest.FixtureRequest, broker: LocalRedis, tmp_path: Path) -> Iterator[Worker]:
     started = Worker(request.param, broker, tmp_path)
+    if request.param == "taskiq-stream":
+        # The stream broker's consumer group starts at the stream's end ($) when the worker
+        # creates it: what was added before, it never reads.
+        client = redis.Redis.from_url(broker.url)
+        try:
+            eventually(
+                lambda: client.exists("taskiq") and client.xinfo_groups("taskiq"),
+                timeout=30,
+                what="taskiq's consumer group on the stream",
+            )
+        finally:
+            client.close()
     yield started
     started.stop()
 
 
 def task_target(framework: str, name: str) -> dict[str, Any]:
-    source = {"secretName": SECRET, "key": "url"}
-    if framework == "celery":
-        task = {"task": "tests.record", "arguments": {"args": [name]}}
-        return {"celery": task, "brokerFrom": source}
-    if framework == "sidekiq":
-        job = {"class": "Tests::RecordSlot", "arguments": {"args": [name]}, "retry": 0}
-        return {"sidekiq": job, "brokerFrom": source}
-    if framework == "bullmq":
-        job = {
-            "queue": BULLMQ_QUEUE,
-            "name": name,
-            "data": {"args": [name]},
-            "removeOnComplete": 100,
-        }
-        return {"bullmq": job, "brokerFrom": source}
-    job = {"function": "queue_workers.rq_tasks.record_slot", "arguments": {"args": [name]}}
-    return {"rq": {**job, "timeout": "30s"}, "brokerFrom": source}
+    arguments = {"args": [name]}
+    tasks: dict[str, dict[str, Any]] = {
+        "celery": {"celery": {"task": "tests.record", "arguments": arguments}},
+        "rq": {
+            "rq": {
+                "function": "queue_workers.rq_tasks.record_slot",
+                "arguments": arguments,
+                "timeout": "30s",
+            }
+        },
+        "arq": {"arq": {"function": "record_slot", "arguments": arguments}},
+        "dramatiq": {"dramatiq": {"actor": "record_slot", "arguments": arguments}},
+        "taskiq-list": {
+            "taskiq": {
+                "task": "tests.record",
+                "brokerClass": "ListQueueBroker",
+                "arguments": arguments,
+                "labels": {"team": "reports"},
+            }
+        },
+        "taskiq-stream": {
+            "taskiq": {
+                "task": "tests.record",
+                "brokerClass": "RedisStreamBroker",
+                "arguments": arguments,
+                "labels": {"team": "reports"},
+            }
+        },
+        "sidekiq": {"sidekiq": {"class": "Tests::RecordSlot", "arguments": arguments, "retry": 0}},
+        "bullmq": {
+            "bullmq": {
+                "queue": BULLMQ_QUEUE,
+                "name": name,
+                "data": arguments,
+                "removeOnComplete": 100,
+            }
+        },
+    }
+    return {**tasks[framework], "brokerFrom": {"secretName": SECRET, "key": "url"}}
 
 
 def slot_of(slot_id: str) -> datetime:
@@ -251,7 +314,9 @@ class TestEverySlotOnTheTenantsBroker:
         assert f"on the broker of Secret {module_namespace}/{SECRET} key url" in ready["message"]
         runs = [run for run in recent_runs(body) if run["result"] == "Succeeded"]
         assert runs
-        assert all(run["message"].startswith(f"enqueued {framework} ") for run in runs)
+        assert all(
+            run["message"].startswith(f"enqueued {framework.split('-')[0]} ") for run in runs
+        )
         assert "s3cret" not in json.dumps(body)
         assert two_replicas.problems() == {}, f"see {two_replicas.logs()}"
 
@@ -292,6 +357,42 @@ class TestTheSameSlotPushedTwice:
             assert [line["slot"] for line in celery_worker.recorded("twice/pushed")] == [slot_id]
         finally:
             celery_worker.stop()
+
+
+class TestArqsOwnEnqueueOfTheSameSlot:
+    def test_is_dropped_by_arq_as_a_job_id_it_holds(self, broker: LocalRedis) -> None:
+        slot_id = f"arq/native/uid/{int(datetime.now().timestamp() * 1000)}"
+        job = models.ArqJob.model_validate({"function": "record_slot", "queue": "arq:native"})
+        scheduled_time = slot_of(slot_id)
+        push = arq_jobs.arq_push(
+            job, slot_id=slot_id, scheduled_time=scheduled_time, now=scheduled_time
+        )
+
+        async def push_then_enqueue_with_arq() -> tuple[bool, object, int, float | None]:
+            clients = brokers.Brokers(guard=addresses.AddressGuard())
+            arq_redis = await create_pool(arq_worker.redis_settings_of(broker.url))
+            try:
+                pushed = await clients.push(
+                    namespace="arq", url=broker.url, slot_id=slot_id, push=push
+                )
+                again = await arq_redis.enqueue_job(
+                    "record_slot", _job_id=push.message_id, _queue_name="arq:native"
+                )
+                return (
+                    pushed,
+                    again,
+                    await arq_redis.zcard("arq:native"),
+                    await arq_redis.zscore("arq:native", push.message_id),
+                )
+            finally:
+                await arq_redis.aclose()
+                await clients.close()
+
+        pushed, again, queued, score = asyncio.run(push_then_enqueue_with_arq())
+        assert pushed
+        assert again is None  # arq's enqueue_job: "None if a job with this ID already exists"
+        assert queued == 1
+        assert score == scheduled_time.timestamp() * 1000
 
 
 class TestAQueueKeyOfAnotherType:
@@ -380,5 +481,87 @@ class TestASecondCopyOfABullmqJob:
             events = [fields["event"] for _, fields in client.xrange(f"{queue}events")]
             assert events == ["added", "waiting", "duplicated"]
             assert client.get(f"{queue}id") == "2"  # BullMQ counts every add, as its own does
+        finally:
+            client.close()
+
+
+def pushes_of_every_format(slot_id: str) -> list[pushes.Push]:
+    scheduled_time = slot_of(slot_id)
+    queue = f"types-{slot_id.rsplit('/', 1)[1]}"
+    return [
+        celery_messages.celery_push(
+            models.CeleryTask.model_validate({"task": "t", "queue": queue}),
+            slot_id=f"{slot_id}/celery",
+            scheduled_time=scheduled_time,
+        ),
+        rq_jobs.rq_push(
+            models.RqJob.model_validate({"function": "m.f", "queue": queue}),
+            slot_id=f"{slot_id}/rq",
+            scheduled_time=scheduled_time,
+            now=scheduled_time,
+        ),
+        arq_jobs.arq_push(
+            models.ArqJob.model_validate({"function": "f", "queue": f"{queue}-arq"}),
+            slot_id=f"{slot_id}/arq",
+            scheduled_time=scheduled_time,
+            now=scheduled_time,
+        ),
+        dramatiq_messages.dramatiq_push(
+            models.DramatiqMessage.model_validate({"actor": "a", "queue": queue}),
+            slot_id=f"{slot_id}/dramatiq",
+            scheduled_time=scheduled_time,
+            now=scheduled_time,
+        ),
+        *(
+            taskiq_messages.taskiq_push(
+                models.TaskiqTask.model_validate(
+                    {"task": "m:t", "brokerClass": broker_class, "queue": f"{queue}-{broker_class}"}
+                ),
+                slot_id=f"{slot_id}/{broker_class}",
+                scheduled_time=scheduled_time,
+            )
+            for broker_class in models.TaskiqBrokerClass
+        ),
+        sidekiq_jobs.sidekiq_push(
+            models.SidekiqJob.model_validate({"class": "Types::Job", "queue": queue}),
+            slot_id=f"{slot_id}/sidekiq",
+            scheduled_time=scheduled_time,
+            now=scheduled_time,
+        ),
+        bullmq_jobs.bullmq_push(
+            models.BullmqJob.model_validate({"queue": queue, "name": "n"}),
+            slot_id=f"{slot_id}/bullmq",
+            scheduled_time=scheduled_time,
+            now=scheduled_time,
+        ),
+    ]
+
+
+class TestEveryFormatsKeys:
+    def test_hold_the_redis_type_the_push_checks_them_for(self, broker: LocalRedis) -> None:
+        every_push = pushes_of_every_format(f"types/job/uid/{int(datetime.now().timestamp())}")
+
+        async def push_each() -> list[bool]:
+            clients = brokers.Brokers(guard=addresses.AddressGuard())
+            try:
+                return [
+                    # A claim per push: its message id is as distinct as its slot.
+                    await clients.push(
+                        namespace="types", url=broker.url, slot_id=push.message_id, push=push
+                    )
+                    for push in every_push
+                ]
+            finally:
+                await clients.close()
+
+        assert asyncio.run(push_each()) == [True] * len(every_push)
+        client = redis.Redis.from_url(broker.url, decode_responses=True)
+        try:
+            for push in every_push:
+                for command in push.commands:
+                    assert client.type(command.key) == command.kind, push.description
+                # BullMQ's script also reads keys it writes only in other states (paused, active).
+                for kind, key in push.script.keys if push.script else ():
+                    assert client.type(key) in (kind, "none"), push.description
         finally:
             client.close()

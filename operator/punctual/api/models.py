@@ -313,6 +313,85 @@ class RqJob(fields.ApiModel):
     )
 
 
+class ArqJob(fields.ApiModel):
+    """An arq job (JSON serializer) enqueued on a queue of the tenant's broker."""
+
+    function: TaskName = pydantic.Field(
+        description="The function's name as the worker registers it (WorkerSettings.functions), "
+        "e.g. nightly_report.",
+    )
+    arguments: TaskArguments | None = pydantic.Field(default=None, description=_ARGUMENTS)
+    queue: QueueName = pydantic.Field(
+        default="arq:queue",
+        description="The queue (the Redis sorted set) workers poll. Default arq:queue.",
+    )
+
+
+class DramatiqMessage(fields.ApiModel):
+    """A Dramatiq message (JSON encoder) enqueued on a queue of the tenant's Redis broker."""
+
+    actor: TaskName = pydantic.Field(
+        description="The actor's name (actor_name, by default the function's name), e.g. "
+        "nightly_report.",
+    )
+    queue: QueueName = pydantic.Field(
+        default="default", description="The actor's queue. Default default."
+    )
+    arguments: TaskArguments | None = pydantic.Field(default=None, description=_ARGUMENTS)
+
+
+MAX_TASKIQ_LABELS = 32
+RESERVED_LABELS = frozenset({"punctual_slot", "punctual_scheduled_time"})
+"""The labels the operator sets on every taskiq message."""
+
+
+def _taskiq_labels(labels: dict[str, pydantic.JsonValue]) -> dict[str, pydantic.JsonValue]:
+    """Accept labels taskiq can type: strings, integers and booleans, none of the reserved."""
+    if len(labels) > MAX_TASKIQ_LABELS:
+        raise InvalidSpecError("", f"at most {MAX_TASKIQ_LABELS} labels")
+    for name, value in labels.items():
+        if name in RESERVED_LABELS:
+            raise InvalidSpecError(name, "set by the operator on every message")
+        if not isinstance(value, str | int):  # a boolean is an int too
+            raise InvalidSpecError(name, "a label is a string, an integer or a boolean")
+    return labels
+
+
+TaskiqLabels = Annotated[fields.FreeFormObject, pydantic.AfterValidator(_taskiq_labels)]
+
+
+class TaskiqBrokerClass(enum.StrEnum):
+    """The taskiq-redis broker class the workers run, which decides the queue's Redis type."""
+
+    LIST_QUEUE_BROKER = "ListQueueBroker"
+    """``LPUSH`` onto a list, taken with ``BRPOP``."""
+    REDIS_STREAM_BROKER = "RedisStreamBroker"
+    """``XADD`` onto a stream, read by a consumer group and acknowledged."""
+
+
+class TaskiqTask(fields.ApiModel):
+    """A taskiq task message (JSON serializer) kicked onto the tenant's taskiq-redis broker."""
+
+    task: TaskName = pydantic.Field(
+        description="The task's name: taskiq's default is <module>:<function>, e.g. "
+        "reports.tasks:nightly, or the task_name given to @broker.task.",
+    )
+    broker_class: TaskiqBrokerClass = pydantic.Field(
+        description="The workers' broker class: ListQueueBroker (a Redis list) or "
+        "RedisStreamBroker (a Redis stream).",
+    )
+    labels: TaskiqLabels | None = pydantic.Field(
+        default=None,
+        description="The message's labels (at most 32), strings, integers or booleans, e.g. "
+        "{max_retries: 3}. punctual_slot and punctual_scheduled_time are the operator's.",
+    )
+    arguments: TaskArguments | None = pydantic.Field(default=None, description=_ARGUMENTS)
+    queue: QueueName = pydantic.Field(
+        default="taskiq",
+        description="The broker's queue_name (the list's or the stream's key). Default taskiq.",
+    )
+
+
 RUBY_CLASS_PATTERN = r"^[A-Z][A-Za-z0-9_]*(::[A-Z][A-Za-z0-9_]*)*$"
 """A Ruby constant path (``Reports::NightlyJob``), as a Sidekiq job's class is named."""
 
@@ -392,17 +471,27 @@ class BullmqJob(fields.ApiModel):
     )
 
 
+BrokerTask = CeleryTask | RqJob | ArqJob | DramatiqMessage | TaskiqTask | SidekiqJob | BullmqJob
+"""A task of a framework the tenant runs, pushed onto its broker."""
+TASK_FORMATS = ("celery", "rq", "arq", "dramatiq", "taskiq", "sidekiq", "bullmq")
+"""The fields of ``spec.target.queue`` that name a task on the tenant's broker, in the order of
+``QueueTarget``'s fields."""
+_FORMAT_NAMES = f"{', '.join(TASK_FORMATS[:-1])} or {TASK_FORMATS[-1]}"
+
+
 class QueueTarget(fields.ApiModel):
     """A message for consumers: a Punctual stream entry on the operator's Redis, or a task of a
-    framework users already run (celery, rq) pushed onto their own broker (brokerFrom)."""
+    framework users already run (celery, rq, arq, dramatiq, taskiq, sidekiq or bullmq) pushed
+    onto their own broker (brokerFrom)."""
 
     model_config = pydantic.ConfigDict(
         json_schema_extra={
             "x-kubernetes-validations": [
                 {
-                    "rule": "[has(self.stream), has(self.celery), has(self.rq), "
-                    "has(self.sidekiq), has(self.bullmq)].filter(set, set).size() == 1",
-                    "message": "set exactly one of stream, celery, rq, sidekiq or bullmq",
+                    "rule": "["
+                    + ", ".join(f"has(self.{name})" for name in ("stream", *TASK_FORMATS))
+                    + "].filter(set, set).size() == 1",
+                    "message": f"set exactly one of stream, {_FORMAT_NAMES}",
                 },
                 {
                     "rule": "has(self.stream) != has(self.brokerFrom)",
@@ -437,8 +526,7 @@ class QueueTarget(fields.ApiModel):
     broker_from: BrokerSource | None = pydantic.Field(
         default=None,
         description="The tenant's broker (a Redis) for every format but stream, read from a "
-        "Secret at "
-        "each run. Each slot's message is pushed exactly once at the broker.",
+        "Secret at each run. Each slot's message is pushed exactly once at the broker.",
     )
     celery: CeleryTask | None = pydantic.Field(
         default=None,
@@ -450,6 +538,23 @@ class QueueTarget(fields.ApiModel):
         default=None,
         description="Enqueue an RQ job (JSON serializer); its job id is derived from the slot "
         "id, its meta carries punctual_slot and punctual_scheduled_time.",
+    )
+    arq: ArqJob | None = pydantic.Field(
+        default=None,
+        description="Enqueue an arq job (JSON serializer); its job id is derived from the slot "
+        "id (arq drops a second job of the same id), its score is the scheduled time, and the "
+        "job's data carries punctual_slot and punctual_scheduled_time.",
+    )
+    dramatiq: DramatiqMessage | None = pydantic.Field(
+        default=None,
+        description="Enqueue a Dramatiq message (JSON, Redis broker); its message id is derived "
+        "from the slot id, its options carry punctual_slot and punctual_scheduled_time.",
+    )
+    taskiq: TaskiqTask | None = pydantic.Field(
+        default=None,
+        description="Kick a taskiq task (JSON, taskiq-redis list or stream broker); its task id "
+        "is derived from the slot id, its labels carry punctual_slot and "
+        "punctual_scheduled_time.",
     )
     sidekiq: SidekiqJob | None = pydantic.Field(
         default=None,
@@ -463,10 +568,34 @@ class QueueTarget(fields.ApiModel):
         "punctual_scheduled_time.",
     )
 
+    def _tasks(self) -> tuple[BrokerTask | None, ...]:
+        """Every format's field, in the order of ``TASK_FORMATS``."""
+        return (
+            self.celery,
+            self.rq,
+            self.arq,
+            self.dramatiq,
+            self.taskiq,
+            self.sidekiq,
+            self.bullmq,
+        )
+
+    def task(self) -> tuple[str, BrokerTask] | None:
+        """The format (its field's name) and the task on the tenant's broker (``None``: a
+        stream entry)."""
+        return next(
+            (
+                (name, task)
+                for name, task in zip(TASK_FORMATS, self._tasks(), strict=True)
+                if task is not None
+            ),
+            None,
+        )
+
     @pydantic.model_validator(mode="after")
     def _one_format(self) -> "QueueTarget":
-        if not _exactly_one_set(self.stream, self.celery, self.rq, self.sidekiq, self.bullmq):
-            raise InvalidSpecError("", "set exactly one of stream, celery, rq, sidekiq or bullmq")
+        if not _exactly_one_set(self.stream, *self._tasks()):
+            raise InvalidSpecError("", f"set exactly one of stream, {_FORMAT_NAMES}")
         if self.stream is None and self.broker_from is None:
             raise InvalidSpecError(
                 "brokerFrom", "every format but stream needs the broker's Secret"
@@ -559,8 +688,8 @@ class Target(fields.ApiModel):
     queue: QueueTarget | None = pydantic.Field(
         default=None,
         description="Append an entry to a Redis stream (XADD) on the operator's Redis, "
-        "atomically with claiming the slot, or push a Celery or RQ task onto the tenant's own "
-        "broker, once per slot; consumers do the work.",
+        "atomically with claiming the slot, or push a Celery, RQ, arq, Dramatiq, taskiq, Sidekiq "
+        "or BullMQ task onto the tenant's own broker, once per slot; consumers do the work.",
     )
     job: JobTarget | None = pydantic.Field(
         default=None,

@@ -93,8 +93,8 @@ class Bounds:
     """The largest ``spec.target.http.headers``, as sent: ``Name: value`` and a line break
     each (``--max-http-headers-bytes``)."""
     max_queue_payload_bytes: int = 64 * KIB
-    """The largest ``spec.target.queue.payload``, or a task's arguments (a BullMQ job's
-    data), as JSON (``--max-queue-payload-bytes``)."""
+    """The largest ``spec.target.queue.payload``, or a task's arguments (and a taskiq task's
+    labels, a BullMQ job's data), as JSON (``--max-queue-payload-bytes``)."""
     schedule_horizon_years: int = SCHEDULE_HORIZON_YEARS
     """A schedule must fire within this many years of now (``--schedule-horizon-years``; see
     ``check_fires``)."""
@@ -463,27 +463,21 @@ def _check_sizes(target: models.Target, *, bounds: Bounds) -> None:
                 "--max-queue-payload-bytes",
             )
         )
-    if target.queue is not None:
-        tasks = (
-            ("celery", target.queue.celery),
-            ("rq", target.queue.rq),
-            ("sidekiq", target.queue.sidekiq),
+    found = None if target.queue is None else target.queue.task()
+    if found is not None:
+        name, task = found
+        sent: dict[str, pydantic.JsonValue] = (
+            {"data": task.data or {}}
+            if isinstance(task, models.BullmqJob)
+            else {"arguments": task.arguments or {}}
         )
-        for name, task in tasks:
-            if task is not None:
-                measured.append(
-                    (
-                        f"queue.{name}.arguments",
-                        _json_bytes(task.arguments or {}),
-                        bounds.max_queue_payload_bytes,
-                        "--max-queue-payload-bytes",
-                    )
-                )
-        if target.queue.bullmq is not None:
+        if isinstance(task, models.TaskiqTask):
+            sent["labels"] = task.labels or {}
+        for field, value in sent.items():
             measured.append(
                 (
-                    "queue.bullmq.data",
-                    _json_bytes(target.queue.bullmq.data or {}),
+                    f"queue.{name}.{field}",
+                    _json_bytes(value),
                     bounds.max_queue_payload_bytes,
                     "--max-queue-payload-bytes",
                 )

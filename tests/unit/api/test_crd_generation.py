@@ -151,11 +151,15 @@ class TestTheSchemaIsStructural:
         )
         assert free_form == [
             ".spec.target.job.template",
+            ".spec.target.queue.arq.arguments",
             ".spec.target.queue.bullmq.data",
             ".spec.target.queue.celery.arguments",
+            ".spec.target.queue.dramatiq.arguments",
             ".spec.target.queue.payload",
             ".spec.target.queue.rq.arguments",
             ".spec.target.queue.sidekiq.arguments",
+            ".spec.target.queue.taskiq.arguments",
+            ".spec.target.queue.taskiq.labels",
         ]
         for path, node in schema_nodes(ROOT):
             if path in free_form:

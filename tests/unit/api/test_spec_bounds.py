@@ -137,6 +137,10 @@ PAYLOAD = {"report": "daily", "note": "été"}
 BODY = '{"report": "été"}'
 HEADERS = {"X-Team": "reports", "X-Note": "été"}
 HEADERS_SIZE = len("X-Team: reports\r\nX-Note: été\r\n".encode())
+BROKER = {"brokerFrom": {"secretName": "broker", "key": "url"}}
+TASK_ARGUMENTS = {"args": ["été"], "kwargs": {"region": "eu"}}
+TASKIQ_LABELS = {"team": "reports, été", "max_retries": 3}
+TASKIQ = {"task": "m:f", "brokerClass": "ListQueueBroker", "labels": TASKIQ_LABELS}
 
 
 class TestSizes:
@@ -174,6 +178,22 @@ class TestSizes:
                 "queue.payload",
                 "--max-queue-payload-bytes",
                 id="queue-payload-as-json",
+            ),
+            pytest.param(
+                "max_queue_payload_bytes",
+                json_size(TASK_ARGUMENTS),
+                {"queue": {"arq": {"function": "f", "arguments": TASK_ARGUMENTS}, **BROKER}},
+                "queue.arq.arguments",
+                "--max-queue-payload-bytes",
+                id="task-arguments-as-json",
+            ),
+            pytest.param(
+                "max_queue_payload_bytes",
+                json_size(TASKIQ_LABELS),
+                {"queue": {"taskiq": TASKIQ, **BROKER}},
+                "queue.taskiq.labels",
+                "--max-queue-payload-bytes",
+                id="taskiq-labels-as-json",
             ),
         ],
     )

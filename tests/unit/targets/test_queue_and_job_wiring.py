@@ -3,8 +3,9 @@
 - the queue target claims through a stream lock of its own, which needs the operator's Redis,
   appends to its namespace's stream and keeps it bounded;
 - the queue executor reports the entry its claim appended;
-- a celery or rq task is claimed by the operator's lock and pushed onto the broker its Secret
-  names, at each run; a Secret without the key fails the run before anything is sent;
+- a task of every format but stream is claimed by the operator's lock and pushed onto the
+  broker its Secret names, at each run; a Secret without the key fails the run before anything
+  is sent;
 - the job target needs a JobSpec in its template; its executor names its Jobs by slot.
 """
 
@@ -256,16 +257,31 @@ class TestATaskOnTheTenantsBroker:
             wiring().wire(JOB_REF, spec({"queue": CELERY}))
         assert raised.value.reason == "QueueUnavailable"
 
+    @pytest.mark.parametrize(
+        ("task", "what"),
+        [
+            ({"celery": {"task": "reports.tasks.nightly"}},
+             "celery task reports.tasks.nightly on queue celery"),
+            ({"rq": {"function": "reports.jobs.nightly"}},
+             "rq job reports.jobs.nightly on queue default"),
+            ({"arq": {"function": "nightly"}}, "arq job nightly on queue arq:queue"),
+            ({"dramatiq": {"actor": "nightly"}}, "dramatiq actor nightly on queue default"),
+            ({"taskiq": {"task": "reports.tasks:nightly", "brokerClass": "RedisStreamBroker"}},
+             "taskiq task reports.tasks:nightly on queue taskiq (RedisStreamBroker)"),
+            ({"sidekiq": {"class": "Reports::NightlyJob"}},
+             "sidekiq job Reports::NightlyJob on queue default"),
+            ({"bullmq": {"queue": "reports", "name": "nightly"}},
+             "bullmq job nightly on queue reports"),
+        ],
+    )  # fmt: skip
     async def test_is_claimed_by_the_operators_lock_and_says_where_it_goes(
-        self, wiring: Callable[..., kinds.Targets]
+        self, wiring: Callable[..., kinds.Targets], task: dict[str, object], what: str
     ) -> None:
         brokers = queue_brokers.Brokers(guard=addresses.AddressGuard())
-        wired = wiring(brokers=brokers, reader=SecretsOf({})).wire(JOB_REF, spec({"queue": CELERY}))
+        target = {**task, "brokerFrom": CELERY["brokerFrom"]}
+        wired = wiring(brokers=brokers, reader=SecretsOf({})).wire(JOB_REF, spec({"queue": target}))
         assert wired.lock is None
-        assert wired.destination == (
-            "celery task reports.tasks.nightly on queue celery, on the broker of Secret "
-            "reports/broker key url"
-        )
+        assert wired.destination == f"{what}, on the broker of Secret reports/broker key url"
 
     @pytest.mark.parametrize(
         ("data", "message"),

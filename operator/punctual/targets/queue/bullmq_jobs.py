@@ -19,7 +19,6 @@ day. The data is the job's own; the opts carry ``punctual_slot`` and ``punctual_
 (BullMQ's default 0: one try) and the removal counts when given.
 """
 
-import json
 from datetime import datetime
 
 from punctual.api import models
@@ -62,10 +61,6 @@ return 1
 """
 
 
-def _json(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
 def bullmq_push(
     job: models.BullmqJob, *, slot_id: str, scheduled_time: datetime, now: datetime
 ) -> pushes.Push:
@@ -93,8 +88,8 @@ def bullmq_push(
     arguments = (
         job_id,
         job.name,
-        _json(job.data or {}),
-        _json(opts),
+        pushes.json_text(job.data or {}),
+        pushes.json_text(opts),
         int(now.timestamp() * 1000),
     )
     return pushes.Push(

@@ -17,7 +17,6 @@ JSON only: the content type is ``application/json``, which a worker accepts by d
 
 import base64
 import bisect
-import json
 from datetime import datetime
 
 from punctual.api import models
@@ -33,10 +32,6 @@ REPR_LIMIT = 1024
 arguments."""
 ORIGIN = "punctual"
 """The ``origin`` header: who sent the task (Celery puts the sender's node name there)."""
-
-
-def _json(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def queue_key(queue: str, priority: int) -> str:
@@ -66,8 +61,8 @@ def celery_push(task: models.CeleryTask, *, slot_id: str, scheduled_time: dateti
         "timelimit": [None, None],
         "root_id": task_id,
         "parent_id": None,
-        "argsrepr": _json(args)[:REPR_LIMIT],
-        "kwargsrepr": _json(kwargs)[:REPR_LIMIT],
+        "argsrepr": pushes.json_text(args)[:REPR_LIMIT],
+        "kwargsrepr": pushes.json_text(kwargs)[:REPR_LIMIT],
         "origin": ORIGIN,
         "ignore_result": False,
         "replaced_task_nesting": 0,
@@ -77,7 +72,7 @@ def celery_push(task: models.CeleryTask, *, slot_id: str, scheduled_time: dateti
         "punctual_scheduled_time": timeline.rfc3339(scheduled_time),
     }
     embed = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
-    body = _json([args, kwargs, embed]).encode()
+    body = pushes.json_text([args, kwargs, embed]).encode()
     priority = task.priority or 0
     envelope = {
         "body": base64.b64encode(body).decode(),
@@ -97,6 +92,6 @@ def celery_push(task: models.CeleryTask, *, slot_id: str, scheduled_time: dateti
     key = queue_key(task.queue, priority)
     return pushes.Push(
         message_id=task_id,
-        commands=(pushes.Command("list", "LPUSH", key, (_json(envelope),)),),
+        commands=(pushes.Command("list", "LPUSH", key, (pushes.json_text(envelope),)),),
         description=f"celery task {task_id} on list {key!r}",
     )

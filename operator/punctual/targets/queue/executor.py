@@ -2,10 +2,10 @@
 
 A ``stream`` job claims its slots through a lock that appends the stream entry in the same
 atomic step (``punctual.targets.queue.stream``), so a run has nothing left to do but report
-which entry it was: ``enqueued <entry id>``. A ``celery`` or ``rq`` job is claimed by the
-operator's lock like any other, and its run pushes the slot's message onto the tenant's broker
-(``BrokerExecutor``), claimed once more there (``punctual.targets.queue.brokers``). Consumers do
-the work.
+which entry it was: ``enqueued <entry id>``. A task's job (every other format,
+``models.TASK_FORMATS``) is claimed by the operator's lock like any other, and its run pushes
+the slot's message onto the tenant's broker (``BrokerExecutor``), claimed once more there
+(``punctual.targets.queue.brokers``). Consumers do the work.
 """
 
 from collections.abc import Callable

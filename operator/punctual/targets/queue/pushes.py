@@ -1,12 +1,14 @@
 """A push onto a tenant's broker, as plain records: the Redis commands a framework's own client
 would send to enqueue one message, and the message's id, derived from the slot.
 
-The formats (``celery_messages``, ``rq_jobs``, ...) build a ``Push``; the broker (``brokers``)
-sends it in one script together with the slot's claim, so no format does I/O. A framework whose
-own writes depend on what the broker holds (BullMQ's) brings them as a ``Script``, run after
-the claim in the same script.
+The formats (``celery_messages``, ``rq_jobs``, ``arq_jobs``, ``dramatiq_messages``,
+``taskiq_messages``, ``sidekiq_jobs``, ``bullmq_jobs``) build a ``Push``; the broker
+(``brokers``) sends it in one script together with the slot's claim, so no format does I/O. A
+framework whose own writes depend on what the broker holds (BullMQ's) brings them as a
+``Script``, run after the claim in the same script.
 """
 
+import json
 import uuid
 from dataclasses import dataclass
 
@@ -20,13 +22,19 @@ def message_id(slot_id: str) -> str:
     return str(uuid.uuid5(MESSAGE_IDS, slot_id))
 
 
+def json_text(value: object) -> str:
+    """``value`` as the compact JSON the frameworks' own serializers write (no spaces)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
 @dataclass(frozen=True, slots=True)
 class Command:
     """One write of a push: ``name key *arguments`` on a key that holds ``kind`` (or nothing)."""
 
     kind: str
-    """The Redis type the key must hold if it exists (``list``, ``hash``, ``set``): a key of
-    another type fails the push before anything is written."""
+    """The Redis type the key must hold if it exists (``list``, ``hash``, ``set``, ``zset``,
+    ``string``, ``stream``): a key of another type fails the push before anything is
+    written."""
     name: str
     key: str
     arguments: tuple[str | bytes | int, ...]

@@ -11,7 +11,6 @@ slot's ``message_id``; the meta carries ``punctual_slot`` and ``punctual_schedul
 3339), which the job reads with ``rq.get_current_job().meta``.
 """
 
-import json
 import math
 import zlib
 from datetime import datetime
@@ -28,10 +27,6 @@ TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 """RQ's ``utcformat``."""
 
 
-def _json(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
 def rq_push(
     job: models.RqJob, *, slot_id: str, scheduled_time: datetime, now: datetime
 ) -> pushes.Push:
@@ -39,10 +34,10 @@ def rq_push(
     enqueued at ``now`` (UTC)."""
     job_id = pushes.message_id(slot_id)
     args, kwargs = models.split_arguments(job.arguments)
-    data = zlib.compress(_json([job.function, None, args, kwargs]).encode())
+    data = zlib.compress(pushes.json_text([job.function, None, args, kwargs]).encode())
     call = ", ".join(
-        [_json(argument) for argument in args]
-        + sorted(f"{name}={_json(value)}" for name, value in kwargs.items())
+        [pushes.json_text(argument) for argument in args]
+        + sorted(f"{name}={pushes.json_text(value)}" for name, value in kwargs.items())
     )
     meta = {
         "punctual_slot": slot_id,
@@ -67,7 +62,7 @@ def rq_push(
     if job.timeout is not None:
         seconds = math.ceil(durations.parse(job.timeout, field="timeout").total_seconds())
         fields += ["timeout", seconds]
-    fields += ["status", "queued", "meta", _json(meta)]
+    fields += ["status", "queued", "meta", pushes.json_text(meta)]
     queue = f"{QUEUE_PREFIX}{job.queue}"
     return pushes.Push(
         message_id=job_id,

@@ -13,7 +13,6 @@ middleware (or ``Sidekiq::Job#jid`` for the id) reads: Sidekiq keeps unknown fie
 they are, through retries.
 """
 
-import json
 from datetime import datetime
 
 from punctual.api import models
@@ -49,12 +48,7 @@ def sidekiq_push(
         message_id=jid,
         commands=(
             pushes.Command("set", "SADD", QUEUES, (job.queue,)),
-            pushes.Command(
-                "list",
-                "LPUSH",
-                queue,
-                (json.dumps(item, separators=(",", ":"), ensure_ascii=False),),
-            ),
+            pushes.Command("list", "LPUSH", queue, (pushes.json_text(item),)),
         ),
         description=f"sidekiq job {jid} on list {queue!r}",
     )

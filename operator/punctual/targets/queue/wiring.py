@@ -4,8 +4,8 @@ slots.
 A stream is the job's namespace's (``redis_io.namespace_keys.stream_key``), and it is always
 bounded: ``maxLen`` unset is ``models.DEFAULT_STREAM_MAX_LEN`` (or the operator's limit, if
 lower), and a ``maxLen`` above the limit (``--queue-max-len``) is not scheduled. A task of
-another format (``celery``, ``rq``, ``sidekiq``, ``bullmq``) goes to the tenant's broker
-(``brokerFrom``), claimed by the operator's slot lock.
+every other format (``models.TASK_FORMATS``) goes to the tenant's broker (``brokerFrom``),
+claimed by the operator's slot lock.
 """
 
 from datetime import datetime
@@ -17,14 +17,17 @@ from punctual.redis_io import namespace_keys
 from punctual.scheduling import slots
 from punctual.targets import errors, plugin
 from punctual.targets.queue import (
+    arq_jobs,
     brokers,
     bullmq_jobs,
     celery_messages,
+    dramatiq_messages,
     executor,
     pushes,
     rq_jobs,
     sidekiq_jobs,
     stream,
+    taskiq_messages,
 )
 
 DEFAULT_MAX_LEN_LIMIT = 100_000
@@ -110,42 +113,71 @@ class QueueTargets:
 
 def _message_builder(target: models.QueueTarget) -> tuple[executor.MessageBuilder, str]:
     """The message of a run's slot in the target's format, and what it is, for users."""
-    if target.sidekiq is not None:
-        return _sidekiq_builder(target.sidekiq)
-    if target.bullmq is not None:
-        return _bullmq_builder(target.bullmq)
-    celery_task, rq_job = target.celery, target.rq
-    if celery_task is not None:
+    found = target.task()
+    assert found is not None  # the model requires a task without a stream
+    match found[1]:
+        case models.CeleryTask() as celery_task:
 
-        def celery(context: records.RunContext, _now: datetime) -> pushes.Push:
-            return celery_messages.celery_push(
-                celery_task, slot_id=context.slot_id, scheduled_time=context.scheduled_time
+            def celery(context: records.RunContext, _now: datetime) -> pushes.Push:
+                return celery_messages.celery_push(
+                    celery_task, slot_id=context.slot_id, scheduled_time=context.scheduled_time
+                )
+
+            return celery, f"celery task {celery_task.task} on queue {celery_task.queue}"
+        case models.RqJob() as rq_job:
+
+            def rq(context: records.RunContext, now: datetime) -> pushes.Push:
+                return rq_jobs.rq_push(
+                    rq_job, slot_id=context.slot_id, scheduled_time=context.scheduled_time, now=now
+                )
+
+            return rq, f"rq job {rq_job.function} on queue {rq_job.queue}"
+        case models.ArqJob() as arq_job:
+
+            def arq(context: records.RunContext, now: datetime) -> pushes.Push:
+                return arq_jobs.arq_push(
+                    arq_job, slot_id=context.slot_id, scheduled_time=context.scheduled_time, now=now
+                )
+
+            return arq, f"arq job {arq_job.function} on queue {arq_job.queue}"
+        case models.DramatiqMessage() as message:
+
+            def dramatiq(context: records.RunContext, now: datetime) -> pushes.Push:
+                return dramatiq_messages.dramatiq_push(
+                    message, slot_id=context.slot_id, scheduled_time=context.scheduled_time, now=now
+                )
+
+            return dramatiq, f"dramatiq actor {message.actor} on queue {message.queue}"
+        case models.TaskiqTask() as taskiq_task:
+
+            def taskiq(context: records.RunContext, _now: datetime) -> pushes.Push:
+                return taskiq_messages.taskiq_push(
+                    taskiq_task, slot_id=context.slot_id, scheduled_time=context.scheduled_time
+                )
+
+            return taskiq, (
+                f"taskiq task {taskiq_task.task} on queue {taskiq_task.queue} "
+                f"({taskiq_task.broker_class})"
             )
+        case models.SidekiqJob() as sidekiq_job:
 
-        return celery, f"celery task {celery_task.task} on queue {celery_task.queue}"
-    assert rq_job is not None  # the model allows exactly one format
+            def sidekiq(context: records.RunContext, now: datetime) -> pushes.Push:
+                return sidekiq_jobs.sidekiq_push(
+                    sidekiq_job,
+                    slot_id=context.slot_id,
+                    scheduled_time=context.scheduled_time,
+                    now=now,
+                )
 
-    def rq(context: records.RunContext, now: datetime) -> pushes.Push:
-        return rq_jobs.rq_push(
-            rq_job, slot_id=context.slot_id, scheduled_time=context.scheduled_time, now=now
-        )
+            return sidekiq, f"sidekiq job {sidekiq_job.job_class} on queue {sidekiq_job.queue}"
+        case models.BullmqJob() as bullmq_job:
 
-    return rq, f"rq job {rq_job.function} on queue {rq_job.queue}"
+            def bullmq(context: records.RunContext, now: datetime) -> pushes.Push:
+                return bullmq_jobs.bullmq_push(
+                    bullmq_job,
+                    slot_id=context.slot_id,
+                    scheduled_time=context.scheduled_time,
+                    now=now,
+                )
 
-
-def _sidekiq_builder(job: models.SidekiqJob) -> tuple[executor.MessageBuilder, str]:
-    def sidekiq(context: records.RunContext, now: datetime) -> pushes.Push:
-        return sidekiq_jobs.sidekiq_push(
-            job, slot_id=context.slot_id, scheduled_time=context.scheduled_time, now=now
-        )
-
-    return sidekiq, f"sidekiq job {job.job_class} on queue {job.queue}"
-
-
-def _bullmq_builder(job: models.BullmqJob) -> tuple[executor.MessageBuilder, str]:
-    def bullmq(context: records.RunContext, now: datetime) -> pushes.Push:
-        return bullmq_jobs.bullmq_push(
-            job, slot_id=context.slot_id, scheduled_time=context.scheduled_time, now=now
-        )
-
-    return bullmq, f"bullmq job {job.name} on queue {job.queue}"
+            return bullmq, f"bullmq job {bullmq_job.name} on queue {bullmq_job.queue}"

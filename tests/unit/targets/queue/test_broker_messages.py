@@ -1,21 +1,32 @@
-"""The messages a celery or rq job pushes: Celery's protocol 2 in kombu's envelope, and the job
-hash read back by RQ's own ``Job.restore``. JSON only, the slot's id
-and scheduled time carried, the message id derived from the slot."""
+"""The messages a task's job pushes: Celery's protocol 2 in kombu's envelope, and the job hash
+read back by RQ's own ``Job.restore``, arq's job, Dramatiq's message and taskiq's message each
+read back by the framework's own decoder. JSON only, the slot's id and scheduled time carried,
+the message id derived from the slot."""
 
 import base64
 import json
 import uuid
 import zlib
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import redis
+from arq.jobs import deserialize_job_raw
+from dramatiq.message import Message
 from rq.job import Job
 from rq.serializers import JSONSerializer
+from taskiq.message import TaskiqMessage
 
 from punctual.api import models
 from punctual.scheduling.errors import InvalidSpecError
-from punctual.targets.queue import celery_messages, pushes, rq_jobs
+from punctual.targets.queue import (
+    arq_jobs,
+    celery_messages,
+    dramatiq_messages,
+    pushes,
+    rq_jobs,
+    taskiq_messages,
+)
 
 SLOT = "reports/nightly/0b6f2c1e/1796002200000"
 SCHEDULED = datetime(2026, 11, 30, 1, 30, 0, 250_000, tzinfo=UTC)
@@ -123,6 +134,127 @@ class TestAnRqJob:
         assert json.loads(zlib.decompress(data)) == ["m.f", None, [], {}]
 
 
+NOW = datetime(2026, 11, 30, 1, 30, 1, tzinfo=UTC)
+
+
+class TestAnArqJob:
+    def test_is_the_job_arq_reads_with_a_json_deserializer_due_at_the_scheduled_time(
+        self,
+    ) -> None:
+        job = models.ArqJob.model_validate(
+            {"function": "nightly", "arguments": {"args": [1], "kwargs": {"region": "eu"}}}
+        )
+        push = arq_jobs.arq_push(job, slot_id=SLOT, scheduled_time=SCHEDULED, now=NOW)
+        stored, queued = push.commands
+        job_id = pushes.message_id(SLOT)
+        assert (stored.kind, stored.name, stored.key) == ("string", "SET", f"arq:job:{job_id}")
+        data, px, expires = stored.arguments
+        assert (px, expires) == ("PX", 24 * 60 * 60 * 1000)
+        assert isinstance(data, str)
+        function, args, kwargs, job_try, enqueued = deserialize_job_raw(
+            data.encode(), deserializer=json.loads
+        )
+        assert (function, args, kwargs, job_try) == ("nightly", [1], {"region": "eu"}, None)
+        assert enqueued == int(NOW.timestamp() * 1000)
+        assert json.loads(data)["punctual_slot"] == SLOT
+        assert json.loads(data)["punctual_scheduled_time"] == "2026-11-30T01:30:00.250Z"
+        score = int(SCHEDULED.timestamp() * 1000)
+        assert (queued.kind, queued.name, queued.key) == ("zset", "ZADD", "arq:queue")
+        assert queued.arguments == (score, job_id)
+
+    def test_a_job_pushed_ahead_of_its_time_lives_a_day_past_it(self) -> None:
+        job = models.ArqJob.model_validate({"function": "nightly", "queue": "reports"})
+        early = SCHEDULED - timedelta(seconds=2)
+        push = arq_jobs.arq_push(job, slot_id=SLOT, scheduled_time=SCHEDULED, now=early)
+        assert push.commands[0].arguments[2] == 2000 + 24 * 60 * 60 * 1000
+        assert push.commands[1].key == "reports"
+
+
+class TestADramatiqMessage:
+    def test_is_the_message_dramatiqs_redis_broker_enqueues_with_the_slot_in_its_options(
+        self,
+    ) -> None:
+        spec = models.DramatiqMessage.model_validate(
+            {"actor": "nightly", "queue": "reports", "arguments": {"args": [7], "kwargs": {}}}
+        )
+        push = dramatiq_messages.dramatiq_push(
+            spec, slot_id=SLOT, scheduled_time=SCHEDULED, now=NOW
+        )
+        stored, queued = push.commands
+        message_id = pushes.message_id(SLOT)
+        assert (stored.kind, stored.name, stored.key) == ("hash", "HSET", "dramatiq:reports.msgs")
+        field, data = stored.arguments
+        assert field == message_id
+        assert (queued.kind, queued.name, queued.key) == ("list", "RPUSH", "dramatiq:reports")
+        assert queued.arguments == (message_id,)
+        assert isinstance(data, str)
+        message = Message.decode(data.encode())
+        assert (message.queue_name, message.actor_name) == ("reports", "nightly")
+        assert (message.args, message.kwargs) == ((7,), {})
+        assert message.message_id == message_id
+        assert message.message_timestamp == int(NOW.timestamp() * 1000)
+        assert message.options == {
+            "redis_message_id": message_id,
+            "punctual_slot": SLOT,
+            "punctual_scheduled_time": "2026-11-30T01:30:00.250Z",
+        }
+
+
+def taskiq_task(**fields: object) -> models.TaskiqTask:
+    return models.TaskiqTask.model_validate(
+        {"task": "reports.tasks:nightly", "brokerClass": "ListQueueBroker", **fields}
+    )
+
+
+class TestATaskiqMessage:
+    def test_is_the_message_taskiq_reads_with_its_labels_typed(self) -> None:
+        task = taskiq_task(
+            arguments={"args": ["eu"], "kwargs": {"dry": True}},
+            labels={"max_retries": 3, "retry_on_error": False, "team": "reports"},
+        )
+        push = taskiq_messages.taskiq_push(task, slot_id=SLOT, scheduled_time=SCHEDULED)
+        (command,) = push.commands
+        assert (command.kind, command.name, command.key) == ("list", "LPUSH", "taskiq")
+        message = TaskiqMessage.model_validate(json.loads(command.arguments[0]))
+        message.parse_labels()
+        assert message.task_id == pushes.message_id(SLOT) == push.message_id
+        assert message.task_name == "reports.tasks:nightly"
+        assert (message.args, message.kwargs) == (["eu"], {"dry": True})
+        assert message.labels == {
+            "max_retries": 3,
+            "retry_on_error": False,
+            "team": "reports",
+            "punctual_slot": SLOT,
+            "punctual_scheduled_time": "2026-11-30T01:30:00.250Z",
+        }
+
+    def test_goes_to_the_stream_as_its_data_field_for_a_stream_broker(self) -> None:
+        task = taskiq_task(brokerClass="RedisStreamBroker", queue="reports")
+        (command,) = taskiq_messages.taskiq_push(
+            task, slot_id=SLOT, scheduled_time=SCHEDULED
+        ).commands
+        assert (command.kind, command.name, command.key) == ("stream", "XADD", "reports")
+        auto_id, field, data = command.arguments
+        assert (auto_id, field) == ("*", "data")
+        assert isinstance(data, str)
+        assert json.loads(data)["task_name"] == "reports.tasks:nightly"
+
+    @pytest.mark.parametrize(
+        ("labels", "problem"),
+        [
+            ({"punctual_slot": "mine"}, "set by the operator on every message"),
+            ({"delay": 1.5}, "a string, an integer or a boolean"),
+            ({"nested": {"a": 1}}, "a string, an integer or a boolean"),
+            ({f"l{index}": index for index in range(33)}, "at most 32 labels"),
+        ],
+    )
+    def test_refuses_labels_taskiq_cannot_carry(
+        self, labels: dict[str, object], problem: str
+    ) -> None:
+        with pytest.raises((InvalidSpecError, ValueError), match=problem):
+            taskiq_task(labels=labels)
+
+
 BROKER = {"secretName": "broker", "key": "url"}
 
 
@@ -131,10 +263,31 @@ class TestAQueueTargetsFormat:
         ("target", "problem"),
         [
             ({"celery": {"task": "t"}}, "every format but stream needs the broker's Secret"),
+            ({"dramatiq": {"actor": "a"}}, "every format but stream needs the broker's Secret"),
+            (
+                {"bullmq": {"queue": "q", "name": "n"}},
+                "every format but stream needs the broker's Secret",
+            ),
             ({"stream": "s", "brokerFrom": BROKER}, "brokerFrom is for the other formats"),
             (
                 {"celery": {"task": "t"}, "rq": {"function": "f"}, "brokerFrom": BROKER},
-                "exactly one of stream, celery, rq, sidekiq or bullmq",
+                "exactly one of stream, celery, rq, arq, dramatiq, taskiq, sidekiq or bullmq",
+            ),
+            (
+                {"arq": {"function": "f"}, "dramatiq": {"actor": "a"}, "brokerFrom": BROKER},
+                "exactly one of stream, celery, rq, arq, dramatiq, taskiq, sidekiq or bullmq",
+            ),
+            (
+                {
+                    "taskiq": {"task": "m:t", "brokerClass": "ListQueueBroker"},
+                    "sidekiq": {"class": "A"},
+                    "brokerFrom": BROKER,
+                },
+                "exactly one of stream, celery, rq, arq, dramatiq, taskiq, sidekiq or bullmq",
+            ),
+            (
+                {"taskiq": {"task": "m:t"}, "brokerFrom": BROKER},
+                "brokerClass",
             ),
             (
                 {"celery": {"task": "t"}, "brokerFrom": BROKER, "payload": {}},

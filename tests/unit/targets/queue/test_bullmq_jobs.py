@@ -97,7 +97,8 @@ class TestABullmqTarget:
 
     def test_is_one_format_among_the_others(self) -> None:
         with pytest.raises(
-            ValueError, match="exactly one of stream, celery, rq, sidekiq or bullmq"
+            ValueError,
+            match="exactly one of stream, celery, rq, arq, dramatiq, taskiq, sidekiq or bullmq",
         ):
             models.QueueTarget.model_validate(
                 {
