@@ -22,7 +22,7 @@ from typing import Annotated
 import pydantic
 
 from punctual.api import fields
-from punctual.scheduling import dst, durations, merged, missed, overlap
+from punctual.scheduling import dst, durations, exclusions, merged, missed, overlap
 from punctual.scheduling.errors import InvalidSpecError
 
 GROUP = "punctual.dev"
@@ -535,6 +535,31 @@ class ScheduleEntry(fields.ApiModel):
         return self
 
 
+class ExcludeSpec(fields.ApiModel):
+    """Days on which no slot runs (spec.exclude): each such slot is counted excluded."""
+
+    dates: tuple[Annotated[str, pydantic.Field(min_length=1, max_length=32)], ...] = pydantic.Field(
+        default=(),
+        max_length=exclusions.MAX_DAYS,
+        description="Dates (2026-12-25) and inclusive ranges of dates "
+        "(2026-12-24/2026-12-31) on which no slot runs, local days in timeZone.",
+    )
+    days: tuple[Annotated[str, pydantic.Field(min_length=1, max_length=64)], ...] = pydantic.Field(
+        default=(),
+        max_length=exclusions.MAX_DAYS,
+        description="Recurring days on which no slot runs: the three day fields of a cron "
+        "expression, 'day-of-month month day-of-week' ('25 12 *': every 25 December; "
+        "'* * SAT,SUN': weekends; '* * 1#1': the first Monday of each month), read as "
+        "spec.schedule reads them (docs/time.md).",
+    )
+    time_zone: str | None = pydantic.Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="The IANA time zone whose local days are excluded. Unset: spec.timeZone.",
+    )
+
+
 _ONE_SCHEDULE = (
     "set exactly one of schedule (a cron expression) or every (an interval) or schedules "
     "(several named ones), or neither with startsAt for a one-off run"
@@ -628,6 +653,13 @@ class ScheduledJobSpec(fields.ApiModel):
         description="What a fixed-hour cron schedule does on the nights clocks change: "
         "slots whose local time does not exist or happens twice. The defaults run a daily job "
         "exactly once every local day.",
+    )
+    exclude: ExcludeSpec | None = pydantic.Field(
+        default=None,
+        description="Days on which no slot runs (public holidays, a freeze): dates, ranges "
+        "of dates and recurring days, local days in the job's zone. An excluded slot is "
+        "never run and never missed: it is counted in status.counts.excluded. One occurrence "
+        "is skipped with punctual skip.",
     )
     jitter: fields.Duration | None = pydantic.Field(
         default=None,

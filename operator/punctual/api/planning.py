@@ -12,7 +12,7 @@ object never crashes the operator and never affects the other objects.
 import json
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -23,6 +23,7 @@ from punctual.api import models, warm_pods
 from punctual.scheduling import (
     dst,
     durations,
+    exclusions,
     merged,
     missed,
     overlap,
@@ -157,11 +158,13 @@ def plan_for(
     uid: str,
     hash_key: str | None = None,
     bounds: Bounds = DEFAULT_BOUNDS,
+    skipped: Iterable[datetime] = (),
 ) -> plans.JobPlan:
     """The plan for the object with ``uid``; its jitter offset derives from the uid, the
     values of its schedule's ``H`` from ``hash_key`` (``hashed.job_key``: its namespace and
     name, which outlive the uid; None: no job is named, and an ``H`` is refused). The plan's
-    cron schedule carries its expression with every ``H`` resolved.
+    cron schedule carries its expression with every ``H`` resolved. Its schedule leaves out
+    the days of ``spec.exclude`` and the ``skipped`` slots (``punctual.dev/skip``).
 
     Raises ``InvalidSpecError`` for a cron expression or time zone that does not parse, for
     a jitter that is not shorter than the schedule's shortest period (a jittered slot must
@@ -169,6 +172,7 @@ def plan_for(
     ``bounds``.
     """
     schedule, entries = _schedule(spec, hash_key=hash_key)
+    schedule = exclusions.excluding(schedule, _exclusions(spec, skipped=skipped))
     schedule_field = (
         f"{SPEC}.every"
         if spec.every is not None
@@ -288,6 +292,32 @@ def _schedule(
     return windows.within(schedule, window), entries
 
 
+def _exclusions(
+    spec: models.ScheduledJobSpec, *, skipped: Iterable[datetime]
+) -> exclusions.Exclusions:
+    """What ``spec.exclude`` and the ``skipped`` slots leave out, local days in the exclusion's
+    zone (the job's unless it names one); errors name the entry (``spec.exclude.days[1]``)."""
+    exclude = spec.exclude or models.ExcludeSpec()
+    where = f"{SPEC}.exclude"
+    zone = (
+        zones.parse(exclude.time_zone, field=f"{where}.timeZone")
+        if exclude.time_zone is not None
+        else zones.parse(spec.time_zone, field=f"{SPEC}.timeZone")
+    )
+    return exclusions.Exclusions(
+        zone=zone,
+        ranges=tuple(
+            exclusions.parse_dates(text, field=f"{where}.dates[{index}]")
+            for index, text in enumerate(exclude.dates)
+        ),
+        rules=tuple(
+            exclusions.parse_rule(text, field=f"{where}.days[{index}]")
+            for index, text in enumerate(exclude.days)
+        ),
+        skipped=frozenset(skipped),
+    )
+
+
 def _entry_schedule(
     entry: models.ScheduleEntry,
     *,
@@ -394,6 +424,14 @@ def check_fires(
         return
     if first is None and windows.has_ended(plan.schedule, after=now):
         return  # its window is over: valid, and Ready with reason Ended
+    if isinstance(plan.schedule, exclusions.Excluding):
+        base = plan.schedule.schedule.next_after(now)
+        if base is not None and base.at <= now + years * _YEAR:
+            raise InvalidSpecError(
+                f"{SPEC}.exclude",
+                f"excludes every slot in the next {years} years: a schedule must fire within "
+                "that to be accepted (punctual run --schedule-horizon-years)",
+            )
     if spec.schedules is not None:
         field, named = (
             f"{SPEC}.schedules",

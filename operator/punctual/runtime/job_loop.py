@@ -17,6 +17,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from punctual.contracts import protocols, records
 from punctual.runtime import runs, tasks, timers
@@ -259,18 +260,44 @@ class JobLoop:
         )
 
     async def _due(
-        self, schedule: timeline.Schedule, *, after: datetime, until: datetime, keep: int
+        self,
+        count: "_Counts",
+        *,
+        after: datetime,
+        until: datetime,
+        keep: int = missed.GIVEN_UP_CLAIMS,
     ) -> timeline.DueSlots:
-        """The slots in ``(after, until]`` (``due_between``), counted ``COUNT_STEPS`` at a time
-        with a turn of the event loop in between: the other jobs wait for one step at most."""
-        due = schedule.due_between(after=after, until=until, keep=keep, steps=COUNT_STEPS)
+        """The slots ``count`` finds in ``(after, until]`` (a schedule's ``due_between``, the
+        plan's ``excluded_between``), counted ``COUNT_STEPS`` at a time with a turn of the
+        event loop in between: the other jobs wait for one step at most."""
+        due = count(after=after, until=until, keep=keep, steps=COUNT_STEPS)
         while due.resume_after is not None:
             await asyncio.sleep(0)
-            later = schedule.due_between(
-                after=due.resume_after, until=until, keep=keep, steps=COUNT_STEPS
-            )
+            later = count(after=due.resume_after, until=until, keep=keep, steps=COUNT_STEPS)
             due = timeline.combine(due, later, keep=keep)
         return due
+
+    async def _count_passed(
+        self,
+        passed: timeline.DueSlots,
+        armed: runs.Armed,
+        *,
+        reason: records.MissedReason,
+        wait: bool = True,
+    ) -> None:
+        """Count ``passed``, slots that are neither run nor missed (suspended, excluded), once
+        across replicas as missed slots are (``_count_missed``); ``wait=False`` leaves the
+        count to a task of its own."""
+        if not passed.total:
+            return
+        decision = missed.give_up(passed.newest, total=passed.total)
+        if wait:
+            await self._count_missed(decision, armed, reason=reason)
+            return
+        self._tasks.spawn(
+            self._runs.count_missed(decision, armed, reason=reason),
+            name=f"count {reason} of {self.job.namespace}/{self.job.name}",
+        )
 
     async def _schedule(
         self,
@@ -283,15 +310,12 @@ class JobLoop:
         plan = armed.plan
         cursor = resume_after
         if suspended_through is not None and suspended_through > cursor:
-            skipped = await self._due(
-                plan.schedule, after=cursor, until=suspended_through, keep=missed.GIVEN_UP_CLAIMS
-            )
-            if skipped.total:
-                await self._count_missed(
-                    missed.give_up(skipped.newest, total=skipped.total),
-                    armed,
-                    reason=records.MissedReason.SUSPENDED,
-                )
+            for count, reason in (
+                (plan.schedule.due_between, records.MissedReason.SUSPENDED),
+                (plan.excluded_between, records.MissedReason.EXCLUDED),
+            ):
+                passed = await self._due(count, after=cursor, until=suspended_through)
+                await self._count_passed(passed, armed, reason=reason)
             cursor = suspended_through
         self._handled_through = cursor
         keep = missed.keep_for(plan.missed_runs)
@@ -311,6 +335,7 @@ class JobLoop:
             following = _at(plan.schedule.next_after(upcoming))
             if not self._backing_up:  # a backup seldom runs a slot: that run does the work
                 self._runs.prepare(upcoming, armed)
+            excluded = await self._due(plan.excluded_between, after=cursor, until=upcoming)
             waited = upcoming + wake_delay > self._wall()
             await self._timer.wait_until(upcoming + wake_delay, namespace=self.job.namespace)
             now = self._wall() - delay  # on the job's own timeline, like the deadline
@@ -323,14 +348,20 @@ class JobLoop:
                     decision = missed.give_up((upcoming,), total=1)
                 newest = upcoming
             else:  # re-armed behind, stalled or the wall clock jumped: the missed-run policy
-                due = await self._due(plan.schedule, after=cursor, until=now, keep=keep)
+                due = await self._due(plan.schedule.due_between, after=cursor, until=now, keep=keep)
                 if not due.total:
                     continue
                 decision = missed.decide(
                     due.newest, total=due.total, now=now, rules=plan.missed_runs
                 )
                 newest = due.newest[-1]
+                excluded = await self._due(plan.excluded_between, after=cursor, until=newest)
                 following = _at(plan.schedule.next_after(newest))
+            # Counted before the claims of the slots after them: a lock that is a high-water
+            # mark takes claims oldest first. Not waited for: the slot that runs is due now.
+            await self._count_passed(
+                excluded, armed, reason=records.MissedReason.EXCLUDED, wait=False
+            )
             if decision.given_up:
                 await self._count_missed(decision, armed)
             run = self._unnoticed(decision.run, through=newest) if self._noticed else decision.run
@@ -390,6 +421,12 @@ class JobLoop:
                 name=f"count missed of {self.job.namespace}/{self.job.name}",
             )
         )
+
+
+class _Counts(Protocol):
+    def __call__(
+        self, *, after: datetime, until: datetime, keep: int, steps: int | None = None
+    ) -> timeline.DueSlots: ...
 
 
 def _at(occurrence: timeline.Occurrence | None) -> datetime | None:
