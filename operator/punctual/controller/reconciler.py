@@ -37,6 +37,8 @@ class _Seen:
     suspended_after: datetime | None = None
     """The newest slot this replica dealt with before the suspension (when it was scheduling
     the job): the missed slots on resume are the ones after it."""
+    skip: str | None = None
+    """The ``punctual.dev/skip`` value the plan left its slots out for: a new one re-plans."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,20 +92,25 @@ class Reconciler:
         scheduler.when_stopped(self._scheduling_stopped)
 
     async def observe(self, body: resources.Body) -> None:
-        """An object was listed, added or modified: act on a new generation, and on a new
-        ``punctual.dev/run-now`` token or ``punctual.dev/backfill`` request."""
-        await self._reconcile(body)
+        """An object was listed, added or modified: act on a new generation or a new
+        ``punctual.dev/skip`` value, and on a new ``punctual.dev/run-now`` token or
+        ``punctual.dev/backfill`` request."""
+        await self._reconcile(
+            body, skip=(body["metadata"].get("annotations") or {}).get(annotations.SKIP)
+        )
         self._run_now_if_asked(body)
         self._backfill_if_asked(body)
 
-    async def _reconcile(self, body: resources.Body) -> None:
+    async def _reconcile(self, body: resources.Body, *, skip: str | None) -> None:
+        # Armed as its spec says, without the slots ``skip`` (``punctual.dev/skip``) leaves
+        # out; armed again when either changes.
         self._cache.remember(body)
         job = resources.job_ref(body)
         generation = int(body["metadata"].get("generation", 0))
         seen = self._seen.get(job)
         previous_failures = self._failures.get(job)
         self._failures[job] = failures.consecutive_failures(body)
-        if seen is not None and seen.generation == generation:
+        if seen is not None and seen.generation == generation and seen.skip == skip:
             await self._pause_after_failures(body, seen, previous=previous_failures)
             return  # a status change: nothing for the scheduler
         self._stopped.pop(job, None)
@@ -114,6 +121,7 @@ class Reconciler:
                 hash_key=hashed.job_key(namespace=job.namespace, name=job.name),
                 bounds=self._bounds,
                 now=self._wall(),
+                skipped=self._skipped(job, skip),
             )
             spec, plan = checked.spec, checked.plan
             wiring = self._targets.wire(job, spec)
@@ -125,7 +133,7 @@ class Reconciler:
             )
             await self._scheduler.disarm(job)
             self._scheduling.pop(job, None)
-            self._seen[job] = _Seen(generation=generation, suspended=False)
+            self._seen[job] = _Seen(generation=generation, suspended=False, skip=skip)
             self._show_schedule(job, None)
             self._condition(
                 job, READY, ok=False, reason=reason, message=str(error), generation=generation
@@ -148,6 +156,7 @@ class Reconciler:
                 suspended_after=seen.suspended_after
                 if seen is not None and seen.suspended
                 else handled_through,
+                skip=skip,
             )
             self._scheduling.pop(job, None)
             count = failures.consecutive_failures(body)
@@ -172,7 +181,7 @@ class Reconciler:
             )
             return
         self._seen[job] = _Seen(
-            generation=generation, suspended=False, suspend_after_failures=threshold
+            generation=generation, suspended=False, suspend_after_failures=threshold, skip=skip
         )
         if failures.consecutive_failures(body) and (
             (seen is not None and seen.suspended)
@@ -218,6 +227,17 @@ class Reconciler:
         self._stopped.pop(job, None)
         self._store.forget(job)
         self._cache.forget(job)
+
+    def _skipped(self, job: slots.JobRef, value: object) -> frozenset[datetime]:
+        """The slots ``punctual.dev/skip`` leaves out; none, with a Warning Event, when its
+        value is malformed (an annotation is no part of the spec: the job runs as specified)."""
+        if not isinstance(value, str):
+            return frozenset()
+        skipped = annotations.parse_skipped(value)
+        if isinstance(skipped, str):
+            self._warn(job, reason="InvalidSkip", message=skipped)
+            return frozenset()
+        return skipped
 
     def _run_now_if_asked(self, body: resources.Body) -> None:
         """Run the job once more for a token this replica has not acted on, unless the object
