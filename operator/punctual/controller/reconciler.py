@@ -13,7 +13,7 @@ from datetime import datetime
 
 from punctual.api import annotations, planning
 from punctual.contracts import protocols
-from punctual.controller import failures, targets, validation
+from punctual.controller import calendars, failures, targets, validation
 from punctual.kube import objects, resources
 from punctual.locks import health
 from punctual.runtime import job_loop, supervisor
@@ -37,8 +37,16 @@ class _Seen:
     suspended_after: datetime | None = None
     """The newest slot this replica dealt with before the suspension (when it was scheduling
     the job): the missed slots on resume are the ones after it."""
-    skip: str | None = None
-    """The ``punctual.dev/skip`` value the plan left its slots out for: a new one re-plans."""
+    inputs: "_Inputs | None" = None
+    """What besides the spec the plan was made from: a change re-plans."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Inputs:
+    skip: str | None
+    """The ``punctual.dev/skip`` value, whose slots the plan leaves out."""
+    calendars: calendars.Named
+    """The Calendars ``spec.exclude.calendars`` names, at the versions seen."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +86,7 @@ class Reconciler:
         """The last ``punctual.dev/run-now`` token this replica acted on, per job."""
         self._backfills: dict[slots.JobRef, str] = {}
         """The last ``punctual.dev/backfill`` value this replica acted on, per job."""
+        self._calendars = calendars.Calendars()
         self._failures: dict[slots.JobRef, int] = {}
         """``status.consecutiveFailures`` in the last version of each job this replica's watch
         showed (not its cache, which its own writes feed too): a rise is what pauses a job."""
@@ -95,22 +104,37 @@ class Reconciler:
         """An object was listed, added or modified: act on a new generation or a new
         ``punctual.dev/skip`` value, and on a new ``punctual.dev/run-now`` token or
         ``punctual.dev/backfill`` request."""
-        await self._reconcile(
-            body, skip=(body["metadata"].get("annotations") or {}).get(annotations.SKIP)
-        )
+        await self._reconcile(body, inputs=self._inputs(body))
         self._run_now_if_asked(body)
         self._backfill_if_asked(body)
 
-    async def _reconcile(self, body: resources.Body, *, skip: str | None) -> None:
-        # Armed as its spec says, without the slots ``skip`` (``punctual.dev/skip``) leaves
-        # out; armed again when either changes.
+    def _inputs(self, body: resources.Body) -> _Inputs:
+        return _Inputs(
+            skip=(body["metadata"].get("annotations") or {}).get(annotations.SKIP),
+            calendars=self._calendars.named_by(body),
+        )
+
+    async def calendar_changed(self, body: resources.Body, *, deleted: bool) -> None:
+        """A Calendar was listed, added, modified or deleted: every job of its namespace that
+        names it is planned again, at once."""
+        if deleted:
+            self._calendars.forget(body)
+        else:
+            self._calendars.remember(body)
+        metadata = body["metadata"]
+        for user in self._calendars.users(metadata["namespace"], metadata["name"]):
+            await self._reconcile(user, inputs=self._inputs(user))
+
+    async def _reconcile(self, body: resources.Body, *, inputs: _Inputs) -> None:
+        # Armed as its spec says, without the slots ``punctual.dev/skip`` leaves out and the
+        # days of the Calendars it names; armed again when any of them changes.
         self._cache.remember(body)
         job = resources.job_ref(body)
         generation = int(body["metadata"].get("generation", 0))
         seen = self._seen.get(job)
         previous_failures = self._failures.get(job)
         self._failures[job] = failures.consecutive_failures(body)
-        if seen is not None and seen.generation == generation and seen.skip == skip:
+        if seen is not None and seen.generation == generation and seen.inputs == inputs:
             await self._pause_after_failures(body, seen, previous=previous_failures)
             return  # a status change: nothing for the scheduler
         self._stopped.pop(job, None)
@@ -121,19 +145,22 @@ class Reconciler:
                 hash_key=hashed.job_key(namespace=job.namespace, name=job.name),
                 bounds=self._bounds,
                 now=self._wall(),
-                skipped=self._skipped(job, skip),
+                skipped=self._skipped(job, inputs.skip),
+                calendars=self._calendars.specs(job.namespace, inputs.calendars.names),
             )
             spec, plan = checked.spec, checked.plan
             wiring = self._targets.wire(job, spec)
         except (InvalidSpecError, target_errors.TargetUnavailableError) as error:
             reason = (
                 error.reason
-                if isinstance(error, target_errors.TargetUnavailableError)
+                if isinstance(
+                    error, target_errors.TargetUnavailableError | planning.CalendarNotFoundError
+                )
                 else "InvalidSpec"
             )
             await self._scheduler.disarm(job)
             self._scheduling.pop(job, None)
-            self._seen[job] = _Seen(generation=generation, suspended=False, skip=skip)
+            self._seen[job] = _Seen(generation=generation, suspended=False, inputs=inputs)
             self._show_schedule(job, None)
             self._condition(
                 job, READY, ok=False, reason=reason, message=str(error), generation=generation
@@ -156,7 +183,7 @@ class Reconciler:
                 suspended_after=seen.suspended_after
                 if seen is not None and seen.suspended
                 else handled_through,
-                skip=skip,
+                inputs=inputs,
             )
             self._scheduling.pop(job, None)
             count = failures.consecutive_failures(body)
@@ -181,7 +208,7 @@ class Reconciler:
             )
             return
         self._seen[job] = _Seen(
-            generation=generation, suspended=False, suspend_after_failures=threshold, skip=skip
+            generation=generation, suspended=False, suspend_after_failures=threshold, inputs=inputs
         )
         if failures.consecutive_failures(body) and (
             (seen is not None and seen.suspended)
@@ -220,6 +247,7 @@ class Reconciler:
         job = resources.job_ref(body)
         await self._scheduler.disarm(job)
         self._seen.pop(job, None)
+        self._calendars.drop(job)
         self._failures.pop(job, None)
         self._run_now.pop(job, None)
         self._backfills.pop(job, None)

@@ -278,26 +278,32 @@ class JobLoop:
         return due
 
     async def _count_passed(
-        self,
-        passed: timeline.DueSlots,
-        armed: runs.Armed,
-        *,
-        reason: records.MissedReason,
-        wait: bool = True,
+        self, passed: timeline.DueSlots, armed: runs.Armed, *, reason: records.MissedReason
     ) -> None:
         """Count ``passed``, slots that are neither run nor missed (suspended, excluded), once
-        across replicas as missed slots are (``_count_missed``); ``wait=False`` leaves the
-        count to a task of its own."""
-        if not passed.total:
-            return
-        decision = missed.give_up(passed.newest, total=passed.total)
-        if wait:
+        across replicas as missed slots are (``_count_missed``)."""
+        if passed.total:
+            decision = missed.give_up(passed.newest, total=passed.total)
             await self._count_missed(decision, armed, reason=reason)
+
+    async def _count_excluded(
+        self,
+        armed: runs.Armed,
+        *,
+        after: datetime,
+        until: datetime,
+        delay: timedelta | None = None,
+    ) -> None:
+        """Count the slots the plan's exclusions leave out in ``(after, until]``; with
+        ``delay`` (the job's offset and this replica's), once the newest of them has passed.
+        Before the claim of the slot after them: a lock that is a high-water mark (the
+        kubernetes backend) takes claims in order."""
+        excluded = await self._due(armed.plan.excluded_between, after=after, until=until)
+        if not excluded.total:
             return
-        self._tasks.spawn(
-            self._runs.count_missed(decision, armed, reason=reason),
-            name=f"count {reason} of {self.job.namespace}/{self.job.name}",
-        )
+        if delay is not None:
+            await self._timer.wait_until(excluded.newest[-1] + delay, namespace=self.job.namespace)
+        await self._count_passed(excluded, armed, reason=records.MissedReason.EXCLUDED)
 
     async def _schedule(
         self,
@@ -310,12 +316,11 @@ class JobLoop:
         plan = armed.plan
         cursor = resume_after
         if suspended_through is not None and suspended_through > cursor:
-            for count, reason in (
-                (plan.schedule.due_between, records.MissedReason.SUSPENDED),
-                (plan.excluded_between, records.MissedReason.EXCLUDED),
-            ):
-                passed = await self._due(count, after=cursor, until=suspended_through)
-                await self._count_passed(passed, armed, reason=reason)
+            passed = await self._due(
+                plan.schedule.due_between, after=cursor, until=suspended_through
+            )
+            await self._count_passed(passed, armed, reason=records.MissedReason.SUSPENDED)
+            await self._count_excluded(armed, after=cursor, until=suspended_through)
             cursor = suspended_through
         self._handled_through = cursor
         keep = missed.keep_for(plan.missed_runs)
@@ -335,7 +340,7 @@ class JobLoop:
             following = _at(plan.schedule.next_after(upcoming))
             if not self._backing_up:  # a backup seldom runs a slot: that run does the work
                 self._runs.prepare(upcoming, armed)
-            excluded = await self._due(plan.excluded_between, after=cursor, until=upcoming)
+            await self._count_excluded(armed, after=cursor, until=upcoming, delay=delay)
             waited = upcoming + wake_delay > self._wall()
             await self._timer.wait_until(upcoming + wake_delay, namespace=self.job.namespace)
             now = self._wall() - delay  # on the job's own timeline, like the deadline
@@ -355,13 +360,8 @@ class JobLoop:
                     due.newest, total=due.total, now=now, rules=plan.missed_runs
                 )
                 newest = due.newest[-1]
-                excluded = await self._due(plan.excluded_between, after=cursor, until=newest)
                 following = _at(plan.schedule.next_after(newest))
-            # Counted before the claims of the slots after them: a lock that is a high-water
-            # mark takes claims oldest first. Not waited for: the slot that runs is due now.
-            await self._count_passed(
-                excluded, armed, reason=records.MissedReason.EXCLUDED, wait=False
-            )
+                await self._count_excluded(armed, after=max(cursor, upcoming), until=newest)
             if decision.given_up:
                 await self._count_missed(decision, armed)
             run = self._unnoticed(decision.run, through=newest) if self._noticed else decision.run

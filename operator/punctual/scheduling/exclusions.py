@@ -17,6 +17,7 @@ slots it left out.
 """
 
 import datetime as dt
+import functools
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -26,8 +27,11 @@ from punctual.scheduling import cron, timeline
 from punctual.scheduling.errors import InvalidSpecError
 
 MAX_DAYS = 366
-"""The most dates, ranges and rules one exclusion holds together: each is looked at for every
-day the search for a slot passes."""
+"""The most dates and ranges of dates one list holds: each is looked at for every day the
+search for a slot passes."""
+MAX_RULES = 16
+"""The most recurring rules one job's exclusions hold, its Calendars' included: each walks a
+year of its days the first time a day of that year is looked at."""
 MAX_SKIPPED = 32
 """The most single occurrences skipped at once (``punctual skip``): they live in an annotation."""
 RANGE_SEPARATOR = "/"
@@ -46,9 +50,20 @@ class DayRule:
     """The rule as a daily schedule at midnight, in UTC, where no day is shorter than another."""
 
     def matches(self, day: date) -> bool:
-        midnight = datetime.combine(day, dt.time(), tzinfo=UTC)
-        found = self.days.next_after(midnight - _TICK)
-        return found is not None and found.at == midnight
+        return day in _days_of_year(self.days, day.year)
+
+
+@functools.lru_cache(maxsize=256)
+def _days_of_year(days: cron.CronSchedule, year: int) -> frozenset[date]:
+    """The days of ``year`` the rule names, found by walking its schedule (one step per day
+    named, so a holiday costs two steps a year), kept for the searches that follow: every slot
+    of every job excluding it asks again."""
+    found: set[date] = set()
+    cursor = datetime(year, 1, 1, tzinfo=UTC) - _TICK
+    while (occurrence := days.next_after(cursor)) is not None and occurrence.at.year == year:
+        found.add(occurrence.at.date())
+        cursor = occurrence.at
+    return frozenset(found)
 
 
 def parse_rule(text: str, *, field: str) -> DayRule:

@@ -97,3 +97,68 @@ class TestMalformedExclusionsAreRefusedNamingTheField:
             check(every="1h", exclude=exclude)
 
         assert raised.value.field == field
+
+
+HOLIDAYS = {"dates": ["2026-12-25/2026-12-26"], "days": ["1 1 *"]}
+
+
+class TestCalendarsNamedByAJob:
+    """``spec.exclude.calendars``: the days of Calendars of the job's namespace, by name."""
+
+    def plan(self, known: dict[str, Any] | None, **exclude: Any) -> validation.Checked:
+        return validation.check(
+            {"target": HTTP, "schedule": "0 12 * * *", "exclude": exclude},
+            uid="uid-1",
+            hash_key="reports/nightly",
+            bounds=planning.DEFAULT_BOUNDS,
+            now=NOW,
+            calendars=known,
+        )
+
+    def test_their_days_are_excluded_beside_the_jobs_own(self) -> None:
+        checked = self.plan({"holidays": HOLIDAYS}, calendars=["holidays"], dates=["2026-12-28"])
+
+        assert slots_after(checked, datetime(2026, 12, 24, 13, tzinfo=UTC), 3) == [
+            "12-27T12:00",
+            "12-29T12:00",
+            "12-30T12:00",
+        ]
+        assert slots_after(checked, datetime(2026, 12, 31, 13, tzinfo=UTC), 1) == ["01-02T12:00"]
+
+    def test_a_missing_calendar_is_calendar_not_found_naming_the_entry(self) -> None:
+        with pytest.raises(planning.CalendarNotFoundError) as raised:
+            self.plan({"holidays": HOLIDAYS}, calendars=["holidays", "freeze"])
+
+        assert raised.value.field == "spec.exclude.calendars[1]"
+        assert raised.value.problem == "no Calendar 'freeze' in the job's namespace"
+        assert raised.value.reason == "CalendarNotFound"
+
+    @pytest.mark.parametrize(
+        ("calendar", "problem"),
+        [
+            ({"dates": ["2026-12-32"]}, "Calendar 'holidays': spec.dates[0]: '2026-12-32' is not"),
+            ({"days": ["* * *", "* march *"]}, "Calendar 'holidays': spec.days[1]:"),
+            ({"weeks": []}, "Calendar 'holidays': spec.weeks:"),
+        ],
+    )
+    def test_a_calendar_that_is_invalid_names_the_entry_and_its_field(
+        self, calendar: dict[str, Any], problem: str
+    ) -> None:
+        with pytest.raises(InvalidSpecError) as raised:
+            self.plan({"holidays": calendar}, calendars=["holidays"])
+
+        assert raised.value.field == "spec.exclude.calendars[0]"
+        assert raised.value.problem.startswith(problem)
+
+    def test_calendars_not_looked_at_are_no_error(self) -> None:
+        checked = self.plan(None, calendars=["holidays"])
+
+        assert not isinstance(checked.plan.schedule, exclusions.Excluding)
+
+    def test_recurring_days_are_bounded_calendars_included(self) -> None:
+        many = {"days": [f"{day} 1 *" for day in range(1, 17)]}
+
+        with pytest.raises(InvalidSpecError, match="more than 16 recurring days") as raised:
+            self.plan({"many": many}, calendars=["many"], days=["* * SUN"])
+
+        assert raised.value.field == "spec.exclude"

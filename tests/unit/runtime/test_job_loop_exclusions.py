@@ -49,6 +49,19 @@ class TestExcludedSlots:
         assert store.jobs[JOB].missed_by_reason == {EXCLUDED: 2}
         assert store.jobs[JOB].missed == 0
 
+    async def test_are_counted_once_the_newest_of_them_has_passed_before_the_next_slot(
+        self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
+    ) -> None:
+        plan = skipping(every(PERIOD), at(10), at(20))
+        supervisor.arm(JOB, plan, Target(wall), resume_after=at(5))
+        await wall.sleep_until(at(15))
+        assert EXCLUDED not in store.jobs[JOB].missed_by_reason
+
+        await wall.sleep_until(at(25))
+
+        assert store.jobs[JOB].missed_by_reason == {EXCLUDED: 2}
+        assert started_slots(store) == []
+
     async def test_among_overdue_slots_are_counted_excluded_not_missed(
         self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
     ) -> None:
