@@ -39,6 +39,10 @@ NO_FUTURE_SLOTS = "NoFutureSlots"
 """Why a loop stopped: its schedule has no slot within the search limit of the last one."""
 ENDED = "Ended"
 """Why a loop stopped: the job's active window is over (``windows.has_ended``), as meant."""
+EXCLUDED_COUNT_EVERY = timedelta(minutes=1)
+"""How long after it passes an excluded slot is counted at most: the loop wakes this often
+while slots pass excluded, not at each of them."""
+_TICK = timedelta(microseconds=1)
 SCHEDULING_FAILED = "SchedulingFailed"
 """Why a loop stopped: an error no slot's decision expects (a bug): the job is not scheduled."""
 
@@ -294,16 +298,22 @@ class JobLoop:
         until: datetime,
         delay: timedelta | None = None,
     ) -> None:
-        """Count the slots the plan's exclusions leave out in ``(after, until]``; with
-        ``delay`` (the job's offset and this replica's), once the newest of them has passed.
-        Before the claim of the slot after them: a lock that is a high-water mark (the
-        kubernetes backend) takes claims in order."""
-        excluded = await self._due(armed.plan.excluded_between, after=after, until=until)
-        if not excluded.total:
+        """Count the slots the plan's exclusions leave out in ``(after, until]``: at once, or
+        with ``delay`` (the job's offset and this replica's) as they pass, at most
+        ``EXCLUDED_COUNT_EVERY`` after each (an excluded week of a job every second is counted
+        a minute at a time, not at its end). Before the claim of the slot after them: a lock
+        that is a high-water mark (the kubernetes backend) takes claims in order."""
+        plan = armed.plan
+        if delay is None:
+            excluded = await self._due(plan.excluded_between, after=after, until=until)
+            await self._count_passed(excluded, armed, reason=records.MissedReason.EXCLUDED)
             return
-        if delay is not None:
-            await self._timer.wait_until(excluded.newest[-1] + delay, namespace=self.job.namespace)
-        await self._count_passed(excluded, armed, reason=records.MissedReason.EXCLUDED)
+        while (first := plan.first_excluded(after=after, until=until)) is not None:
+            through = min(until - _TICK, max(first, self._wall() - delay) + EXCLUDED_COUNT_EVERY)
+            await self._timer.wait_until(through + delay, namespace=self.job.namespace)
+            excluded = await self._due(plan.excluded_between, after=after, until=through)
+            await self._count_passed(excluded, armed, reason=records.MissedReason.EXCLUDED)
+            after = through
 
     async def _schedule(
         self,

@@ -165,6 +165,16 @@ class Excluding:
     ) -> timeline.DueSlots:
         return timeline.scan_due(self, after=after, until=until, keep=keep, steps=steps)
 
+    def first_excluded(self, *, after: datetime, until: datetime) -> datetime | None:
+        """The first excluded slot in ``(after, until]``, if any; walks the slots that run
+        before it one by one (between two slots that run, none)."""
+        cursor = after
+        while (found := self.schedule.next_after(cursor)) is not None and found.at <= until:
+            if self.exclusions.excludes(found.at):
+                return found.at
+            cursor = found.at
+        return None
+
     def excluded_between(
         self, *, after: datetime, until: datetime, keep: int, steps: int | None = None
     ) -> timeline.DueSlots:

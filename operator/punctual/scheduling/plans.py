@@ -90,3 +90,9 @@ class JobPlan:
         if isinstance(self.schedule, exclusions.Excluding):
             return self.schedule.excluded_between(after=after, until=until, keep=keep, steps=steps)
         return timeline.DueSlots(total=0, newest=())
+
+    def first_excluded(self, *, after: datetime, until: datetime) -> datetime | None:
+        """The first slot in ``(after, until]`` its exclusions leave out; None without."""
+        if isinstance(self.schedule, exclusions.Excluding):
+            return self.schedule.first_excluded(after=after, until=until)
+        return None

@@ -49,17 +49,23 @@ class TestExcludedSlots:
         assert store.jobs[JOB].missed_by_reason == {EXCLUDED: 2}
         assert store.jobs[JOB].missed == 0
 
-    async def test_are_counted_once_the_newest_of_them_has_passed_before_the_next_slot(
+    async def test_a_long_stretch_is_counted_a_minute_at_a_time_as_it_passes(
         self, supervisor: Supervisor, wall: FakeWall, store: MemoryStore
     ) -> None:
-        plan = skipping(every(PERIOD), at(10), at(20))
+        whole_day = exclusions.Exclusions(
+            zone=ZoneInfo("UTC"), ranges=((at(0).date(), at(0).date()),)
+        )
+        plan = every(PERIOD)
+        plan = dataclasses.replace(plan, schedule=exclusions.excluding(plan.schedule, whole_day))
         supervisor.arm(JOB, plan, Target(wall), resume_after=at(5))
-        await wall.sleep_until(at(15))
+        await wall.sleep_until(at(65))
         assert EXCLUDED not in store.jobs[JOB].missed_by_reason
 
-        await wall.sleep_until(at(25))
+        await wall.sleep_until(at(75))
+        assert store.jobs[JOB].missed_by_reason == {EXCLUDED: 7}  # 00:00:10 to 00:01:10
 
-        assert store.jobs[JOB].missed_by_reason == {EXCLUDED: 2}
+        await wall.sleep_until(at(145))
+        assert store.jobs[JOB].missed_by_reason == {EXCLUDED: 14}
         assert started_slots(store) == []
 
     async def test_among_overdue_slots_are_counted_excluded_not_missed(

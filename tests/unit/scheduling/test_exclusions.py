@@ -257,3 +257,17 @@ class TestMalformedExclusionsNameTheirField:
             date(2026, 12, 24),
             date(2027, 1, 1),
         )
+
+
+class TestTheFirstExcludedSlot:
+    @pytest.mark.parametrize(
+        ("until", "expected"),
+        [
+            (utc(2026, 12, 2, 5), utc(2026, 12, 2)),
+            (utc(2026, 12, 1, 23, 59), None),
+        ],
+    )
+    def test_in_a_window(self, until: datetime, expected: datetime | None) -> None:
+        found = exclusions.Excluding(HOURLY, excluded(dates=("2026-12-02",)))
+
+        assert found.first_excluded(after=utc(2026, 12, 1, 20, 30), until=until) == expected
