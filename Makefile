@@ -50,7 +50,8 @@ chart-lint: ## helm lint --strict the chart
 .PHONY: crds
 crds: ## Regenerate crds/ from the API models (operator/punctual/api/models.py)
 	@$(UV_RUN) punctual crd > crds/scheduledjobs.punctual.dev.yaml
-	@cp crds/scheduledjobs.punctual.dev.yaml charts/punctual/crds/
+	@$(UV_RUN) punctual crd --kind Calendar > crds/calendars.punctual.dev.yaml
+	@cp crds/scheduledjobs.punctual.dev.yaml crds/calendars.punctual.dev.yaml charts/punctual/crds/
 
 .PHONY: compare
 compare: install ## Punctual against the CronJob controller (ARGS='-n 20 -m 5 --stress'; ARGS=--suite: the whole comparison, about 20 min)

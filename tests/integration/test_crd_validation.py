@@ -149,6 +149,19 @@ class TestValidObjectsAreAccepted:
             pytest.param({"startsAt": "2026-12-24T17:00:00Z", "target": HTTP}, id="one-off"),
             pytest.param(
                 {
+                    "schedule": "0 9 * * *",
+                    "exclude": {
+                        "dates": ["2026-12-24/2026-12-26", "2027-01-01"],
+                        "days": ["* * SAT,SUN"],
+                        "calendars": ["public-holidays"],
+                        "timeZone": "Europe/Copenhagen",
+                    },
+                    "target": HTTP,
+                },
+                id="exclusions",
+            ),
+            pytest.param(
+                {
                     "schedules": [
                         {"name": "hourly", "schedule": "0 * * * *"},
                         {
@@ -389,6 +402,18 @@ class TestInvalidObjectsAreRefusedWithAUsefulMessage:
                 "spec.schedules[0].name",
                 ['spec.schedules[0].name: Invalid value: "Hourly"', "should match"],
                 id="an-entry-name-that-is-no-dns-label",
+            ),
+            pytest.param(
+                {"every": "10s", "exclude": {"dates": ["25.12.2026"]}, "target": HTTP},
+                "spec.exclude.dates[0]",
+                ['spec.exclude.dates[0]: Invalid value: "25.12.2026"', "should match"],
+                id="an-excluded-date-that-is-no-date",
+            ),
+            pytest.param(
+                {"every": "10s", "exclude": {"calendars": ["Holidays"]}, "target": HTTP},
+                "spec.exclude.calendars[0]",
+                ['spec.exclude.calendars[0]: Invalid value: "Holidays"', "should match"],
+                id="a-calendar-name-that-is-no-object-name",
             ),
             pytest.param(
                 {"every": "10s", "bogus": True, "target": HTTP},

@@ -273,6 +273,7 @@ SCHEDULED_JOBS = {
     "resources": ["scheduledjobs"],
     "verbs": ["get", "list", "watch", "patch"],
 }
+CALENDARS = {"apiGroups": ["punctual.dev"], "resources": ["calendars"], "verbs": ["list", "watch"]}
 STATUS = {"apiGroups": ["punctual.dev"], "resources": ["scheduledjobs/status"], "verbs": ["patch"]}
 EVENTS = {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}
 RUN_EVENTS = {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]}
@@ -1208,7 +1209,9 @@ class TestMonitoring:
 class TestTemplatedCrd:
     def test_it_is_the_crds_folder_file_with_the_release_labels_and_kept(self, helm: Helm) -> None:
         objects = helm.template(MATRIX["templated-crd"])
-        crd = one(objects, "CustomResourceDefinition")
+        crd = one(objects, "CustomResourceDefinition", CRD_NAME)
+        calendar_crd = one(objects, "CustomResourceDefinition", "calendars.punctual.dev")
+        assert calendar_crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
         source = yaml.safe_load((CHART / "crds" / f"{CRD_NAME}.yaml").read_text())
 
         assert crd["spec"] == source["spec"]
@@ -1216,7 +1219,7 @@ class TestTemplatedCrd:
         assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
         assert crd["metadata"]["labels"]["app.kubernetes.io/instance"] == "punctual"
         unkept = helm.template({"crds": {"install": True, "keep": False}})
-        assert "annotations" not in one(unkept, "CustomResourceDefinition")["metadata"]
+        assert "annotations" not in one(unkept, "CustomResourceDefinition", CRD_NAME)["metadata"]
         assert [o for o in helm.template({}) if o["kind"] == "CustomResourceDefinition"] == []
 
 
@@ -1466,6 +1469,7 @@ class TestRbacRules:
 
         assert rules_of(objects, "ClusterRole", "punctual") == [
             SCHEDULED_JOBS,
+            CALENDARS,
             STATUS,
             EVENTS,
             RUN_EVENTS,
@@ -1490,6 +1494,7 @@ class TestRbacRules:
         for namespace in WATCHED:
             assert rules_of(objects, "Role", "punctual", namespace) == [
                 SCHEDULED_JOBS,
+                CALENDARS,
                 STATUS,
                 EVENTS,
                 RUN_EVENTS,
@@ -1542,6 +1547,7 @@ class TestRbacRules:
 
         assert rules_of(objects, "Role", "punctual", WATCHED[0]) == [
             SCHEDULED_JOBS,
+            CALENDARS,
             STATUS,
             EVENTS,
             RUN_EVENTS,
@@ -1753,6 +1759,8 @@ def test_the_service_account_may_make_every_call_of_the_operator_and_nothing_els
         ("watch", "scheduledjobs.punctual.dev", watched),
         ("list", "scheduledjobs.punctual.dev", everywhere),
         ("watch", "scheduledjobs.punctual.dev", everywhere),
+        ("list", "calendars.punctual.dev", everywhere),
+        ("watch", "calendars.punctual.dev", everywhere),
         ("patch", "scheduledjobs.punctual.dev/status", watched),
         # spec.suspend, set by the operator itself (spec.suspendAfterFailures).
         ("patch", "scheduledjobs.punctual.dev", watched),

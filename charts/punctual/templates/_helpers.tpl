@@ -408,6 +408,11 @@ namespaces) and the per-namespace Roles (watchNamespaces). Each rule names the c
 - apiGroups: ["punctual.dev"]
   resources: ["scheduledjobs"]
   verbs: ["get", "list", "watch", "patch"]
+# kopf's watch of Calendars (a list, then a watch): the days that jobs of their namespace
+# exclude by name, re-planned at an edit (controller/handlers.py, controller/calendars.py).
+- apiGroups: ["punctual.dev"]
+  resources: ["calendars"]
+  verbs: ["list", "watch"]
 # Status writes and the kubernetes lock's compare-and-swap: JSON merge patches of the status
 # subresource (kube/status.py: StatusApi.patch). Never update, never the main resource.
 - apiGroups: ["punctual.dev"]

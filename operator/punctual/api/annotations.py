@@ -5,16 +5,20 @@ value is outside input, checked here before it goes anywhere (a lock key, a head
 
 import json
 import re
+from collections.abc import Iterable
 from datetime import datetime
 
 from punctual.contracts import records
-from punctual.scheduling import timeline
+from punctual.scheduling import exclusions, timeline
 
 RUN_NOW = "punctual.dev/run-now"
 """``punctual.dev/run-now: <token>``: run the job once more, now, once per new token."""
 BACKFILL = "punctual.dev/backfill"
 """``punctual.dev/backfill: {"token": ..., "from": RFC 3339, "to": RFC 3339}``: run the slots of
 that past window once each, oldest first, once per new token."""
+SKIP = "punctual.dev/skip"
+"""``punctual.dev/skip: <RFC 3339>,<RFC 3339>,...``: the slots (their scheduled times) that do
+not run, each counted excluded; ``punctual skip`` and ``punctual unskip`` edit it."""
 TOKEN_MAX_LENGTH = 63
 _BACKFILL_MAX_LENGTH = 512
 _TOKEN = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
@@ -61,3 +65,30 @@ def parse_backfill(value: str) -> records.BackfillRequest | str:
     if start > end:
         return f"{where}: from is after to; nothing run"
     return records.BackfillRequest(token=token, start=start, end=end)
+
+
+SKIP_SEPARATOR = ","
+_SKIP_MAX_LENGTH = exclusions.MAX_SKIPPED * 32
+
+
+def parse_skipped(value: str) -> frozenset[datetime] | str:
+    """The slots ``value`` skips, or why it skips none (a message naming the annotation): at
+    most ``exclusions.MAX_SKIPPED`` RFC 3339 instants with their offsets, comma-separated."""
+    where = f"metadata.annotations[{SKIP}]"
+    if len(value) > _SKIP_MAX_LENGTH:
+        return f"{where}: longer than {_SKIP_MAX_LENGTH} characters; nothing skipped"
+    parts = [part.strip() for part in value.split(SKIP_SEPARATOR) if part.strip()]
+    if len(parts) > exclusions.MAX_SKIPPED:
+        return f"{where}: more than {exclusions.MAX_SKIPPED} slots; nothing skipped"
+    skipped: set[datetime] = set()
+    for part in parts:
+        try:
+            skipped.add(timeline.parse_rfc3339(part))
+        except ValueError:
+            return f"{where}: {part[:40]!r} is no RFC 3339 instant; nothing skipped"
+    return frozenset(skipped)
+
+
+def format_skipped(skipped: Iterable[datetime]) -> str:
+    """The annotation's value for ``skipped``, oldest first."""
+    return SKIP_SEPARATOR.join(timeline.rfc3339(slot) for slot in sorted(skipped))

@@ -137,39 +137,87 @@ class UntranslatableSchemaError(ValueError):
 
 
 def definition() -> Schema:
-    """The CRD as a plain ``apiextensions.k8s.io/v1`` object, ready to serialize."""
-    version = {
-        "name": models.VERSION,
-        "served": True,
-        "storage": True,
-        "subresources": {"status": {}},
-        "additionalPrinterColumns": copy.deepcopy(PRINTER_COLUMNS),
-        "schema": {"openAPIV3Schema": root_schema()},
-    }
+    """The ScheduledJob CRD as a plain ``apiextensions.k8s.io/v1`` object, ready to serialize."""
+    return _definition(
+        kind=models.KIND,
+        plural=models.PLURAL,
+        singular=models.SINGULAR,
+        short_names=models.SHORT_NAMES,
+        version={
+            "subresources": {"status": {}},
+            "additionalPrinterColumns": copy.deepcopy(PRINTER_COLUMNS),
+            "schema": {"openAPIV3Schema": root_schema()},
+        },
+    )
+
+
+def calendar_definition() -> Schema:
+    """The Calendar CRD: named days that ScheduledJobs of its namespace exclude. Namespaced,
+    so that only a tenant's own Calendars can change when its jobs run (docs/time.md)."""
+    return _definition(
+        kind=models.CALENDAR_KIND,
+        plural=models.CALENDAR_PLURAL,
+        singular=models.CALENDAR_SINGULAR,
+        short_names=(),
+        version={
+            "schema": {
+                "openAPIV3Schema": _envelope(
+                    _CALENDAR_DESCRIPTION,
+                    kind=models.CALENDAR_KIND,
+                    spec=structural_schema(models.CalendarSpec),
+                )
+            }
+        },
+    )
+
+
+CALENDAR_CRD_NAME = f"{models.CALENDAR_PLURAL}.{models.GROUP}"
+_CALENDAR_DESCRIPTION = (
+    "A Calendar holds named days (public holidays, a freeze): ScheduledJobs of its namespace "
+    "exclude them by its name (spec.exclude.calendars), and an edit applies to them at once."
+)
+
+
+def _definition(
+    *,
+    kind: str,
+    plural: str,
+    singular: str,
+    short_names: tuple[str, ...],
+    version: Schema,
+) -> Schema:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": CRD_NAME},
+        "metadata": {"name": f"{plural}.{models.GROUP}"},
         "spec": {
             "group": models.GROUP,
             "names": {
-                "kind": models.KIND,
-                "listKind": f"{models.KIND}List",
-                "plural": models.PLURAL,
-                "singular": models.SINGULAR,
-                "shortNames": list(models.SHORT_NAMES),
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": singular,
+                **({"shortNames": list(short_names)} if short_names else {}),
                 "categories": list(models.CATEGORIES),
             },
             "scope": "Namespaced",
-            "versions": [version],
+            "versions": [{"name": models.VERSION, "served": True, "storage": True, **version}],
         },
     }
 
 
 def root_schema() -> Schema:
     """The whole object's schema: the standard envelope around ``spec`` and ``status``."""
+    envelope = _envelope(
+        _ROOT_DESCRIPTION, kind=models.KIND, spec=structural_schema(models.ScheduledJobSpec)
+    )
+    envelope["properties"]["status"] = structural_schema(status_models.ScheduledJobStatus)
+    return envelope
+
+
+def _envelope(description: str, *, kind: str, spec: Schema) -> Schema:
     return {
-        "description": _ROOT_DESCRIPTION,
+        "description": description,
         "type": "object",
         "properties": {
             "apiVersion": {
@@ -178,14 +226,13 @@ def root_schema() -> Schema:
                 "type": "string",
             },
             "kind": {
-                "description": "The REST resource this object represents: ScheduledJob. "
+                "description": f"The REST resource this object represents: {kind}. "
                 f"More info: {_API_CONVENTIONS}#types-kinds",
                 "type": "string",
             },
             # The API server owns metadata's schema and refuses even a description here.
             "metadata": {"type": "object"},
-            "spec": structural_schema(models.ScheduledJobSpec),
-            "status": structural_schema(status_models.ScheduledJobStatus),
+            "spec": spec,
         },
         "required": ["spec"],
     }

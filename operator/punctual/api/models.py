@@ -22,7 +22,7 @@ from typing import Annotated
 import pydantic
 
 from punctual.api import fields
-from punctual.scheduling import dst, durations, merged, missed, overlap, plans
+from punctual.scheduling import dst, durations, exclusions, merged, missed, overlap, plans
 from punctual.scheduling.errors import InvalidSpecError
 
 GROUP = "punctual.dev"
@@ -33,6 +33,11 @@ PLURAL = "scheduledjobs"
 SINGULAR = "scheduledjob"
 SHORT_NAMES = ("sj",)
 CATEGORIES = ("punctual",)
+CALENDAR_KIND = "Calendar"
+CALENDAR_PLURAL = "calendars"
+CALENDAR_SINGULAR = "calendar"
+MAX_CALENDARS = 8
+"""The most Calendars one job excludes the days of."""
 
 
 def _exactly_one_set(*values: object) -> bool:
@@ -759,6 +764,55 @@ class ScheduleEntry(fields.ApiModel):
         return self
 
 
+_DATES_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(/[0-9]{4}-[0-9]{2}-[0-9]{2})?$"
+
+
+class DaysSpec(fields.ApiModel):
+    """Days, by date and by recurring rule: what a Calendar holds and spec.exclude leaves out.
+    They are local days in the zone of the job that excludes them."""
+
+    dates: tuple[
+        Annotated[str, pydantic.Field(min_length=10, max_length=21, pattern=_DATES_PATTERN)], ...
+    ] = pydantic.Field(
+        default=(),
+        max_length=exclusions.MAX_DAYS,
+        description="Dates (2026-12-25) and inclusive ranges of dates (2026-12-24/2026-12-31).",
+    )
+    days: tuple[Annotated[str, pydantic.Field(min_length=1, max_length=64)], ...] = pydantic.Field(
+        default=(),
+        max_length=exclusions.MAX_RULES,
+        description="Recurring days: the three day fields of a cron expression, 'day-of-month "
+        "month day-of-week' ('25 12 *': every 25 December; '* * SAT,SUN': weekends; "
+        "'* * 1#1': the first Monday of each month), read as spec.schedule reads them "
+        "(docs/time.md).",
+    )
+
+
+CALENDAR_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+"""A Calendar's name is an object name (a DNS subdomain)."""
+
+
+class ExcludeSpec(DaysSpec):
+    """Days on which no slot runs (spec.exclude): each such slot is counted excluded."""
+
+    calendars: tuple[
+        Annotated[str, pydantic.Field(min_length=1, max_length=253, pattern=CALENDAR_NAME_PATTERN)],
+        ...,
+    ] = pydantic.Field(
+        default=(),
+        max_length=MAX_CALENDARS,
+        description="Calendars (punctual.dev/v1alpha1 Calendar) in the job's namespace whose "
+        "days are excluded too, by name. An edit of one applies at once; a Calendar that does "
+        "not exist makes the job not Ready (reason CalendarNotFound).",
+    )
+    time_zone: str | None = pydantic.Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="The IANA time zone whose local days are excluded. Unset: spec.timeZone.",
+    )
+
+
 _ONE_SCHEDULE = (
     "set exactly one of schedule (a cron expression) or every (an interval) or schedules "
     "(several named ones), or neither with startsAt for a one-off run"
@@ -852,6 +906,13 @@ class ScheduledJobSpec(fields.ApiModel):
         description="What a fixed-hour cron schedule does on the nights clocks change: "
         "slots whose local time does not exist or happens twice. The defaults run a daily job "
         "exactly once every local day.",
+    )
+    exclude: ExcludeSpec | None = pydantic.Field(
+        default=None,
+        description="Days on which no slot runs (public holidays, a freeze): dates, ranges "
+        "of dates and recurring days, local days in the job's zone. An excluded slot is "
+        "never run and never missed: it is counted in status.counts.excluded. One occurrence "
+        "is skipped with punctual skip.",
     )
     jitter: fields.Duration | None = pydantic.Field(
         default=None,
@@ -963,3 +1024,8 @@ class ScheduledJobSpec(fields.ApiModel):
         if jitter >= durations.parse(self.every, field="every"):
             raise InvalidSpecError("jitter", "jitter must be shorter than every")
         return self
+
+
+class CalendarSpec(DaysSpec):
+    """Named days (public holidays, a freeze) that ScheduledJobs of its namespace exclude by
+    the Calendar's name (spec.exclude.calendars): local days in each job's zone."""

@@ -12,9 +12,9 @@ object never crashes the operator and never affects the other objects.
 import json
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pydantic
 import pydantic_core
@@ -23,6 +23,7 @@ from punctual.api import models, warm_pods
 from punctual.scheduling import (
     dst,
     durations,
+    exclusions,
     merged,
     missed,
     overlap,
@@ -157,11 +158,17 @@ def plan_for(
     uid: str,
     hash_key: str | None = None,
     bounds: Bounds = DEFAULT_BOUNDS,
+    skipped: Iterable[datetime] = (),
+    calendars: Mapping[str, Mapping[str, object]] | None = None,
 ) -> plans.JobPlan:
     """The plan for the object with ``uid``; its jitter offset derives from the uid, the
     values of its schedule's ``H`` from ``hash_key`` (``hashed.job_key``: its namespace and
     name, which outlive the uid; None: no job is named, and an ``H`` is refused). The plan's
-    cron schedule carries its expression with every ``H`` resolved.
+    cron schedule carries its expression with every ``H`` resolved. Its schedule leaves out
+    the days of ``spec.exclude`` and of the Calendars it names (``calendars``: the specs of
+    the Calendars of the job's namespace by name, a name missing ``CalendarNotFoundError``;
+    None: the Calendars are not looked at)
+    and the ``skipped`` slots (``punctual.dev/skip``).
 
     Raises ``InvalidSpecError`` for a cron expression or time zone that does not parse, for
     a jitter that is not shorter than the schedule's shortest period (a jittered slot must
@@ -169,6 +176,9 @@ def plan_for(
     ``bounds``.
     """
     schedule, entries = _schedule(spec, hash_key=hash_key)
+    schedule = exclusions.excluding(
+        schedule, _exclusions(spec, skipped=skipped, calendars=calendars)
+    )
     schedule_field = (
         f"{SPEC}.every"
         if spec.every is not None
@@ -289,6 +299,71 @@ def _schedule(
     return windows.within(schedule, window), entries
 
 
+class CalendarNotFoundError(InvalidSpecError):
+    """``spec.exclude.calendars`` names a Calendar its namespace does not hold (yet): the job
+    is not Ready, with this reason, until it does."""
+
+    reason = "CalendarNotFound"
+
+
+def _exclusions(
+    spec: models.ScheduledJobSpec,
+    *,
+    skipped: Iterable[datetime],
+    calendars: Mapping[str, Mapping[str, object]] | None,
+) -> exclusions.Exclusions:
+    """What ``spec.exclude``, the Calendars it names and the ``skipped`` slots leave out, local
+    days in the exclusion's zone (the job's unless it names one); errors name the entry
+    (``spec.exclude.days[1]``, ``spec.exclude.calendars[0]``)."""
+    exclude = spec.exclude or models.ExcludeSpec()
+    where = f"{SPEC}.exclude"
+    zone = (
+        zones.parse(exclude.time_zone, field=f"{where}.timeZone")
+        if exclude.time_zone is not None
+        else zones.parse(spec.time_zone, field=f"{SPEC}.timeZone")
+    )
+    ranges, rules = _days(exclude, prefix=where)
+    for index, name in enumerate(exclude.calendars):
+        field = f"{where}.calendars[{index}]"
+        if calendars is None:
+            continue  # not looked at (admission: a Calendar may come after its job)
+        raw = calendars.get(name)
+        if raw is None:
+            raise CalendarNotFoundError(field, f"no Calendar {name!r} in the job's namespace")
+        try:
+            more_ranges, more_rules = _days(
+                models.CalendarSpec.model_validate(raw, by_alias=True, by_name=False),
+                prefix=SPEC,
+            )
+        except pydantic.ValidationError as error:
+            raise InvalidSpecError(field, f"Calendar {name!r}: {_first_problem(error)}") from None
+        except InvalidSpecError as error:
+            raise InvalidSpecError(field, f"Calendar {name!r}: {error}") from None
+        ranges += more_ranges
+        rules += more_rules
+    if len(rules) > exclusions.MAX_RULES:
+        raise InvalidSpecError(
+            where, f"more than {exclusions.MAX_RULES} recurring days, its Calendars' included"
+        )
+    return exclusions.Exclusions(
+        zone=zone, ranges=tuple(ranges), rules=tuple(rules), skipped=frozenset(skipped)
+    )
+
+
+def _days(
+    days: models.DaysSpec, *, prefix: str
+) -> tuple[list[tuple[date, date]], list[exclusions.DayRule]]:
+    ranges = [
+        exclusions.parse_dates(text, field=f"{prefix}.dates[{index}]")
+        for index, text in enumerate(days.dates)
+    ]
+    rules = [
+        exclusions.parse_rule(text, field=f"{prefix}.days[{index}]")
+        for index, text in enumerate(days.days)
+    ]
+    return ranges, rules
+
+
 def _entry_schedule(
     entry: models.ScheduleEntry,
     *,
@@ -401,6 +476,14 @@ def check_fires(
         return
     if first is None and windows.has_ended(plan.schedule, after=now):
         return  # its window is over: valid, and Ready with reason Ended
+    if isinstance(plan.schedule, exclusions.Excluding):
+        base = plan.schedule.schedule.next_after(now)
+        if base is not None and base.at <= now + years * _YEAR:
+            raise InvalidSpecError(
+                f"{SPEC}.exclude",
+                f"excludes every slot in the next {years} years: a schedule must fire within "
+                "that to be accepted (punctual run --schedule-horizon-years)",
+            )
     if spec.schedules is not None:
         field, named = (
             f"{SPEC}.schedules",

@@ -220,6 +220,12 @@ class RunCounts(fields.ApiModel):
         description="Slots due while the job was suspended (spec.suspend): never run, on resume "
         "either, and not missed.",
     )
+    excluded: fields.WholeNumber = pydantic.Field(
+        default=0,
+        ge=0,
+        description="Slots left out by spec.exclude or skipped one by one (punctual skip): "
+        "never run, and not missed.",
+    )
     cancelled: fields.WholeNumber = pydantic.Field(
         default=0,
         ge=0,

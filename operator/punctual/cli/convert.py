@@ -73,7 +73,7 @@ def run(arguments: argparse.Namespace) -> int:
         print(f"{PROG}: {option}: {error.problem}", file=sys.stderr)
         return 2
     try:
-        inputs = [_read(name) for name in arguments.files or [STDIN]]
+        inputs = [read(name) for name in arguments.files or [STDIN]]
     except UnreadableInputError as error:
         print(f"{PROG}: {error}", file=sys.stderr)
         return 2
@@ -103,7 +103,8 @@ class UnreadableInputError(Exception):
     """An input that cannot be read or is not YAML objects; the message names it, on one line."""
 
 
-def _read(name: str) -> Source:
+def read(name: str) -> Source:
+    """The documents of the file ``name`` ('-': stdin). Raises ``UnreadableInputError``."""
     shown = STDIN_NAME if name == STDIN else name
     try:
         text = sys.stdin.read() if name == STDIN else Path(name).read_text(encoding="utf-8")

@@ -4,7 +4,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from punctual.cli import backfill, convert, crd, next_slots, run, trigger
+from punctual.cli import backfill, convert, crd, next_slots, run, skip, trigger
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -18,6 +18,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.register(commands)
     trigger.register(commands)
     backfill.register(commands)
+    skip.register(commands)
     arguments = parser.parse_args(argv)
     result: int = arguments.handler(arguments)
     return result

@@ -1,13 +1,28 @@
-"""``punctual next``: the next fire times of a schedule, with notes on DST adjustments."""
+"""``punctual next``: the next fire times of a schedule, with notes on DST adjustments; of a
+ScheduledJob's manifest (``-f``), with the entries of ``spec.schedules`` that fire each slot
+and the slots its exclusions leave out (marked, not run)."""
 
 import argparse
 import json
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 from zoneinfo import ZoneInfo
 
-from punctual.scheduling import cron, dst, hashed, schedules, timeline, zones
+from punctual.api import annotations, models, planning
+from punctual.cli import convert
+from punctual.scheduling import cron, dst, exclusions, hashed, plans, schedules, timeline, zones
 from punctual.scheduling.errors import InvalidSpecError
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    occurrence: timeline.Occurrence
+    fired_by: tuple[str, ...] = ()
+    """The entries of ``spec.schedules`` with a slot at it (none for one schedule)."""
+    excluded: bool = False
 
 
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -18,6 +33,14 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         "with the DST rules the operator applies.",
     )
     parser.add_argument("schedule", nargs="?", metavar="SCHEDULE", help="cron expression")
+    parser.add_argument(
+        "-f",
+        "--file",
+        metavar="FILE",
+        help="a ScheduledJob manifest instead of SCHEDULE ('-': stdin, e.g. kubectl get sj "
+        "NAME -o yaml): its schedules, zone, H values and exclusions; each slot names the "
+        "entries of spec.schedules that fire it, and excluded slots are marked",
+    )
     parser.add_argument("--every", metavar="DURATION", help="fixed interval, e.g. 10s or 1h30m")
     parser.add_argument("--tz", default="UTC", metavar="ZONE", help="IANA time zone")
     parser.add_argument(
@@ -38,6 +61,8 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
 
 
 def run(arguments: argparse.Namespace) -> int:
+    if arguments.file is not None:
+        return _run_manifest(arguments)
     try:
         schedule = schedules.build(
             schedule=arguments.schedule,
@@ -72,6 +97,91 @@ def run(arguments: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def _run_manifest(arguments: argparse.Namespace) -> int:
+    try:
+        if arguments.schedule is not None or arguments.every is not None:
+            raise InvalidSpecError("--file", "give SCHEDULE, --every or --file, not several")
+        manifest = _manifest(convert.read(arguments.file))
+        plan, zone = plan_of(manifest)
+        after = _parse_after(arguments.after)
+        if arguments.count < 1:
+            raise InvalidSpecError("-n", "must be at least 1")
+    except InvalidSpecError as error:
+        print(f"punctual next: {_as_option(error)}", file=sys.stderr)
+        return 2
+    except convert.UnreadableInputError as error:
+        print(f"punctual next: {error}", file=sys.stderr)
+        return 2
+    found = slots_of(plan, after=after, count=arguments.count)
+    if arguments.output == "json":
+        print(json.dumps([_slot_json(slot, zone) for slot in found], indent=2))
+    else:
+        for slot in found:
+            print(_slot_text(slot, zone))
+    return 0
+
+
+def _manifest(source: convert.Source) -> Mapping[str, Any]:
+    if len(source.documents) != 1 or source.documents[0].get("kind") != models.KIND:
+        raise InvalidSpecError("--file", f"{source.name}: expected one {models.KIND}")
+    return source.documents[0]
+
+
+def plan_of(manifest: Mapping[str, Any]) -> tuple[plans.JobPlan, ZoneInfo]:
+    """The plan the operator would arm for ``manifest`` (with its ``H`` values and the slots
+    its ``punctual.dev/skip`` annotation leaves out), and the zone to show its slots in."""
+    metadata = manifest.get("metadata") or {}
+    spec = planning.parse_spec(manifest.get("spec") or {})
+    skip = (metadata.get("annotations") or {}).get(annotations.SKIP)
+    skipped = annotations.parse_skipped(skip) if isinstance(skip, str) else frozenset()
+    if isinstance(skipped, str):
+        raise InvalidSpecError("--file", skipped)
+    key = hashed.job_key(
+        namespace=str(metadata.get("namespace") or "default"), name=str(metadata.get("name"))
+    )
+    plan = planning.plan_for(
+        spec,
+        uid=str(metadata.get("uid") or ""),
+        hash_key=key,
+        bounds=planning.UNBOUNDED,
+        skipped=skipped,
+    )
+    return plan, zones.parse(spec.time_zone, field="spec.timeZone")
+
+
+def slots_of(plan: plans.JobPlan, *, after: datetime, count: int) -> list[Slot]:
+    """The next ``count`` slots of ``plan``'s timeline, the excluded ones among them marked."""
+    schedule = plan.schedule
+    left_out = schedule.exclusions if isinstance(schedule, exclusions.Excluding) else None
+    timeline_of = schedule.schedule if isinstance(schedule, exclusions.Excluding) else schedule
+    return [
+        Slot(
+            occurrence,
+            fired_by=plan.fired_by(occurrence.at),
+            excluded=left_out is not None and left_out.excludes(occurrence.at),
+        )
+        for occurrence in _take(timeline_of, after=after, count=count)
+    ]
+
+
+def _slot_text(slot: Slot, zone: ZoneInfo) -> str:
+    line = _as_text(slot.occurrence, zone)
+    if slot.fired_by:
+        line += f"  [{', '.join(slot.fired_by)}]"
+    if slot.excluded:
+        line += "  # excluded: not run"
+    return line
+
+
+def _slot_json(slot: Slot, zone: ZoneInfo) -> dict[str, Any]:
+    entry: dict[str, Any] = dict(_as_json(slot.occurrence, zone))
+    if slot.fired_by:
+        entry["schedules"] = list(slot.fired_by)
+    if slot.excluded:
+        entry["excluded"] = True
+    return entry
 
 
 def _take(schedule: timeline.Schedule, *, after: datetime, count: int) -> list[timeline.Occurrence]:

@@ -82,12 +82,16 @@ class MissedReason(enum.StrEnum):
     """Due while the job was suspended (``spec.suspend``, or pause on failure), armed ahead or
     not: what was asked for, so no slot missed. Counted apart (``counts.suspended``), with no
     Warning Event and no missed metric, and never run, on resume either."""
+    EXCLUDED = "Excluded"
+    """Left out by the job's exclusions (``spec.exclude``, an occurrence skipped with
+    ``punctual skip``): what was asked for, counted apart (``counts.excluded``) as suspended
+    slots are."""
 
     @property
     def missed(self) -> bool:
         """The slots were missed: counted ``missed`` (and in the missed metric), with a Warning
-        Event of this reason. Slots a suspension passed are not."""
-        return self is not MissedReason.SUSPENDED
+        Event of this reason. Slots a suspension passed, or exclusions left out, are not."""
+        return self not in (MissedReason.SUSPENDED, MissedReason.EXCLUDED)
 
 
 class StartMode(enum.StrEnum):

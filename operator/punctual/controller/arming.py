@@ -7,6 +7,7 @@ apart so that the arithmetic of where scheduling starts again (the high-water ma
 a suspension passed) is tested as a table, without a scheduler or an API server.
 """
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -25,6 +26,9 @@ class Seen:
     suspended_after: datetime | None = None
     """The newest slot this replica dealt with before the suspension (when it was scheduling
     the job): the missed slots on resume are the ones after it."""
+    inputs: Hashable | None = None
+    """What besides the spec the plan was made from (the reconciler's: the slots skipped, the
+    Calendars named, at the versions seen); a change plans the job again. Not read here."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,6 +63,10 @@ def register(
         else:
             await detached.run(scheduled_jobs.observe(body))
 
+    @kopf.on.event(models.GROUP, models.VERSION, models.CALENDAR_PLURAL, registry=registry)
+    async def calendar_event(type: str | None, body: kopf.Body, **_: Any) -> None:
+        await detached.run(scheduled_jobs.calendar_changed(body, deleted=type == "DELETED"))
+
     if reviews is not None:
         register_admission(registry, reviews)
 

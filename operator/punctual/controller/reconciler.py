@@ -9,11 +9,12 @@ it), and again by a new owner when the job moves to it.
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from typing import assert_never
 
 from punctual.api import annotations, planning, status_models, status_reader
 from punctual.contracts import protocols
-from punctual.controller import arming, failures, validation
+from punctual.controller import arming, calendars, failures, validation
 from punctual.kube import objects, resources
 from punctual.locks import health
 from punctual.runtime import job_loop, supervisor
@@ -26,6 +27,14 @@ from punctual.targets import kinds
 logger = logging.getLogger(__name__)
 
 LOCK_BACKEND_UNAVAILABLE = "LockBackendUnavailable"
+
+
+@dataclass(frozen=True, slots=True)
+class _Inputs:
+    skip: str | None
+    """The ``punctual.dev/skip`` value, whose slots the plan leaves out."""
+    calendars: calendars.Named
+    """The Calendars ``spec.exclude.calendars`` names, at the versions seen."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +74,7 @@ class Reconciler:
         """The last ``punctual.dev/run-now`` token this replica acted on, per job."""
         self._backfills: dict[slots.JobRef, str] = {}
         """The last ``punctual.dev/backfill`` value this replica acted on, per job."""
+        self._calendars = calendars.Calendars()
         self._failures: dict[slots.JobRef, int] = {}
         """``status.consecutiveFailures`` in the last version of each job this replica's watch
         showed (not its cache, which its own writes feed too): a rise is what pauses a job."""
@@ -79,20 +89,40 @@ class Reconciler:
         scheduler.when_stopped(self._scheduling_stopped)
 
     async def observe(self, body: resources.Body) -> None:
-        """An object was listed, added or modified: act on a new generation, and on a new
-        ``punctual.dev/run-now`` token or ``punctual.dev/backfill`` request."""
-        await self._reconcile(body)
+        """An object was listed, added or modified: act on a new generation or a new
+        ``punctual.dev/skip`` value, and on a new ``punctual.dev/run-now`` token or
+        ``punctual.dev/backfill`` request."""
+        await self._reconcile(body, inputs=self._inputs(body))
         self._run_now_if_asked(body)
         self._backfill_if_asked(body)
 
-    async def _reconcile(self, body: resources.Body) -> None:
+    def _inputs(self, body: resources.Body) -> _Inputs:
+        return _Inputs(
+            skip=(body["metadata"].get("annotations") or {}).get(annotations.SKIP),
+            calendars=self._calendars.named_by(body),
+        )
+
+    async def calendar_changed(self, body: resources.Body, *, deleted: bool) -> None:
+        """A Calendar was listed, added, modified or deleted: every job of its namespace that
+        names it is planned again, at once."""
+        if deleted:
+            self._calendars.forget(body)
+        else:
+            self._calendars.remember(body)
+        metadata = body["metadata"]
+        for user in self._calendars.users(metadata["namespace"], metadata["name"]):
+            await self._reconcile(user, inputs=self._inputs(user))
+
+    async def _reconcile(self, body: resources.Body, *, inputs: _Inputs) -> None:
+        # Armed as its spec says, without the slots ``punctual.dev/skip`` leaves out and the
+        # days of the Calendars it names; armed again when any of them changes.
         self._cache.remember(body)
         job = resources.job_ref(body)
         generation = int(body["metadata"].get("generation", 0))
         seen = self._seen.get(job)
         previous_failures = self._failures.get(job)
         self._failures[job] = status_reader.consecutive_failures(status_reader.of(body))
-        if seen is not None and seen.generation == generation:
+        if seen is not None and seen.generation == generation and seen.inputs == inputs:
             await self._pause_after_failures(body, seen, previous=previous_failures)
             return  # a status change: nothing for the scheduler
         self._stopped.pop(job, None)
@@ -103,18 +133,22 @@ class Reconciler:
                 hash_key=hashed.job_key(namespace=job.namespace, name=job.name),
                 bounds=self._bounds,
                 now=self._wall(),
+                skipped=self._skipped(job, inputs.skip),
+                calendars=self._calendars.specs(job.namespace, inputs.calendars.names),
             )
             spec, plan = checked.spec, checked.plan
             wiring = self._targets.wire(job, spec)
         except (InvalidSpecError, target_errors.TargetUnavailableError) as error:
             reason = (
                 error.reason
-                if isinstance(error, target_errors.TargetUnavailableError)
+                if isinstance(
+                    error, target_errors.TargetUnavailableError | planning.CalendarNotFoundError
+                )
                 else "InvalidSpec"
             )
             await self._scheduler.disarm(job)
             self._scheduling.pop(job, None)
-            self._seen[job] = arming.Seen(generation=generation, suspended=False)
+            self._seen[job] = arming.Seen(generation=generation, suspended=False, inputs=inputs)
             self._show_schedule(job, None)
             self._condition(
                 job,
@@ -141,6 +175,7 @@ class Reconciler:
                     suspended=True,
                     suspend_after_failures=threshold,
                     suspended_after=handled_through if decision.newly else decision.suspended_after,
+                    inputs=inputs,
                 )
                 self._scheduling.pop(job, None)
                 self._condition(
@@ -161,7 +196,10 @@ class Reconciler:
                 )
             case arming.Arm():
                 self._seen[job] = arming.Seen(
-                    generation=generation, suspended=False, suspend_after_failures=threshold
+                    generation=generation,
+                    suspended=False,
+                    suspend_after_failures=threshold,
+                    inputs=inputs,
                 )
                 if decision.reset_failures:
                     self._store.reset_failures(job)
@@ -186,6 +224,7 @@ class Reconciler:
         job = resources.job_ref(body)
         await self._scheduler.disarm(job)
         self._seen.pop(job, None)
+        self._calendars.drop(job)
         self._failures.pop(job, None)
         self._run_now.pop(job, None)
         self._backfills.pop(job, None)
@@ -193,6 +232,17 @@ class Reconciler:
         self._stopped.pop(job, None)
         self._store.forget(job)
         self._cache.forget(job)
+
+    def _skipped(self, job: slots.JobRef, value: object) -> frozenset[datetime]:
+        """The slots ``punctual.dev/skip`` leaves out; none, with a Warning Event, when its
+        value is malformed (an annotation is no part of the spec: the job runs as specified)."""
+        if not isinstance(value, str):
+            return frozenset()
+        skipped = annotations.parse_skipped(value)
+        if isinstance(skipped, str):
+            self._warn(job, reason="InvalidSkip", message=skipped)
+            return frozenset()
+        return skipped
 
     def _run_now_if_asked(self, body: resources.Body) -> None:
         """Run the job once more for a token this replica has not acted on, unless the object

@@ -29,12 +29,17 @@ def check(
     hash_key: str,
     bounds: planning.Bounds,
     now: datetime,
+    skipped: frozenset[datetime] = frozenset(),
+    calendars: Mapping[str, Mapping[str, object]] | None = None,
 ) -> Checked:
     """The spec read (``planning.parse_spec``), its plan (``planning.plan_for``: cron, time
     zone, jitter, durations, the platform's ``bounds``; ``H`` from ``hash_key``), a slot within
     the bounds' horizon of ``now`` (``planning.check_fires``) and its target kind's own checks
-    (``targets.kinds.check``: an HTTP request that can be sent, a Job template with a JobSpec).
-    Raises ``InvalidSpecError``.
+    (``targets.kinds.check``: an HTTP request that can be sent, a Job template with a JobSpec);
+    the plan leaves out the ``skipped`` slots (``punctual.dev/skip``) and the days of the
+    ``calendars`` it names (the specs of its namespace's Calendars by name; None: not checked,
+    as at admission, where a Calendar may be created after its job). Raises
+    ``InvalidSpecError``.
 
     Of the operator's configuration only the ``bounds`` count here (a spec past them is
     invalid on this operator, whatever else it has): what this operator cannot run for want of
@@ -42,7 +47,9 @@ def check(
     ``TargetUnavailableError``.
     """
     spec = planning.parse_spec(raw_spec)
-    plan = planning.plan_for(spec, uid=uid, hash_key=hash_key, bounds=bounds)
+    plan = planning.plan_for(
+        spec, uid=uid, hash_key=hash_key, bounds=bounds, skipped=skipped, calendars=calendars
+    )
     planning.check_fires(spec, plan, now=now, years=bounds.schedule_horizon_years)
     kinds.check(spec)
     return Checked(spec=spec, plan=plan)

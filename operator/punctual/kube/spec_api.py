@@ -45,10 +45,20 @@ class SpecApi:
         return cast(resources.Body, body)
 
     async def annotate(
-        self, namespace: str, name: str, annotations: Mapping[str, str]
+        self,
+        namespace: str,
+        name: str,
+        annotations: Mapping[str, str | None],
+        *,
+        resource_version: str | None = None,
     ) -> resources.Body:
-        """Set ``annotations`` on ScheduledJob ``namespace/name`` (others are left)."""
-        return await self._patch(namespace, name, {"metadata": {"annotations": dict(annotations)}})
+        """Set ``annotations`` on ScheduledJob ``namespace/name`` (others are left; None
+        removes one); with ``resource_version``, only on that version (else ``ConflictError``):
+        an edit of a value read before."""
+        metadata: dict[str, Any] = {"annotations": dict(annotations)}
+        if resource_version is not None:
+            metadata["resourceVersion"] = resource_version
+        return await self._patch(namespace, name, {"metadata": metadata})
 
     async def _patch(self, namespace: str, name: str, patch: Mapping[str, Any]) -> resources.Body:
         try:

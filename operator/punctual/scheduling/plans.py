@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from punctual.scheduling import merged, missed, overlap, timeline
+from punctual.scheduling import exclusions, merged, missed, overlap, timeline
 
 LOST_RUN_NOTICE = timedelta(seconds=20)
 """How long after its replica's last heartbeat a lost run is taken over (the run lease's TTL and
@@ -127,3 +127,18 @@ class JobPlan:
         """The names of the entries of ``spec.schedules`` with a slot at ``slot``; none for a
         job with one schedule."""
         return () if self.entries is None else self.entries.fired_by(slot)
+
+    def excluded_between(
+        self, *, after: datetime, until: datetime, keep: int, steps: int | None = None
+    ) -> timeline.DueSlots:
+        """The slots in ``(after, until]`` its exclusions leave out (``spec.exclude``, skipped
+        occurrences): what ``exclusions.Excluding.excluded_between`` says; none without."""
+        if isinstance(self.schedule, exclusions.Excluding):
+            return self.schedule.excluded_between(after=after, until=until, keep=keep, steps=steps)
+        return timeline.DueSlots(total=0, newest=())
+
+    def first_excluded(self, *, after: datetime, until: datetime) -> datetime | None:
+        """The first slot in ``(after, until]`` its exclusions leave out; None without."""
+        if isinstance(self.schedule, exclusions.Excluding):
+            return self.schedule.first_excluded(after=after, until=until)
+        return None

@@ -10,7 +10,7 @@ to them; they bound the nominal slot times, before any jitter. With ``startsAt``
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from punctual.scheduling import interval, timeline
+from punctual.scheduling import exclusions, interval, timeline
 
 _TICK = timedelta(microseconds=1)
 """The smallest step of a datetime: the search for a slot at or after an instant starts one
@@ -93,7 +93,10 @@ def has_ended(schedule: timeline.Schedule, *, after: datetime) -> bool:
     """Whether a schedule with no slot after ``after`` has ended, rather than run out: its
     window closes within the search for that slot (``timeline.search_limit``), so no slot
     is left to find. Otherwise the search gave up short of the window's end: ``NoFutureSlots``.
+    Exclusions do not end a schedule: the one they leave out is looked at.
     """
+    if isinstance(schedule, exclusions.Excluding):
+        schedule = schedule.schedule
     if isinstance(schedule, OneOff):
         return True
     if isinstance(schedule, Windowed) and schedule.window.ends_at is not None:

@@ -155,7 +155,12 @@ class LogStore(protocols.RunStore):
         if reason.missed:
             logger.warning("slots missed", extra={"fields": fields})
         else:
-            logger.info("slots passed while suspended", extra={"fields": fields})
+            message = (
+                "slots excluded"
+                if reason is records.MissedReason.EXCLUDED
+                else "slots passed while suspended"
+            )
+            logger.info(message, extra={"fields": fields})
 
     async def run(self) -> None:
         """Summarize every ``summary_every`` what was kept back, until cancelled; then once

@@ -14,6 +14,7 @@ from punctual.cli import main
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 COMMITTED_CRD = REPO_ROOT / "crds" / "scheduledjobs.punctual.dev.yaml"
+COMMITTED_CALENDAR_CRD = REPO_ROOT / "crds" / "calendars.punctual.dev.yaml"
 
 DEFINITION = crd.definition()
 VERSION = DEFINITION["spec"]["versions"][0]
@@ -70,6 +71,15 @@ class TestTheCommittedCrdIsTheGeneratedOne:
             f"{COMMITTED_CRD.relative_to(REPO_ROOT)} is out of date with the models in "
             "operator/punctual/api/models.py: run `make crds` and commit the result"
         )
+
+    def test_the_calendar_crd_file_equals_the_output_of_punctual_crd_kind_calendar(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert main.main(["crd", "--kind", "Calendar"]) == 0
+        generated = capsys.readouterr().out
+
+        committed = COMMITTED_CALENDAR_CRD.read_text() if COMMITTED_CALENDAR_CRD.exists() else ""
+        assert committed == generated, "crds/calendars.punctual.dev.yaml: run `make crds`"
 
     def test_the_yaml_reads_back_as_the_generated_definition(self) -> None:
         assert yaml.safe_load(crd_command.render()) == DEFINITION

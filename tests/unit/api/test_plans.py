@@ -502,6 +502,7 @@ class TestStatusRoundTripsThroughItsWireForm:
                 "missed": 0,
                 "lost": 0,
                 "suspended": 0,
+                "excluded": 0,
                 "cancelled": 0,
             },
         }

@@ -204,13 +204,15 @@ class TestVersionsAndCopies:
         assert [m["name"] for m in chart["maintainers"]]
         assert chart["kubeVersion"] == ">=1.28.0-0"
 
-    def test_the_chart_crd_is_the_generated_crd(self) -> None:
-        # `make crds` writes both; a hand edit or a forgotten copy fails here.
-        generated = REPO / "crds" / "scheduledjobs.punctual.dev.yaml"
-        copied = CHART / "crds" / "scheduledjobs.punctual.dev.yaml"
+    def test_the_chart_crds_are_the_generated_crds(self) -> None:
+        # `make crds` writes both copies; a hand edit or a forgotten copy fails here.
+        names = ["calendars.punctual.dev.yaml", "scheduledjobs.punctual.dev.yaml"]
 
-        assert copied.read_bytes() == generated.read_bytes()
-        assert [p.name for p in (CHART / "crds").iterdir()] == [copied.name]
+        for name in names:
+            copied, generated = CHART / "crds" / name, REPO / "crds" / name
+            assert copied.read_bytes() == generated.read_bytes()
+        assert sorted(p.name for p in (CHART / "crds").iterdir()) == names
+        assert sorted(p.name for p in (REPO / "crds").iterdir()) == names
 
 
 class TestValuesSchema:

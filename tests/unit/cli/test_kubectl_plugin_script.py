@@ -1,7 +1,7 @@
 """The command is installed a second time as ``kubectl-punctual``, so that ``kubectl punctual
-next|trigger|backfill|convert`` runs it (kubectl's plugin convention: an executable named
-``kubectl-<name>`` on the PATH; tests/integration/test_kubectl_plugin.py runs it through
-kubectl)."""
+next|trigger|backfill|skip|unskip|convert`` runs it (kubectl's plugin convention: an
+executable named ``kubectl-<name>`` on the PATH; tests/integration/test_kubectl_plugin.py runs
+it through kubectl)."""
 
 import subprocess
 import sys
@@ -30,5 +30,5 @@ class TestTheKubectlPlugin:
             check=True,
         )
 
-        for command in ("next", "trigger", "backfill", "convert"):
+        for command in ("next", "trigger", "backfill", "skip", "unskip", "convert"):
             assert command in shown.stdout

@@ -1,6 +1,10 @@
 """``punctual next``: its ``--after`` instant is checked like any option, near the calendar's
 ends too (an error naming the option, never a traceback); with ``H``, the values a named job's
-``H`` stands for, and the slots."""
+``H`` stands for, and the slots; of a job's manifest, the entries firing each slot and the
+slots excluded."""
+
+import json
+from pathlib import Path
 
 import pytest
 
@@ -87,3 +91,93 @@ def test_it_refuses_naming_the_argument(
 
     assert status == 2
     assert capsys.readouterr().err == message + "\n"
+
+
+MANIFEST = """\
+apiVersion: punctual.dev/v1alpha1
+kind: ScheduledJob
+metadata:
+  name: report
+  namespace: reports
+  annotations: {punctual.dev/skip: "2026-12-24T12:00:00Z"}
+spec:
+  timeZone: Europe/Copenhagen
+  schedules:
+    - {name: noon, schedule: "0 13 * * *"}
+    - {name: utc-noon, schedule: "0 12 * * *", timeZone: UTC}
+    - {name: morning, schedule: "0 8 * * *"}
+  exclude: {dates: ["2026-12-25"]}
+  target: {http: {url: "http://example.test/run"}}
+"""
+
+
+class TestAJobsManifest:
+    """``punctual next -f``: the slots of a ScheduledJob as the operator plans them."""
+
+    def test_each_slot_names_its_entries_and_excluded_ones_are_marked(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        manifest = tmp_path / "report.yaml"
+        manifest.write_text(MANIFEST)
+
+        status = main.main(["next", "-f", str(manifest), "--after", "2026-12-24T00:00:00Z"])
+
+        assert status == 0
+        assert capsys.readouterr().out.splitlines() == [
+            "2026-12-24T08:00:00+01:00  CET    2026-12-24T07:00:00Z  [morning]",
+            "2026-12-24T13:00:00+01:00  CET    2026-12-24T12:00:00Z  [noon, utc-noon]"
+            "  # excluded: not run",
+            "2026-12-25T08:00:00+01:00  CET    2026-12-25T07:00:00Z  [morning]"
+            "  # excluded: not run",
+            "2026-12-25T13:00:00+01:00  CET    2026-12-25T12:00:00Z  [noon, utc-noon]"
+            "  # excluded: not run",
+            "2026-12-26T08:00:00+01:00  CET    2026-12-26T07:00:00Z  [morning]",
+        ]
+
+    def test_as_json(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        manifest = tmp_path / "report.yaml"
+        manifest.write_text(MANIFEST)
+
+        main.main(
+            [
+                "next",
+                "-f",
+                str(manifest),
+                "--after",
+                "2026-12-24T10:00:00Z",
+                "-n",
+                "1",
+                "-o",
+                "json",
+            ]
+        )
+
+        assert json.loads(capsys.readouterr().out) == [
+            {
+                "utc": "2026-12-24T12:00:00Z",
+                "local": "2026-12-24T13:00:00+01:00",
+                "schedules": ["noon", "utc-noon"],
+                "excluded": True,
+            }
+        ]
+
+    @pytest.mark.parametrize(
+        ("text", "problem"),
+        [
+            pytest.param("kind: CronJob\n", "expected one ScheduledJob", id="another-kind"),
+            pytest.param(
+                MANIFEST.replace('"2026-12-25"', '"2026-12-32"'),
+                "spec.exclude.dates[0]: '2026-12-32' is not a date",
+                id="an-invalid-spec-names-the-field",
+            ),
+            pytest.param("a: [", "not YAML", id="not-yaml"),
+        ],
+    )
+    def test_what_it_refuses(
+        self, text: str, problem: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        manifest = tmp_path / "report.yaml"
+        manifest.write_text(text)
+
+        assert main.main(["next", "-f", str(manifest)]) == 2
+        assert problem in capsys.readouterr().err

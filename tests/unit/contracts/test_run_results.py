@@ -47,13 +47,14 @@ def test_the_api_value_of_a_run_the_operator_ended_is_cancelled() -> None:
         (MissedReason.LOCK_UNAVAILABLE, True),
         (MissedReason.DISARMED, True),
         (MissedReason.SUSPENDED, False),
+        (MissedReason.EXCLUDED, False),
     ],
 )
-def test_slots_given_up_are_missed_unless_a_suspension_passed_them(
+def test_slots_given_up_are_missed_unless_a_suspension_passed_them_or_they_were_excluded(
     reason: MissedReason, missed: bool
 ) -> None:
     assert reason.missed is missed
-    assert len(MissedReason) == 5
+    assert len(MissedReason) == 6
 
 
 @pytest.mark.parametrize(

@@ -139,6 +139,7 @@ async def test_active_runs_counts_and_conditions_are_the_models_dumps() -> None:
             "missed",
             "lost",
             "suspended",
+            "excluded",
             "cancelled",
         ],
         0,

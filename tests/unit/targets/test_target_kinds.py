@@ -121,6 +121,7 @@ def test_the_chart_grants_no_other_kind_of_access_than_the_kinds_and_the_operato
     operators_own = {
         ("punctual.dev", "scheduledjobs"),
         ("punctual.dev", "scheduledjobs/status"),
+        ("punctual.dev", "calendars"),
         ("", "events"),
         ("events.k8s.io", "events"),
     }

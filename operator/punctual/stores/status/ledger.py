@@ -52,8 +52,11 @@ class Pending:
     schedule: str | None = None
     """The schedule to show in ``status.schedule`` (``planning.shown_schedule``); the empty
     text removes it (the spec is invalid); None says nothing of it."""
-    suspended: int = 0
-    """Slots due while the job was suspended (``counts.suspended``): no record of their own."""
+    set_aside: collections.Counter[records.MissedReason] = field(
+        default_factory=collections.Counter
+    )
+    """Slots neither run nor missed, by why (``counts.suspended``, ``counts.excluded``): no
+    record of their own."""
     failures_reset: bool = False
     """The job was resumed: ``consecutiveFailures`` starts again from 0 (then counts the runs
     recorded here)."""
@@ -64,7 +67,7 @@ class Pending:
     def absorb(self, older: "Pending") -> None:
         """Take back what a failed write could not deliver."""
         self.counts.update(older.counts)
-        self.suspended += older.suspended
+        self.set_aside.update(older.set_aside)
         self.run_records[:0] = older.run_records
         self.claimed = _latest(self.claimed, older.claimed)
         self.conditions = {**older.conditions, **self.conditions}
@@ -83,7 +86,7 @@ class Pending:
     def empty(self) -> bool:
         return not (
             self.counts
-            or self.suspended
+            or self.set_aside
             or self.run_records
             or self.claimed
             or self.conditions
@@ -102,7 +105,7 @@ class Pending:
         self.in_doubt = [doubtful for doubtful in self.in_doubt if not landed(doubtful)]
         settled = Pending(
             counts=collections.Counter(self.counts),
-            suspended=self.suspended,
+            set_aside=collections.Counter(self.set_aside),
             run_records=list(self.run_records),
             claimed=self.claimed,
             conditions=dict(self.conditions),
@@ -191,8 +194,8 @@ class Ledger:
     ) -> None:
         pending = self.note(job)
         pending.claimed = _latest(pending.claimed, newest)
-        if not reason.missed:  # passed while suspended: counted apart, no record in history
-            pending.suspended += count
+        if not reason.missed:  # suspended or excluded: counted apart, no record in history
+            pending.set_aside[reason] += count
             return
         pending.counts[records.RunResult.MISSED] += count
         pending.run_records.append(

@@ -45,6 +45,11 @@ _COUNTED = {
     records.RunResult.CANCELLED: "cancelled",
 }
 """The field of ``status_models.RunCounts`` that counts each result."""
+_SET_ASIDE = {
+    records.MissedReason.SUSPENDED: "suspended",
+    records.MissedReason.EXCLUDED: "excluded",
+}
+"""The field that counts the slots set aside for each reason (neither run nor missed)."""
 _STATED = {
     "counts",
     "consecutive_failures",
@@ -85,7 +90,7 @@ def compose(
     claimed = pending.claimed
     forward = claimed is not None and (known_last is None or claimed > known_last)
     stated = status_models.ScheduledJobStatus(
-        counts=_counts(current, pending.counts, suspended=pending.suspended),
+        counts=_counts(current, pending.counts, set_aside=pending.set_aside),
         consecutive_failures=_consecutive_failures(current, pending),
         last_schedule_time=claimed if forward else None,
         last_run_now_token=pending.run_now_token,
@@ -209,12 +214,14 @@ def _counts(
     current: Mapping[str, Any],
     pending: collections.Counter[records.RunResult],
     *,
-    suspended: int,
+    set_aside: collections.Counter[records.MissedReason],
 ) -> status_models.RunCounts:
     known: Mapping[str, Any] = current.get("counts") or {}
     # Read by name, not validated: a newer operator's status may count what this one does not
     # know, and the merge patch leaves such a count as it is.
-    added = {name: pending[result] for result, name in _COUNTED.items()} | {"suspended": suspended}
+    added = {name: pending[result] for result, name in _COUNTED.items()} | {
+        name: set_aside[reason] for reason, name in _SET_ASIDE.items()
+    }
     return status_models.RunCounts(
         **{
             name: known.get(_wire(status_models.RunCounts, name), 0) + count
