@@ -4,9 +4,10 @@
 # program hack/programs.tsv lists (Debian's packages: redis-server, and for the real node
 # containerd, runc, the CNI plugins, iptables, nftables, umoci, skopeo and the image tools), the
 # Go-built local control plane and the Go-built tools the tests run on the chart (promtool,
-# kubeconform: hack/build-go-tools.sh), both cached outside the clone, and the real node's images
-# (hack/image/build-node-images.sh). It ends by checking that every listed program is there, and
-# fails naming the ones that are not.
+# kubeconform: hack/build-go-tools.sh) with the CRDs of the kinds it renders from other projects
+# (hack/build-chart-crds.sh) and cert-manager (hack/cert-manager), all cached outside the clone,
+# and the real node's images (hack/image/build-node-images.sh). It ends by checking that every
+# listed program is there, and fails naming the ones that are not.
 # PUNCTUAL_SKIP_CONTROL_PLANE=1 installs only the "base" part (lint and unit tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -83,6 +84,10 @@ if [[ " ${parts[*]} " == *" cluster "* ]]; then
   hack/build-control-plane.sh >/dev/null
   say "building the Go tools the tests run on the chart"
   hack/build-go-tools.sh >/dev/null
+  say "making the Prometheus Operator's and cert-manager's CRDs from their Go modules"
+  hack/build-chart-crds.sh >/dev/null
+  say "building cert-manager's controllers and cainjector from its Go module"
+  hack/cert-manager/build.sh >/dev/null
   say "building the real node's images"
   hack/image/build-node-images.sh >/dev/null
 fi

@@ -1,6 +1,7 @@
-"""Where the control-plane binaries, the real node's images and the Go-built tools are: whatever
-``hack/build-control-plane.sh``, ``hack/image/build-node-images.sh`` and
-``hack/build-go-tools.sh`` say.
+"""Where the control-plane binaries, the real node's images, the Go-built tools, the CRDs of
+other projects the chart renders objects of and cert-manager are: whatever
+``hack/build-control-plane.sh``, ``hack/image/build-node-images.sh``, ``hack/build-go-tools.sh``,
+``hack/build-chart-crds.sh`` and ``hack/cert-manager/build.sh`` say.
 
 Each script builds once per pinned input into a cache outside the clone and afterwards only
 prints the folder, so asking it is both the lookup and the (rare) build.
@@ -18,6 +19,8 @@ REPO_ROOT = HACK_DIR.parent
 BUILD_SCRIPT = HACK_DIR / "build-control-plane.sh"
 IMAGES_SCRIPT = HACK_DIR / "image" / "build-node-images.sh"
 GO_TOOLS_SCRIPT = HACK_DIR / "build-go-tools.sh"
+CHART_CRDS_SCRIPT = HACK_DIR / "build-chart-crds.sh"
+CERT_MANAGER_SCRIPT = HACK_DIR / "cert-manager" / "build.sh"
 K8S_VERSION_FILE = HACK_DIR / "k8s" / "VERSION"
 
 
@@ -109,6 +112,19 @@ def locate_go_tool(name: str, *, progress: Callable[[str], None] | None = None) 
     """Runs the tools' script for ``name`` (a program of ``hack/programs.tsv`` with a ``go:``
     source; a no-op once built) and returns the program's path."""
     return _built_folder(GO_TOOLS_SCRIPT, name, progress, name)
+
+
+def locate_chart_crds(*, progress: Callable[[str], None] | None = None) -> list[Path]:
+    """Runs the CRDs' script (a no-op once made) and returns its CRD files: the Prometheus
+    Operator's and cert-manager's, from their Go modules."""
+    folder = _built_folder(CHART_CRDS_SCRIPT, "the chart's third-party CRDs", progress)
+    return sorted(folder.glob("*.yaml"))
+
+
+def locate_cert_manager(*, progress: Callable[[str], None] | None = None) -> Path:
+    """Runs cert-manager's build script (a no-op once built) and returns the program: its
+    controllers (``controller``) and CA injector (``cainjector``), from its Go module."""
+    return _built_folder(CERT_MANAGER_SCRIPT, "cert-manager", progress)
 
 
 def _built_folder(

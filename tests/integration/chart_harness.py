@@ -26,7 +26,7 @@ import http_targets
 import yaml
 
 from localcluster import LocalCluster, helm_release, ports, processes
-from localcluster.binaries import REPO_ROOT, kubernetes_version
+from localcluster.binaries import REPO_ROOT, kubernetes_version, locate_chart_crds
 
 T = TypeVar("T")
 
@@ -52,6 +52,21 @@ def eventually(
 
 
 HelmError = helm_release.HelmError
+
+
+def third_party_crds() -> list[dict[str, Any]]:
+    """The Prometheus Operator's and cert-manager's CRDs, from their Go modules."""
+    return [yaml.safe_load(path.read_text()) for path in locate_chart_crds()]
+
+
+def install_crds(cluster: LocalCluster, crds: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``crds`` on the cluster's API server, Established; returns their ``crd/<name>``.
+    Server-side apply: the largest are too big for a client-side apply's annotation."""
+    names = [f"crd/{crd['metadata']['name']}" for crd in crds]
+    manifest = "\n---\n".join(json.dumps(crd) for crd in crds)
+    cluster.kubectl("apply", "--server-side", "-f", "-", input=manifest)
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+    return names
 
 
 class Helm:

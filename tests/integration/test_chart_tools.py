@@ -11,20 +11,22 @@
   tested here is when each alert fires; ``check rules`` checks the annotations' templates.
 - ``kubeconform -strict`` validates the rendered objects of several value sets against JSON
   schemas made from this API server's own OpenAPI documents (``/openapi/v3``), made strict as
-  kubeconform's own are (no field they do not describe). The custom resources of the Prometheus
-  Operator and cert-manager are skipped (``SKIPPED_KINDS``): the harness installs placeholder
-  CRDs for them, whose schemas accept anything, so validating against them would prove nothing.
+  kubeconform's own are (no field they do not describe), and for the custom resources of the
+  Prometheus Operator and cert-manager from their real CRDs (``hack/build-chart-crds.sh``: from
+  their Go modules), as kubeconform's ``openapi2jsonschema.py`` makes them.
+- The API server itself, with those CRDs installed, validates the same custom resources in a
+  server-side dry run, unknown fields refused.
 """
 
 import json
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from chart_harness import Helm, eventually, one
+from chart_harness import Helm, eventually, install_crds, one, third_party_crds
 from operator_harness import Operators, Receiver, apply, http_target, scheduled_job
 from test_helm_chart import MATRIX
 
@@ -53,7 +55,8 @@ KUBECONFORM_CASES = (
     "webhook-cert-manager",
     "webhook-for-the-control-plane-only",
 )
-SKIPPED_KINDS = ("ServiceMonitor", "PodMonitor", "PrometheusRule", "Certificate", "Issuer")
+THIRD_PARTY_CASES = ("monitoring", "conventions", "webhook-cert-manager")
+"""The value sets that render the Prometheus Operator's and cert-manager's kinds between them."""
 TOOL_TIMEOUT = 120
 
 
@@ -70,6 +73,19 @@ def promtool() -> Path:
 @pytest.fixture(scope="module")
 def kubeconform() -> Path:
     return locate_go_tool("kubeconform")
+
+
+@pytest.fixture(scope="module")
+def chart_crds() -> list[dict[str, Any]]:
+    return third_party_crds()
+
+
+@pytest.fixture(scope="module")
+def installed_chart_crds(cluster: LocalCluster, chart_crds: list[dict[str, Any]]) -> Iterator[None]:
+    """Those CRDs on the API server, for this module's tests alone."""
+    names = install_crds(cluster, chart_crds)
+    yield
+    cluster.kubectl("delete", "--wait", *names)
 
 
 def run(tool: Path, *args: str, stdin: str | None = None) -> "subprocess.CompletedProcess[str]":
@@ -345,15 +361,39 @@ def strict(schema: Any) -> Any:
     return closed
 
 
-def write_schemas(cluster: LocalCluster, objects: list[Mapping[str, Any]], folder: Path) -> None:
-    """One standalone JSON schema per kind of ``objects``, named as kubeconform looks them up
-    (``{kind}-{group's first part}-{version}.json``, ``{kind}-{version}.json`` for the core
-    group): the component of the API server's OpenAPI v3 document of its group and version
-    that has its group-version-kind, with the document's other components beside it for its
-    $refs."""
+SCHEMA_LOCATION = "{{ .ResourceKind }}{{ .KindSuffix }}.json"
+
+
+def schema_file(folder: Path, *, kind: str, group: str, version: str) -> Path:
+    """Where kubeconform looks a kind's schema up in ``folder`` with ``SCHEMA_LOCATION``:
+    ``{kind}-{group's first part}-{version}.json``, ``{kind}-{version}.json`` for the core
+    group (openapi2jsonschema.py's ``FILENAME_FORMAT={kind}-{group}-{version}``)."""
+    suffix = f"-{group.split('.', maxsplit=1)[0]}-{version}" if group else f"-{version}"
+    return folder / f"{kind.lower()}{suffix}.json"
+
+
+def write_schemas(
+    cluster: LocalCluster,
+    objects: list[Mapping[str, Any]],
+    folder: Path,
+    *,
+    crds: Sequence[Mapping[str, Any]],
+) -> None:
+    """One standalone JSON schema per kind of ``objects``: from the CRD among ``crds`` that
+    defines it, as kubeconform's ``openapi2jsonschema.py`` makes one (the version's
+    ``openAPIV3Schema``, closed as ``strict`` closes the API server's), or else the component of
+    the API server's OpenAPI v3 document of its group and version that has its
+    group-version-kind, with the document's other components beside it for its $refs."""
     kinds: dict[str, set[str]] = {}
     for o in objects:
         kinds.setdefault(o["apiVersion"], set()).add(o["kind"])
+    for crd in crds:
+        group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
+        for version in crd["spec"]["versions"]:
+            kinds.pop(f"{group}/{version['name']}", None)
+            schema = strict(version["schema"]["openAPIV3Schema"])
+            path = schema_file(folder, kind=kind, group=group, version=version["name"])
+            path.write_text(json.dumps(schema))
     for api_version, names in kinds.items():
         path = "api/v1" if api_version == "v1" else f"apis/{api_version}"
         document = json.loads(cluster.kubectl("get", "--raw", f"/openapi/v3/{path}").stdout)
@@ -365,49 +405,152 @@ def write_schemas(cluster: LocalCluster, objects: list[Mapping[str, Any]], folde
                     continue
                 if gvk["kind"] not in names:
                     continue
-                suffix = f"-{group.split('.')[0]}-{version}" if group else f"-{version}"
                 standalone = {"$ref": f"#/components/schemas/{name}", "components": components}
-                (folder / f"{gvk['kind'].lower()}{suffix}.json").write_text(json.dumps(standalone))
+                path = schema_file(folder, kind=gvk["kind"], group=group, version=version)
+                path.write_text(json.dumps(standalone))
 
 
-@pytest.mark.parametrize("case", KUBECONFORM_CASES)
-def test_kubeconform_strict_accepts_every_rendered_object(
-    helm: Helm, cluster: LocalCluster, kubeconform: Path, tmp_path: Path, case: str
-) -> None:
-    objects = helm.template(MATRIX[case], namespace=NAMESPACE, include_crds=True)
-    validated = [o for o in objects if o["kind"] not in SKIPPED_KINDS]
-    write_schemas(cluster, validated, tmp_path)
-
-    result = run(
+def kubeconform_strict(
+    kubeconform: Path, schemas: Path, objects: list[dict[str, Any]]
+) -> "subprocess.CompletedProcess[str]":
+    return run(
         kubeconform,
         "-strict",
         "-summary",
         "-output=json",
-        f"-schema-location={tmp_path}/{{{{ .ResourceKind }}}}{{{{ .KindSuffix }}}}.json",
-        f"-skip={','.join(SKIPPED_KINDS)}",
+        f"-schema-location={schemas}/{SCHEMA_LOCATION}",
         stdin="\n---\n".join(yaml.safe_dump(o) for o in objects),
     )
 
+
+@pytest.mark.parametrize("case", KUBECONFORM_CASES)
+def test_kubeconform_strict_accepts_every_rendered_object(  # noqa: PLR0917 - fixtures
+    helm: Helm,
+    cluster: LocalCluster,
+    kubeconform: Path,
+    chart_crds: list[dict[str, Any]],
+    tmp_path: Path,
+    case: str,
+) -> None:
+    objects = helm.template(MATRIX[case], namespace=NAMESPACE, include_crds=True)
+    write_schemas(cluster, objects, tmp_path, crds=chart_crds)
+
+    result = kubeconform_strict(kubeconform, tmp_path, objects)
+
     assert result.returncode == 0, result.stdout + result.stderr
     summary = json.loads(result.stdout)["summary"]
-    assert summary["valid"] == len(validated), summary
-    assert summary["skipped"] == len(objects) - len(validated), summary
+    assert summary["valid"] == len(objects), summary
+    assert summary["skipped"] == 0, summary
 
 
-def test_kubeconform_strict_refuses_a_field_the_api_server_does_not_know(
-    helm: Helm, cluster: LocalCluster, kubeconform: Path, tmp_path: Path
+def misspelt(o: dict[str, Any]) -> dict[str, Any]:
+    """``o`` with a field its kind does not have, deep in its spec: a ServiceMonitor's or
+    PodMonitor's first endpoint's, a PrometheusRule's first rule's, a Certificate's or Issuer's
+    own spec's, a Deployment's first container's."""
+    spec = o["spec"]
+    if o["kind"] == "ServiceMonitor":
+        spec["endpoints"][0]["intervall"] = "30s"
+    elif o["kind"] == "PodMonitor":
+        spec["podMetricsEndpoints"][0]["intervall"] = "30s"
+    elif o["kind"] == "PrometheusRule":
+        spec["groups"][0]["rules"][0]["fore"] = "5m"
+    elif o["kind"] in {"Certificate", "Issuer"}:
+        spec["commonNames"] = ["punctual"]
+    else:
+        spec["template"]["spec"]["containers"][0]["readinesProbe"] = {}
+    return o
+
+
+THIRD_PARTY_KINDS = ("ServiceMonitor", "PodMonitor", "PrometheusRule", "Certificate", "Issuer")
+
+
+def third_party_objects(helm: Helm) -> list[dict[str, Any]]:
+    """Every object of the Prometheus Operator's and cert-manager's kinds the chart renders,
+    across ``THIRD_PARTY_CASES``: each of ``THIRD_PARTY_KINDS`` at least once."""
+    objects = [
+        o
+        for case in THIRD_PARTY_CASES
+        for o in helm.template(MATRIX[case], namespace=NAMESPACE)
+        if o["kind"] in THIRD_PARTY_KINDS
+    ]
+    assert {o["kind"] for o in objects} == set(THIRD_PARTY_KINDS)
+    return objects
+
+
+@pytest.mark.parametrize("kind", ["Deployment", *THIRD_PARTY_KINDS])
+def test_kubeconform_strict_refuses_a_field_the_kind_does_not_have(  # noqa: PLR0917 - fixtures
+    helm: Helm,
+    cluster: LocalCluster,
+    kubeconform: Path,
+    chart_crds: list[dict[str, Any]],
+    tmp_path: Path,
+    kind: str,
 ) -> None:
-    # The schemas are the API server's and closed: a misspelt field deep in a pod is refused.
-    deployment = one(helm.template({}, namespace=NAMESPACE), "Deployment")
-    deployment["spec"]["template"]["spec"]["containers"][0]["readinesProbe"] = {}
-    write_schemas(cluster, [deployment], tmp_path)
+    # The schemas are the API server's and the real CRDs', closed: a placeholder CRD's schema,
+    # which accepts anything, would let these through.
+    rendered = [*helm.template({}, namespace=NAMESPACE), *third_party_objects(helm)]
+    wrong = misspelt(next(o for o in rendered if o["kind"] == kind))
+    write_schemas(cluster, [wrong], tmp_path, crds=chart_crds)
 
-    result = run(
-        kubeconform,
-        "-strict",
-        f"-schema-location={tmp_path}/{{{{ .ResourceKind }}}}{{{{ .KindSuffix }}}}.json",
-        stdin=yaml.safe_dump(deployment),
-    )
+    result = kubeconform_strict(kubeconform, tmp_path, [wrong])
 
     assert result.returncode == 1
-    assert "readinesProbe" in result.stdout
+    assert json.loads(result.stdout)["summary"]["invalid"] == 1, result.stdout
+
+
+# -- the API server, with the real CRDs ------------------------------------------------------------
+
+
+def dry_run(
+    cluster: LocalCluster, objects: list[dict[str, Any]]
+) -> "subprocess.CompletedProcess[str]":
+    """``kubectl apply --dry-run=server``: the API server validates each object (schema,
+    admission) without storing it, and refuses fields its schema does not have."""
+    return cluster.kubectl(
+        "apply",
+        "--dry-run=server",
+        "--validate=strict",
+        "-f",
+        "-",
+        input="\n---\n".join(json.dumps(o) for o in objects),
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def release_namespaces(cluster: LocalCluster, helm: Helm) -> None:
+    """The namespaces the third-party objects are rendered into (one case moves them with
+    ``namespaceOverride``)."""
+    for name in sorted({o["metadata"]["namespace"] for o in third_party_objects(helm)}):
+        cluster.kubectl("create", "namespace", name)
+
+
+@pytest.mark.usefixtures("installed_chart_crds", "release_namespaces")
+@pytest.mark.parametrize("case", THIRD_PARTY_CASES)
+def test_the_api_server_accepts_the_monitoring_and_cert_manager_objects_under_the_real_crds(
+    helm: Helm, cluster: LocalCluster, case: str
+) -> None:
+    objects = [
+        o
+        for o in helm.template(MATRIX[case], namespace=NAMESPACE)
+        if o["kind"] in THIRD_PARTY_KINDS
+    ]
+
+    result = dry_run(cluster, objects)
+
+    assert objects
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.strip().splitlines()) == len(objects), result.stdout
+
+
+@pytest.mark.usefixtures("installed_chart_crds", "release_namespaces")
+@pytest.mark.parametrize("kind", THIRD_PARTY_KINDS)
+def test_the_api_server_refuses_a_field_the_real_crd_does_not_have(
+    helm: Helm, cluster: LocalCluster, kind: str
+) -> None:
+    wrong = misspelt(next(o for o in third_party_objects(helm) if o["kind"] == kind))
+
+    result = dry_run(cluster, [wrong])
+
+    assert result.returncode != 0
+    assert "unknown field" in result.stderr, result.stderr
