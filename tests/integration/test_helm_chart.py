@@ -56,11 +56,13 @@ from chart_harness import (
     HelmError,
     Receiver,
     eventually,
+    install_crds,
     is_helm_test,
     kind_names,
     one,
     operator_process,
     service_account_kubeconfig,
+    third_party_crds,
 )
 
 from localcluster import LocalCluster, ports, processes
@@ -292,46 +294,6 @@ CRDS = {
 NAMESPACES = {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]}
 
 
-def monitoring_crd(kind: str, group: str = "monitoring.coreos.com") -> dict[str, Any]:
-    """A minimal Prometheus Operator (or cert-manager) CRD, so that the server-side dry run of the
-    chart's ServiceMonitor, PodMonitor, PrometheusRule, Certificate or Issuer runs instead of
-    failing on an unknown kind. It checks the group, version, kind and that the object is
-    namespaced, not the full schema (which is not vendored here)."""
-    plural = f"{kind.lower()}s"
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {
-                "plural": plural,
-                "singular": kind.lower(),
-                "kind": kind,
-                "listKind": f"{kind}List",
-            },
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-            ],
-        },
-    }
-
-
-MONITORING_KINDS = ("ServiceMonitor", "PodMonitor", "PrometheusRule")
-CERT_MANAGER_KINDS = ("Certificate", "Issuer")
-
-
 # -- fixtures ------------------------------------------------------------------------------------
 
 
@@ -340,17 +302,9 @@ def chart_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
     with LocalCluster(kwok=True, run_dir=tmp_path_factory.mktemp("chart-cluster")) as local:
         for name in (*WATCHED, UNWATCHED):
             create_namespace(local, name)
-        crds = [monitoring_crd(kind) for kind in MONITORING_KINDS] + [
-            monitoring_crd(kind, "cert-manager.io") for kind in CERT_MANAGER_KINDS
-        ]
-        for crd in crds:
-            local.kubectl("apply", "-f", "-", input=json.dumps(crd))
-        local.kubectl(
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            *(f"crd/{crd['metadata']['name']}" for crd in crds),
-        )
+        # The real Prometheus Operator and cert-manager CRDs: the server-side dry runs check
+        # the chart's monitors, rules and certificate against their full schemas.
+        install_crds(local, third_party_crds())
         # The monitoring case binds kube-state-metrics' ServiceAccount there.
         create_namespace(local, "monitoring")
         yield local
