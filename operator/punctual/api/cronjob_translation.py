@@ -2,7 +2,7 @@
 
 Belongs here: ``Translation``, which turns one CronJob manifest into a ScheduledJob manifest,
 gathering a ``Problem`` for every field it leaves out or changes, then puts the result through
-the operator's own check (``check``: ``planning.parse_spec``, then ``planning.plan_for``),
+the operator's own check (``check``: ``spec_parsing.parse_spec``, then ``planning.plan_for``),
 naming the CronJob's field the check refuses; and what it knows of CronJob to do so: its fields
 and defaults, the fields of the JobSpec its jobTemplate holds, the metadata the API server sets.
 
@@ -17,7 +17,14 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from punctual.api import cronjob_problems, cronjob_schedules, models, planning
+from punctual.api import (
+    cronjob_problems,
+    cronjob_schedules,
+    models,
+    planning,
+    spec_bounds,
+    spec_parsing,
+)
 from punctual.scheduling import durations
 from punctual.scheduling.errors import InvalidSpecError
 
@@ -26,7 +33,7 @@ CRONJOB_CONCURRENCY_DEFAULT = "Allow"
 CRONJOB_SUCCEEDED_HISTORY = 3
 CRONJOB_FAILED_HISTORY = 1
 HISTORY_LIMIT = 100
-"""The most runs of either outcome a ScheduledJob keeps (``models.HistorySpec``)."""
+"""The most runs of either outcome a ScheduledJob keeps (``schedule_models.HistorySpec``)."""
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 SERVER_SET_METADATA = frozenset(
     {
@@ -350,4 +357,4 @@ def _is_whole(value: object) -> bool:
 def check(spec: Mapping[str, Any]) -> None:
     """The operator's own check of a ScheduledJob's ``spec``: raises ``InvalidSpecError``, naming
     the ScheduledJob's field, for a spec the operator would refuse."""
-    planning.plan_for(planning.parse_spec(spec), uid=_CHECK_UID, bounds=planning.UNBOUNDED)
+    planning.plan_for(spec_parsing.parse_spec(spec), uid=_CHECK_UID, bounds=spec_bounds.UNBOUNDED)

@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import assert_never
 
-from punctual.api import annotations, planning, status_models, status_reader
+from punctual.api import (
+    annotations,
+    exclusion_plans,
+    planning,
+    spec_bounds,
+    status_models,
+    status_reader,
+)
 from punctual.contracts import protocols
 from punctual.controller import arming, calendars, failures, validation
 from punctual.kube import objects, resources
@@ -58,7 +65,7 @@ class Reconciler:
         warnings: protocols.Warnings,
         lock_health: health.HealthTrackingLock | None = None,
         pause: failures.FailurePause | None = None,
-        bounds: planning.Bounds = planning.DEFAULT_BOUNDS,
+        bounds: spec_bounds.Bounds = spec_bounds.DEFAULT_BOUNDS,
     ) -> None:
         """``bounds``: the platform's, a spec past them ``InvalidSpec`` (as at admission)."""
         self._scheduler = scheduler
@@ -142,7 +149,8 @@ class Reconciler:
             reason = (
                 error.reason
                 if isinstance(
-                    error, target_errors.TargetUnavailableError | planning.CalendarNotFoundError
+                    error,
+                    target_errors.TargetUnavailableError | exclusion_plans.CalendarNotFoundError,
                 )
                 else "InvalidSpec"
             )
