@@ -14,10 +14,10 @@ from typing import assert_never
 
 from punctual.api import (
     annotations,
+    condition_models,
     exclusion_plans,
     planning,
     spec_bounds,
-    status_models,
     status_reader,
 )
 from punctual.contracts import protocols
@@ -160,7 +160,7 @@ class Reconciler:
             self._show_schedule(job, None)
             self._condition(
                 job,
-                status_models.READY,
+                condition_models.READY,
                 ok=False,
                 reason=reason,
                 message=str(error),
@@ -188,7 +188,7 @@ class Reconciler:
                 self._scheduling.pop(job, None)
                 self._condition(
                     job,
-                    status_models.SUSPENDED,
+                    condition_models.SUSPENDED,
                     ok=True,
                     reason=decision.reason,
                     message=decision.message,
@@ -196,7 +196,7 @@ class Reconciler:
                 )
                 self._condition(
                     job,
-                    status_models.READY,
+                    condition_models.READY,
                     ok=True,
                     reason="Suspended",
                     message="valid, suspended",
@@ -324,7 +324,7 @@ class Reconciler:
     def _active(self, job: slots.JobRef, generation: int) -> None:
         self._condition(
             job,
-            status_models.SUSPENDED,
+            condition_models.SUSPENDED,
             ok=False,
             reason="Active",
             message="scheduling",
@@ -355,7 +355,7 @@ class Reconciler:
             ok = reason == job_loop.ENDED
             self._condition(
                 job,
-                status_models.READY,
+                condition_models.READY,
                 ok=ok,
                 reason=reason,
                 message=message,
@@ -366,7 +366,7 @@ class Reconciler:
         if lock is not None and not lock.available:
             self._condition(
                 job,
-                status_models.READY,
+                condition_models.READY,
                 ok=False,
                 reason=LOCK_BACKEND_UNAVAILABLE,
                 message=lock.message,
@@ -375,7 +375,7 @@ class Reconciler:
             return
         self._condition(
             job,
-            status_models.READY,
+            condition_models.READY,
             ok=True,
             reason="Scheduled",
             message="; ".join(filter(None, ["scheduling slots", scheduling.destination])),
