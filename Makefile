@@ -48,7 +48,7 @@ chart-lint: ## helm lint --strict the chart
 	  $$bin/helm lint --strict charts/punctual --kube-version "$$(cat hack/k8s/VERSION)"
 
 .PHONY: crds
-crds: ## Regenerate crds/ from the API models (operator/punctual/api/models.py)
+crds: ## Regenerate crds/ from the API models (operator/punctual/api/*_models.py, models.py)
 	@$(UV_RUN) punctual crd > crds/scheduledjobs.punctual.dev.yaml
 	@$(UV_RUN) punctual crd --kind Calendar > crds/calendars.punctual.dev.yaml
 	@cp crds/scheduledjobs.punctual.dev.yaml crds/calendars.punctual.dev.yaml charts/punctual/crds/

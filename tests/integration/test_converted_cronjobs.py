@@ -15,7 +15,7 @@ import yaml
 from operator_harness import API, PUNCTUAL
 
 from localcluster import LocalCluster
-from punctual.api import models, planning
+from punctual.api import models, planning, spec_parsing
 from punctual.scheduling import cron, overlap
 
 pytest_plugins = ["operator_fixtures"]
@@ -90,7 +90,7 @@ def test_cronjobs_read_from_the_api_server_become_scheduled_jobs_it_accepts(
         for name in ("nightly", "hourly")
     }
     plans = {
-        name: planning.plan_for(planning.parse_spec(body["spec"]), uid=body["metadata"]["uid"])
+        name: planning.plan_for(spec_parsing.parse_spec(body["spec"]), uid=body["metadata"]["uid"])
         for name, body in stored.items()
     }
 

@@ -2,7 +2,7 @@
 
 Objects go through ``kubectl apply --server-side --validate=strict``, the way users apply them.
 Every refusal is checked for the message users see, and against the operator's own reading
-(``planning.parse_spec``), which must refuse the same object naming the same field: the API
+(``spec_parsing.parse_spec``), which must refuse the same object naming the same field: the API
 server and the operator may not disagree about what a valid ScheduledJob is.
 
 The CRD stays installed after this module: the session's cluster is throwaway, and other
@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import pytest
 
 from localcluster import LocalCluster
-from punctual.api import models, planning, status_models
+from punctual.api import models, planning, spec_parsing, status_models
 from punctual.scheduling.errors import InvalidSpecError
 
 T = TypeVar("T")
@@ -226,9 +226,11 @@ class TestValidObjectsAreAccepted:
 
         stored = get_json(cluster, "sj", "valid", "-n", namespace)["spec"]
         # Free-form objects are kept verbatim, and the server's defaults are the models'.
-        assert planning.parse_spec(stored) == planning.parse_spec(spec)
+        assert spec_parsing.parse_spec(stored) == spec_parsing.parse_spec(spec)
         planning.plan_for(
-            planning.parse_spec(stored), uid=f"uid-of-{namespace}", hash_key=f"{namespace}/valid"
+            spec_parsing.parse_spec(stored),
+            uid=f"uid-of-{namespace}",
+            hash_key=f"{namespace}/valid",
         )
 
     def test_the_api_server_fills_in_the_documented_defaults(
@@ -479,7 +481,7 @@ class TestInvalidObjectsAreRefusedWithAUsefulMessage:
         not_stored = cluster.kubectl("get", "sj", "invalid", "-n", namespace, check=False)
         assert "NotFound" in not_stored.stderr
         with pytest.raises(InvalidSpecError) as caught:
-            planning.parse_spec(spec)
+            spec_parsing.parse_spec(spec)
         assert caught.value.field == field
 
 

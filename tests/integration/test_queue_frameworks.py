@@ -44,7 +44,7 @@ from operator_harness import (
 from queue_workers import arq_worker
 
 from localcluster import LocalCluster, LocalRedis
-from punctual.api import models
+from punctual.api import task_models
 from punctual.targets import addresses
 from punctual.targets.queue import (
     arq_jobs,
@@ -326,7 +326,7 @@ class TestTheSameSlotPushedTwice:
         celery_worker = Worker("celery", broker, tmp_path)
         try:
             slot_id = f"twice/pushed/uid/{int(datetime.now().timestamp() * 1000)}"
-            task = models.CeleryTask.model_validate(
+            task = task_models.CeleryTask.model_validate(
                 {"task": "tests.record", "arguments": {"args": ["twice"]}}
             )
             push = celery_messages.celery_push(
@@ -362,7 +362,7 @@ class TestTheSameSlotPushedTwice:
 class TestArqsOwnEnqueueOfTheSameSlot:
     def test_is_dropped_by_arq_as_a_job_id_it_holds(self, broker: LocalRedis) -> None:
         slot_id = f"arq/native/uid/{int(datetime.now().timestamp() * 1000)}"
-        job = models.ArqJob.model_validate({"function": "record_slot", "queue": "arq:native"})
+        job = task_models.ArqJob.model_validate({"function": "record_slot", "queue": "arq:native"})
         scheduled_time = slot_of(slot_id)
         push = arq_jobs.arq_push(
             job, slot_id=slot_id, scheduled_time=scheduled_time, now=scheduled_time
@@ -401,7 +401,9 @@ class TestAQueueKeyOfAnotherType:
         try:
             client.set("not-a-list", "the tenant's own value")
             slot_id = "typed/job/uid/1"
-            task = models.CeleryTask.model_validate({"task": "tests.record", "queue": "not-a-list"})
+            task = task_models.CeleryTask.model_validate(
+                {"task": "tests.record", "queue": "not-a-list"}
+            )
             push = celery_messages.celery_push(
                 task, slot_id=slot_id, scheduled_time=slot_of(slot_id)
             )
@@ -431,7 +433,7 @@ class TestABullmqKeyOfAnotherType:
         try:
             client.set("bull:typed:marker", "the tenant's own value")
             slot_id = "typed/bullmq/uid/1"
-            job = models.BullmqJob.model_validate({"queue": "typed", "name": "nightly"})
+            job = task_models.BullmqJob.model_validate({"queue": "typed", "name": "nightly"})
             push = bullmq_jobs.bullmq_push(
                 job, slot_id=slot_id, scheduled_time=slot_of(slot_id), now=datetime.now(UTC)
             )
@@ -456,7 +458,7 @@ class TestABullmqKeyOfAnotherType:
 class TestASecondCopyOfABullmqJob:
     def test_is_dropped_by_bullmq_itself_once_the_claim_is_gone(self, broker: LocalRedis) -> None:
         slot_id = f"native/drop/uid/{int(datetime.now().timestamp() * 1000)}"
-        job = models.BullmqJob.model_validate({"queue": "native-drop", "name": "nightly"})
+        job = task_models.BullmqJob.model_validate({"queue": "native-drop", "name": "nightly"})
         queue = "bull:native-drop:"
         client = redis.Redis.from_url(broker.url, decode_responses=True)
 
@@ -490,46 +492,46 @@ def pushes_of_every_format(slot_id: str) -> list[pushes.Push]:
     queue = f"types-{slot_id.rsplit('/', 1)[1]}"
     return [
         celery_messages.celery_push(
-            models.CeleryTask.model_validate({"task": "t", "queue": queue}),
+            task_models.CeleryTask.model_validate({"task": "t", "queue": queue}),
             slot_id=f"{slot_id}/celery",
             scheduled_time=scheduled_time,
         ),
         rq_jobs.rq_push(
-            models.RqJob.model_validate({"function": "m.f", "queue": queue}),
+            task_models.RqJob.model_validate({"function": "m.f", "queue": queue}),
             slot_id=f"{slot_id}/rq",
             scheduled_time=scheduled_time,
             now=scheduled_time,
         ),
         arq_jobs.arq_push(
-            models.ArqJob.model_validate({"function": "f", "queue": f"{queue}-arq"}),
+            task_models.ArqJob.model_validate({"function": "f", "queue": f"{queue}-arq"}),
             slot_id=f"{slot_id}/arq",
             scheduled_time=scheduled_time,
             now=scheduled_time,
         ),
         dramatiq_messages.dramatiq_push(
-            models.DramatiqMessage.model_validate({"actor": "a", "queue": queue}),
+            task_models.DramatiqMessage.model_validate({"actor": "a", "queue": queue}),
             slot_id=f"{slot_id}/dramatiq",
             scheduled_time=scheduled_time,
             now=scheduled_time,
         ),
         *(
             taskiq_messages.taskiq_push(
-                models.TaskiqTask.model_validate(
+                task_models.TaskiqTask.model_validate(
                     {"task": "m:t", "brokerClass": broker_class, "queue": f"{queue}-{broker_class}"}
                 ),
                 slot_id=f"{slot_id}/{broker_class}",
                 scheduled_time=scheduled_time,
             )
-            for broker_class in models.TaskiqBrokerClass
+            for broker_class in task_models.TaskiqBrokerClass
         ),
         sidekiq_jobs.sidekiq_push(
-            models.SidekiqJob.model_validate({"class": "Types::Job", "queue": queue}),
+            task_models.SidekiqJob.model_validate({"class": "Types::Job", "queue": queue}),
             slot_id=f"{slot_id}/sidekiq",
             scheduled_time=scheduled_time,
             now=scheduled_time,
         ),
         bullmq_jobs.bullmq_push(
-            models.BullmqJob.model_validate({"queue": queue, "name": "n"}),
+            task_models.BullmqJob.model_validate({"queue": queue, "name": "n"}),
             slot_id=f"{slot_id}/bullmq",
             scheduled_time=scheduled_time,
             now=scheduled_time,

@@ -12,7 +12,7 @@ import pytest
 
 from localcluster import LocalCluster
 from localcluster.api import ApiError
-from punctual.api import models
+from punctual.api import job_models
 from punctual.targets.job import warm
 
 RESTRICTED = "pod-security.kubernetes.io/enforce=restricted"
@@ -73,7 +73,7 @@ def restricted_namespace(cluster: LocalCluster, namespace: str) -> str:
     return namespace
 
 
-def warm_pod_spec(mode: models.WarmStartMode) -> dict[str, Any]:
+def warm_pod_spec(mode: job_models.WarmStartMode) -> dict[str, Any]:
     job = warm.rewrite(
         TEMPLATE,
         release_at=datetime.now(UTC) + timedelta(seconds=30),
@@ -96,19 +96,19 @@ def dry_run_pod(cluster: LocalCluster, namespace: str, pod_spec: dict[str, Any])
     cluster.api.request_text("POST", f"/api/v1/namespaces/{namespace}/pods?dryRun=All", pod)
 
 
-MODES = [models.WarmStartMode.EXEC, models.WarmStartMode.INIT]
+MODES = [job_models.WarmStartMode.EXEC, job_models.WarmStartMode.INIT]
 
 
 @pytest.mark.parametrize("mode", MODES, ids=[mode.value for mode in MODES])
 def test_a_warm_pod_of_a_compliant_template_is_accepted(
-    cluster: LocalCluster, restricted_namespace: str, mode: models.WarmStartMode
+    cluster: LocalCluster, restricted_namespace: str, mode: job_models.WarmStartMode
 ) -> None:
     dry_run_pod(cluster, restricted_namespace, warm_pod_spec(mode))
 
 
 @pytest.mark.parametrize("mode", MODES, ids=[mode.value for mode in MODES])
 def test_one_added_container_without_its_security_context_is_refused(
-    cluster: LocalCluster, restricted_namespace: str, mode: models.WarmStartMode
+    cluster: LocalCluster, restricted_namespace: str, mode: job_models.WarmStartMode
 ) -> None:
     pod_spec = copy.deepcopy(warm_pod_spec(mode))
     [pull, *_] = [c for c in pod_spec["initContainers"] if c["name"].startswith("punctual-pull-")]

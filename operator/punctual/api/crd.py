@@ -1,5 +1,6 @@
 """The ScheduledJob CustomResourceDefinition, generated from the API models
-(``punctual.api.models`` for the spec, ``punctual.api.status_models`` for the status).
+(``punctual.api.models`` and the modules of its parts for the spec, ``punctual.api.status_models``
+for the status).
 
 The CRD in ``crds/`` is this module's output (``punctual crd``), never edited by hand, so the
 schema the API server enforces and the models the operator reads through are one definition.
@@ -18,7 +19,7 @@ from typing import Any
 
 import pydantic
 
-from punctual.api import models, status_models
+from punctual.api import day_models, models, status_models
 
 Schema = dict[str, Any]
 """A JSON or OpenAPI schema node, as plain data."""
@@ -155,23 +156,23 @@ def calendar_definition() -> Schema:
     """The Calendar CRD: named days that ScheduledJobs of its namespace exclude. Namespaced,
     so that only a tenant's own Calendars can change when its jobs run (docs/time.md)."""
     return _definition(
-        kind=models.CALENDAR_KIND,
-        plural=models.CALENDAR_PLURAL,
-        singular=models.CALENDAR_SINGULAR,
+        kind=day_models.CALENDAR_KIND,
+        plural=day_models.CALENDAR_PLURAL,
+        singular=day_models.CALENDAR_SINGULAR,
         short_names=(),
         version={
             "schema": {
                 "openAPIV3Schema": _envelope(
                     _CALENDAR_DESCRIPTION,
-                    kind=models.CALENDAR_KIND,
-                    spec=structural_schema(models.CalendarSpec),
+                    kind=day_models.CALENDAR_KIND,
+                    spec=structural_schema(day_models.CalendarSpec),
                 )
             }
         },
     )
 
 
-CALENDAR_CRD_NAME = f"{models.CALENDAR_PLURAL}.{models.GROUP}"
+CALENDAR_CRD_NAME = f"{day_models.CALENDAR_PLURAL}.{models.GROUP}"
 _CALENDAR_DESCRIPTION = (
     "A Calendar holds named days (public holidays, a freeze): ScheduledJobs of its namespace "
     "exclude them by its name (spec.exclude.calendars), and an edit applies to them at once."

@@ -2,7 +2,7 @@
 
 Belongs here: ``Translation``, which turns one CronJob manifest into a ScheduledJob manifest,
 gathering a ``Problem`` for every field it leaves out or changes, then puts the result through
-the operator's own check (``check``: ``planning.parse_spec``, then ``planning.plan_for``),
+the operator's own check (``check``: ``spec_parsing.parse_spec``, then ``planning.plan_for``),
 naming the CronJob's field the check refuses; and what it knows of CronJob to do so: its fields
 and defaults, the fields of the JobSpec its jobTemplate holds, the metadata the API server sets.
 
@@ -17,67 +17,20 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from punctual.api import cronjob_problems, cronjob_schedules, models, planning
+from punctual.api import (
+    cronjob_fields,
+    cronjob_problems,
+    cronjob_schedules,
+    models,
+    planning,
+    spec_bounds,
+    spec_parsing,
+)
 from punctual.scheduling import durations
 from punctual.scheduling.errors import InvalidSpecError
 
-CRONJOB_CONCURRENCY_POLICIES = ("Allow", "Forbid", "Replace")
-CRONJOB_CONCURRENCY_DEFAULT = "Allow"
-CRONJOB_SUCCEEDED_HISTORY = 3
-CRONJOB_FAILED_HISTORY = 1
 HISTORY_LIMIT = 100
-"""The most runs of either outcome a ScheduledJob keeps (``models.HistorySpec``)."""
-LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
-SERVER_SET_METADATA = frozenset(
-    {
-        "uid",
-        "resourceVersion",
-        "creationTimestamp",
-        "managedFields",
-        "generation",
-        "selfLink",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "generateName",
-    }
-)
-"""Metadata the API server writes (``generateName`` too: the name it generated is kept)."""
-
-_CRONJOB_FIELDS = frozenset(
-    {
-        "schedule",
-        "timeZone",
-        "startingDeadlineSeconds",
-        "concurrencyPolicy",
-        "suspend",
-        "jobTemplate",
-        "successfulJobsHistoryLimit",
-        "failedJobsHistoryLimit",
-    }
-)
-JOB_SPEC_FIELDS = frozenset(
-    {
-        "activeDeadlineSeconds",
-        "backoffLimit",
-        "backoffLimitPerIndex",
-        "completionMode",
-        "completions",
-        "managedBy",
-        "manualSelector",
-        "maxFailedIndexes",
-        "parallelism",
-        "podFailurePolicy",
-        "podReplacementPolicy",
-        "selector",
-        "successPolicy",
-        "suspend",
-        "template",
-        "ttlSecondsAfterFinished",
-    }
-)
-"""The fields of a batch/v1 JobSpec as of Kubernetes 1.35. Others are copied all the same (a
-newer Kubernetes may know them), and named: a typo would be dropped by the API server."""
-_TOP_LEVEL_FIELDS = frozenset({"apiVersion", "kind", "metadata", "spec", "status"})
+"""The most runs of either outcome a ScheduledJob keeps (``schedule_models.HistorySpec``)."""
 _LONGEST_SECONDS = (2**63 - 1) // 10**9
 """Go's time.Duration stops at 2^63 - 1 ns: the longest duration a ScheduledJob field takes."""
 # Where each ScheduledJob field came from in the CronJob, to name the CronJob's field when the
@@ -113,7 +66,7 @@ class Translation:
 
     def scheduled_job(self, cronjob: Mapping[str, Any]) -> dict[str, Any] | None:
         for key in cronjob:
-            if key not in _TOP_LEVEL_FIELDS:
+            if key not in cronjob_fields.TOP_LEVEL_FIELDS:
                 self.problem(
                     cronjob_problems.field_path("", key), "not a field of a CronJob: left out"
                 )
@@ -147,11 +100,15 @@ class Translation:
         if labels:
             converted["labels"] = labels
         annotations = self.mapping(metadata, "annotations", path="metadata.annotations")
-        annotations.pop(LAST_APPLIED_ANNOTATION, None)
+        annotations.pop(cronjob_fields.LAST_APPLIED_ANNOTATION, None)
         if annotations:
             converted["annotations"] = annotations
         for key in metadata:
-            if key in {"name", "namespace", "labels", "annotations"} | SERVER_SET_METADATA:
+            if (
+                key
+                in {"name", "namespace", "labels", "annotations"}
+                | cronjob_fields.SERVER_SET_METADATA
+            ):
                 continue
             path = cronjob_problems.field_path("metadata", key)
             match key:
@@ -180,7 +137,7 @@ class Translation:
 
     def spec(self, spec: Mapping[str, Any]) -> dict[str, Any] | None:
         for key in spec:
-            if key not in _CRONJOB_FIELDS:
+            if key not in cronjob_fields.SPEC_FIELDS:
                 self.problem(
                     cronjob_problems.field_path("spec", key),
                     "not a field of a CronJob's spec: left out",
@@ -214,14 +171,14 @@ class Translation:
         return schedule.fields
 
     def concurrency_policy(self, spec: Mapping[str, Any]) -> str | None:
-        policy = spec.get("concurrencyPolicy", CRONJOB_CONCURRENCY_DEFAULT)
-        if policy in CRONJOB_CONCURRENCY_POLICIES:
+        policy = spec.get("concurrencyPolicy", cronjob_fields.CONCURRENCY_DEFAULT)
+        if policy in cronjob_fields.CONCURRENCY_POLICIES:
             return str(policy)
         self.problem(
             "spec.concurrencyPolicy",
             f"{cronjob_problems.show(policy)} is not one of "
-            f"{', '.join(CRONJOB_CONCURRENCY_POLICIES)}: left out (a ScheduledJob's default is "
-            "Forbid)",
+            f"{', '.join(cronjob_fields.CONCURRENCY_POLICIES)}: left out (a ScheduledJob's "
+            "default is Forbid)",
         )
         return None
 
@@ -240,7 +197,7 @@ class Translation:
             self.problem("spec.jobTemplate.spec", "required: a batch/v1 JobSpec")
             return None
         for key in job_spec:
-            if key not in JOB_SPEC_FIELDS:
+            if key not in cronjob_fields.JOB_SPEC_FIELDS:
                 self.problem(
                     cronjob_problems.field_path("spec.jobTemplate.spec", key),
                     "not a field of a batch/v1 JobSpec (as of Kubernetes 1.35): copied as is, "
@@ -295,8 +252,12 @@ class Translation:
     def history(self, spec: Mapping[str, Any]) -> dict[str, Any]:
         history: dict[str, Any] = {}
         for key, path, default in (
-            ("succeeded", "spec.successfulJobsHistoryLimit", CRONJOB_SUCCEEDED_HISTORY),
-            ("failed", "spec.failedJobsHistoryLimit", CRONJOB_FAILED_HISTORY),
+            (
+                "succeeded",
+                "spec.successfulJobsHistoryLimit",
+                cronjob_fields.SUCCEEDED_HISTORY,
+            ),
+            ("failed", "spec.failedJobsHistoryLimit", cronjob_fields.FAILED_HISTORY),
         ):
             limit = spec.get(path.removeprefix("spec."), default)
             if not _is_whole(limit) or limit < 0:
@@ -350,4 +311,4 @@ def _is_whole(value: object) -> bool:
 def check(spec: Mapping[str, Any]) -> None:
     """The operator's own check of a ScheduledJob's ``spec``: raises ``InvalidSpecError``, naming
     the ScheduledJob's field, for a spec the operator would refuse."""
-    planning.plan_for(planning.parse_spec(spec), uid=_CHECK_UID, bounds=planning.UNBOUNDED)
+    planning.plan_for(spec_parsing.parse_spec(spec), uid=_CHECK_UID, bounds=spec_bounds.UNBOUNDED)

@@ -34,7 +34,7 @@ What a ScheduledJob is given (the README's "Moving from CronJob" has the table):
 A field that cannot be carried over is a ``Problem`` naming its path in the CronJob
 (``spec.jobTemplate.foo``): it is left out (or the nearest value is written, which the problem
 says) and the rest is converted all the same. Every ScheduledJob returned has passed the
-operator's own check (``planning.parse_spec``, then ``planning.plan_for``); one that does not is
+operator's own check (``spec_parsing.parse_spec``, then ``planning.plan_for``); one that does not is
 not returned, and the check's refusal is its problem.
 """
 

@@ -5,7 +5,8 @@ model is frozen and forbids unknown fields (``ApiModel``). There are no floats: 
 Go-style strings (``Duration``: ``10s``, ``1h30m``), measurements whole milliseconds
 (``WholeNumber``), instants RFC 3339 (``Timestamp``).
 
-The spec's models are in ``punctual.api.models``, the status's in ``punctual.api.status_models``.
+The spec's models are in ``punctual.api.models`` and the ``*_models`` modules of its parts, the
+status's in ``punctual.api.status_models``.
 """
 
 from datetime import timedelta
@@ -119,3 +120,9 @@ class ApiModel(pydantic.BaseModel):
         extra="forbid",
         frozen=True,
     )
+
+
+def exactly_one_set(*values: object) -> bool:
+    """Whether exactly one of ``values`` is set: the check of a model whose fields are
+    alternatives (a target's kinds, a queue target's formats)."""
+    return sum(value is not None for value in values) == 1

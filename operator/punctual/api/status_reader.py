@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, TypeGuard
 
-from punctual.api import status_models
+from punctual.api import condition_models
 from punctual.contracts import records
 from punctual.scheduling import timeline
 
@@ -120,7 +120,7 @@ def condition(status: Status, kind: str) -> Mapping[str, Any] | None:
 
 def suspended_since(status: Status) -> datetime | None:
     """When the Suspended condition last turned True, while it is True."""
-    suspended = condition(status, status_models.SUSPENDED)
+    suspended = condition(status, condition_models.SUSPENDED)
     if suspended is None or suspended.get("status") != "True":
         return None
     return instant(suspended.get("lastTransitionTime"))

@@ -30,7 +30,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from punctual.api import models
+from punctual.api import job_models
 from punctual.scheduling.errors import InvalidSpecError
 
 GATE = "punctual-gate"
@@ -122,24 +122,26 @@ def exec_problem(held: Held) -> InvalidSpecError | None:
     return None
 
 
-def mode_for(requested: models.WarmStartMode, pod_spec: Mapping[str, Any]) -> models.WarmStartMode:
+def mode_for(
+    requested: job_models.WarmStartMode, pod_spec: Mapping[str, Any]
+) -> job_models.WarmStartMode:
     """The mode used: ``requested``, or for ``Auto`` ``Exec`` when every held container
     qualifies (``exec_problem``), else ``Init``."""
-    if requested is not models.WarmStartMode.AUTO:
+    if requested is not job_models.WarmStartMode.AUTO:
         return requested
     if all(exec_problem(held) is None for held in held_by_exec(pod_spec)):
-        return models.WarmStartMode.EXEC
-    return models.WarmStartMode.INIT
+        return job_models.WarmStartMode.EXEC
+    return job_models.WarmStartMode.INIT
 
 
-def check(job_template: Mapping[str, Any], *, mode: models.WarmStartMode) -> None:
+def check(job_template: Mapping[str, Any], *, mode: job_models.WarmStartMode) -> None:
     """Raise ``InvalidSpecError`` for a template whose containers or volumes use a name or a
     mount path the rewrite adds, or that ``Exec``, when asked for, cannot hold."""
     pod_spec = pod_spec_of(job_template)
     reserved = next(_reserved_uses(pod_spec), None)
     if reserved is not None:
         raise reserved
-    if mode is models.WarmStartMode.EXEC:
+    if mode is job_models.WarmStartMode.EXEC:
         for held in held_by_exec(pod_spec):
             problem = exec_problem(held)
             if problem is not None:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from punctual.api import annotations, planning, status_reader
+from punctual.api import annotations, planning, spec_bounds, spec_parsing, status_reader
 from punctual.cli import namespaces, trigger
 from punctual.kube import client, spec_api, status_api
 from punctual.scheduling import backfill, durations, hashed, timeline
@@ -83,7 +83,7 @@ def check_window(
         return f"--to is in the future ({timeline.rfc3339(end)}): backfill runs past slots only"
     try:
         plan = planning.plan_for(
-            planning.parse_spec(spec), uid=uid, hash_key=hash_key, bounds=planning.UNBOUNDED
+            spec_parsing.parse_spec(spec), uid=uid, hash_key=hash_key, bounds=spec_bounds.UNBOUNDED
         )
     except InvalidSpecError as error:
         return f"the job's spec is invalid: {error}"

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from punctual.api import annotations, models, planning
+from punctual.api import annotations, models, planning, spec_bounds, spec_parsing
 from punctual.cli import convert
 from punctual.scheduling import cron, dst, exclusions, hashed, plans, schedules, timeline, zones
 from punctual.scheduling.errors import InvalidSpecError
@@ -133,7 +133,7 @@ def plan_of(manifest: Mapping[str, Any]) -> tuple[plans.JobPlan, ZoneInfo]:
     """The plan the operator would arm for ``manifest`` (with its ``H`` values and the slots
     its ``punctual.dev/skip`` annotation leaves out), and the zone to show its slots in."""
     metadata = manifest.get("metadata") or {}
-    spec = planning.parse_spec(manifest.get("spec") or {})
+    spec = spec_parsing.parse_spec(manifest.get("spec") or {})
     skip = (metadata.get("annotations") or {}).get(annotations.SKIP)
     skipped = annotations.parse_skipped(skip) if isinstance(skip, str) else frozenset()
     if isinstance(skipped, str):
@@ -145,7 +145,7 @@ def plan_of(manifest: Mapping[str, Any]) -> tuple[plans.JobPlan, ZoneInfo]:
         spec,
         uid=str(metadata.get("uid") or ""),
         hash_key=key,
-        bounds=planning.UNBOUNDED,
+        bounds=spec_bounds.UNBOUNDED,
         skipped=skipped,
     )
     return plan, zones.parse(spec.time_zone, field="spec.timeZone")

@@ -21,7 +21,7 @@ import kopf
 import uvloop
 
 from punctual import replica
-from punctual.api import models, planning
+from punctual.api import queue_models, spec_bounds
 from punctual.cli import log_format
 from punctual.controller import admission, handlers
 from punctual.kube import events, membership
@@ -140,7 +140,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         metavar="N",
         help="the most entries a queue target's stream keeps (default: "
         f"{queue_wiring.DEFAULT_MAX_LEN_LIMIT}): a spec.target.queue.maxLen above it is not "
-        f"scheduled; unset, maxLen is {models.DEFAULT_STREAM_MAX_LEN} or this, if lower",
+        f"scheduled; unset, maxLen is {queue_models.DEFAULT_STREAM_MAX_LEN} or this, if lower",
     )
     parser.add_argument(
         "--http-allowed-hosts",
@@ -256,10 +256,10 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
 
 
 def _add_bounds(parser: argparse.ArgumentParser) -> None:
-    """What the platform allows one job (``planning.Bounds``): a spec past them is refused at
+    """What the platform allows one job (``spec_bounds.Bounds``): a spec past them is refused at
     admission and ``InvalidSpec`` in status, the flag named in the message. With them, the one
     bound on a namespace's jobs together (not a spec's: applied to runs as they come due)."""
-    bounds = planning.DEFAULT_BOUNDS
+    bounds = spec_bounds.DEFAULT_BOUNDS
     group = parser.add_argument_group(
         "bounds per job and per namespace",
         "what one ScheduledJob, and one namespace's jobs together, may ask of this shared "
@@ -312,7 +312,7 @@ def _add_bounds(parser: argparse.ArgumentParser) -> None:
         default=bounds.schedule_horizon_years,
         metavar="N",
         help="a schedule must fire within the next N years, or its spec is invalid; 1 to "
-        f"{planning.LONGEST_SCHEDULE_HORIZON_YEARS} (default: {bounds.schedule_horizon_years}, "
+        f"{spec_bounds.LONGEST_SCHEDULE_HORIZON_YEARS} (default: {bounds.schedule_horizon_years}, "
         "which accepts every yearly schedule and 29 February)",
     )
     for flag, default, field in (
@@ -408,7 +408,7 @@ def _settings(arguments: argparse.Namespace) -> replica_settings.ReplicaSettings
         membership_namespace=_membership_namespace(arguments),
         max_runs_in_flight_per_namespace=arguments.max_runs_in_flight_per_namespace,
         warm_start_gate_image=arguments.warm_start_gate_image,
-        bounds=planning.Bounds(
+        bounds=spec_bounds.Bounds(
             min_period=durations.parse(arguments.min_period, field="--min-period"),
             max_timeout=durations.parse(arguments.max_timeout, field="--max-timeout"),
             max_runs_in_flight=arguments.max_runs_in_flight_per_job,

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from punctual.api import annotations, planning
+from punctual.api import annotations, planning, spec_bounds, spec_parsing
 from punctual.cli import namespaces
 from punctual.kube import client, spec_api, status_api
 from punctual.scheduling import exclusions, hashed, timeline
@@ -77,8 +77,8 @@ def skipping(
     annotation's new value; ``hash_key`` as the operator derives the job's ``H`` values.
     Raises ``InvalidSpecError`` (a bad spec or annotation) or ``NothingToDoError``."""
     kept = _ahead(current, now=now)
-    parsed = planning.parse_spec(spec)
-    plan = planning.plan_for(parsed, uid=uid, hash_key=hash_key, bounds=planning.UNBOUNDED)
+    parsed = spec_parsing.parse_spec(spec)
+    plan = planning.plan_for(parsed, uid=uid, hash_key=hash_key, bounds=spec_bounds.UNBOUNDED)
     if at is None:
         found = plan.schedule.next_after(now)
         while found is not None and found.at in kept:

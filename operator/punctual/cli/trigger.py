@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from punctual.api import annotations, status_models, status_reader
+from punctual.api import annotations, condition_models, status_reader
 from punctual.cli import namespaces
 from punctual.kube import client, resources, spec_api, status_api
 from punctual.scheduling import durations
@@ -75,7 +75,7 @@ def result_of(body: resources.Body, token: str) -> Mapping[str, Any] | None:
 
 def not_scheduled(body: resources.Body) -> str | None:
     """The Ready condition's message when it is False (nothing will run), else None."""
-    ready = status_reader.condition(status_reader.of(body), status_models.READY)
+    ready = status_reader.condition(status_reader.of(body), condition_models.READY)
     if ready is not None and ready.get("status") == "False":
         return f"{ready.get('reason')}: {ready.get('message')}"
     return None

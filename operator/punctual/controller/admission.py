@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from punctual.api import planning
+from punctual.api import spec_bounds
 from punctual.contracts import protocols
 from punctual.controller import validation
 from punctual.scheduling import durations, hashed, slots
@@ -80,7 +80,7 @@ class Admission:
         *,
         batch_jobs: batch_job_requests.BatchJobsApi | None,
         wall: protocols.WallClock,
-        bounds: planning.Bounds = planning.DEFAULT_BOUNDS,
+        bounds: spec_bounds.Bounds = spec_bounds.DEFAULT_BOUNDS,
         dry_run_timeout: timedelta = dry_run.TIMEOUT,
         warm_start_gate_image: str | None = None,
     ) -> None:

@@ -10,7 +10,7 @@ are kept here, with the last body seen of each: what re-planning them needs.
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from punctual.api import models
+from punctual.api import day_models
 from punctual.kube import resources
 from punctual.scheduling import slots
 
@@ -36,7 +36,7 @@ def named(body: resources.Body) -> tuple[str, ...]:
     listed = exclude.get("calendars") if isinstance(exclude, Mapping) else None
     if not isinstance(listed, list):
         return ()
-    return tuple(name for name in listed[: models.MAX_CALENDARS + 1] if isinstance(name, str))
+    return tuple(name for name in listed[: day_models.MAX_CALENDARS + 1] if isinstance(name, str))
 
 
 class Calendars:

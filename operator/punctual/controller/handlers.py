@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import kopf
 
 from punctual.aio import context as aio_context
-from punctual.api import models
+from punctual.api import day_models, models
 from punctual.controller import admission, reconciler
 from punctual.scheduling.errors import InvalidSpecError
 
@@ -63,7 +63,7 @@ def register(
         else:
             await detached.run(scheduled_jobs.observe(body))
 
-    @kopf.on.event(models.GROUP, models.VERSION, models.CALENDAR_PLURAL, registry=registry)
+    @kopf.on.event(models.GROUP, models.VERSION, day_models.CALENDAR_PLURAL, registry=registry)
     async def calendar_event(type: str | None, body: kopf.Body, **_: Any) -> None:
         await detached.run(scheduled_jobs.calendar_changed(body, deleted=type == "DELETED"))
 

@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import assert_never
 
-from punctual.api import annotations, planning, status_models, status_reader
+from punctual.api import (
+    annotations,
+    condition_models,
+    exclusion_plans,
+    planning,
+    spec_bounds,
+    status_reader,
+)
 from punctual.contracts import protocols
 from punctual.controller import arming, calendars, failures, validation
 from punctual.kube import objects, resources
@@ -58,7 +65,7 @@ class Reconciler:
         warnings: protocols.Warnings,
         lock_health: health.HealthTrackingLock | None = None,
         pause: failures.FailurePause | None = None,
-        bounds: planning.Bounds = planning.DEFAULT_BOUNDS,
+        bounds: spec_bounds.Bounds = spec_bounds.DEFAULT_BOUNDS,
     ) -> None:
         """``bounds``: the platform's, a spec past them ``InvalidSpec`` (as at admission)."""
         self._scheduler = scheduler
@@ -142,7 +149,8 @@ class Reconciler:
             reason = (
                 error.reason
                 if isinstance(
-                    error, target_errors.TargetUnavailableError | planning.CalendarNotFoundError
+                    error,
+                    target_errors.TargetUnavailableError | exclusion_plans.CalendarNotFoundError,
                 )
                 else "InvalidSpec"
             )
@@ -152,7 +160,7 @@ class Reconciler:
             self._show_schedule(job, None)
             self._condition(
                 job,
-                status_models.READY,
+                condition_models.READY,
                 ok=False,
                 reason=reason,
                 message=str(error),
@@ -180,7 +188,7 @@ class Reconciler:
                 self._scheduling.pop(job, None)
                 self._condition(
                     job,
-                    status_models.SUSPENDED,
+                    condition_models.SUSPENDED,
                     ok=True,
                     reason=decision.reason,
                     message=decision.message,
@@ -188,7 +196,7 @@ class Reconciler:
                 )
                 self._condition(
                     job,
-                    status_models.READY,
+                    condition_models.READY,
                     ok=True,
                     reason="Suspended",
                     message="valid, suspended",
@@ -316,7 +324,7 @@ class Reconciler:
     def _active(self, job: slots.JobRef, generation: int) -> None:
         self._condition(
             job,
-            status_models.SUSPENDED,
+            condition_models.SUSPENDED,
             ok=False,
             reason="Active",
             message="scheduling",
@@ -347,7 +355,7 @@ class Reconciler:
             ok = reason == job_loop.ENDED
             self._condition(
                 job,
-                status_models.READY,
+                condition_models.READY,
                 ok=ok,
                 reason=reason,
                 message=message,
@@ -358,7 +366,7 @@ class Reconciler:
         if lock is not None and not lock.available:
             self._condition(
                 job,
-                status_models.READY,
+                condition_models.READY,
                 ok=False,
                 reason=LOCK_BACKEND_UNAVAILABLE,
                 message=lock.message,
@@ -367,7 +375,7 @@ class Reconciler:
             return
         self._condition(
             job,
-            status_models.READY,
+            condition_models.READY,
             ok=True,
             reason="Scheduled",
             message="; ".join(filter(None, ["scheduling slots", scheduling.destination])),

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from punctual.api import models, planning
+from punctual.api import models, planning, spec_bounds, spec_parsing
 from punctual.scheduling import plans
 from punctual.targets import kinds
 
@@ -27,12 +27,12 @@ def check(
     *,
     uid: str,
     hash_key: str,
-    bounds: planning.Bounds,
+    bounds: spec_bounds.Bounds,
     now: datetime,
     skipped: frozenset[datetime] = frozenset(),
     calendars: Mapping[str, Mapping[str, object]] | None = None,
 ) -> Checked:
-    """The spec read (``planning.parse_spec``), its plan (``planning.plan_for``: cron, time
+    """The spec read (``spec_parsing.parse_spec``), its plan (``planning.plan_for``: cron, time
     zone, jitter, durations, the platform's ``bounds``; ``H`` from ``hash_key``), a slot within
     the bounds' horizon of ``now`` (``planning.check_fires``) and its target kind's own checks
     (``targets.kinds.check``: an HTTP request that can be sent, a Job template with a JobSpec);
@@ -46,7 +46,7 @@ def check(
     its allowlist, its Redis or its right to create Jobs is the wiring's
     ``TargetUnavailableError``.
     """
-    spec = planning.parse_spec(raw_spec)
+    spec = spec_parsing.parse_spec(raw_spec)
     plan = planning.plan_for(
         spec, uid=uid, hash_key=hash_key, bounds=bounds, skipped=skipped, calendars=calendars
     )

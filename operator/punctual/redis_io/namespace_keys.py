@@ -14,13 +14,13 @@ share a hash slot.
 
 import re
 
-from punctual.api import models
+from punctual.api import queue_models
 
 NAMESPACES_PREFIX = "punctual:ns:"
 """What every namespace's keys, and only they, start with."""
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-_STREAM_NAME = re.compile(models.STREAM_NAME_PATTERN)
+_STREAM_NAME = re.compile(queue_models.STREAM_NAME_PATTERN)
 
 
 def namespace_prefix(namespace: str) -> str:
@@ -33,7 +33,7 @@ def namespace_prefix(namespace: str) -> str:
 
 def stream_key(*, namespace: str, stream: str) -> str:
     """The key of the stream named ``stream`` (``spec.target.queue.stream``) in ``namespace``;
-    refuses a name the API would refuse (``models.STREAM_NAME_PATTERN``)."""
-    if len(stream) > models.MAX_STREAM_NAME_LENGTH or not _STREAM_NAME.fullmatch(stream):
+    refuses a name the API would refuse (``queue_models.STREAM_NAME_PATTERN``)."""
+    if len(stream) > queue_models.MAX_STREAM_NAME_LENGTH or not _STREAM_NAME.fullmatch(stream):
         raise ValueError(f"refusing a stream name the API refuses: {stream!r}")
     return f"{namespace_prefix(namespace)}stream:{stream}"

@@ -6,7 +6,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Literal, get_args
 
-from punctual.api import planning
+from punctual.api import spec_bounds
 from punctual.redis_io import connections as redis_connections
 from punctual.redis_io import pipelines
 from punctual.runtime import supervisor
@@ -79,7 +79,7 @@ class ReplicaSettings:
     """How long after a slot its backup claims it, if the owner left it free."""
     membership_namespace: str = "default"
     """Where the replicas' membership Leases are (the operator's namespace)."""
-    bounds: planning.Bounds = planning.DEFAULT_BOUNDS
+    bounds: spec_bounds.Bounds = spec_bounds.DEFAULT_BOUNDS
     """What the platform allows one job: checked at admission and before a job is armed."""
     max_runs_in_flight_per_namespace: int = overlap.MAX_RUNS_IN_FLIGHT_PER_NAMESPACE
     """The most runs of one namespace's jobs in flight at once on this replica."""

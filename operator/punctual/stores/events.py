@@ -38,7 +38,7 @@ from datetime import datetime, timedelta
 from typing import Final
 
 from punctual.aio import pacing
-from punctual.api import status_models
+from punctual.api import condition_models
 from punctual.contracts import protocols, records
 from punctual.kube import events, objects
 from punctual.scheduling import slots, timeline, turns
@@ -135,7 +135,7 @@ class EventStore(protocols.RunStore):
         if not_ready is not None:
             self.warn(
                 job,
-                reason=status_models.WARM_START_NOT_READY,
+                reason=condition_models.WARM_START_NOT_READY,
                 message=f"run due {timeline.rfc3339(scheduled_time)}: {not_ready}",
             )
 

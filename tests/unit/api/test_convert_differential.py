@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from punctual.api import cronjobs, planning
+from punctual.api import cronjobs, planning, spec_bounds, spec_parsing
 
 CRONREF_SOURCE = Path(__file__).resolve().parents[3] / "hack" / "cronref"
 BUILD_TIMEOUT = 300.0
@@ -155,7 +155,9 @@ def cronjob(case: Case) -> dict[str, Any]:
 def converted_slots(scheduled_job: dict[str, Any], *, after: str) -> list[str]:
     """The next slots of the ScheduledJob as the operator plans it, written as robfig's are."""
     plan = planning.plan_for(
-        planning.parse_spec(scheduled_job["spec"]), uid="differential", bounds=planning.UNBOUNDED
+        spec_parsing.parse_spec(scheduled_job["spec"]),
+        uid="differential",
+        bounds=spec_bounds.UNBOUNDED,
     )
     instant = datetime.fromisoformat(after)
     slots = []

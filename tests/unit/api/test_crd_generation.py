@@ -8,7 +8,7 @@ import pydantic
 import pytest
 import yaml
 
-from punctual.api import crd, fields, planning
+from punctual.api import crd, fields, spec_parsing
 from punctual.cli import crd as crd_command
 from punctual.cli import main
 
@@ -342,4 +342,4 @@ class TestDefaultsAreTheModelsDefaults:
         defaulted = with_crd_defaults(minimal, SPEC)
 
         assert defaulted != minimal
-        assert planning.parse_spec(defaulted) == planning.parse_spec(minimal)
+        assert spec_parsing.parse_spec(defaulted) == spec_parsing.parse_spec(minimal)

@@ -2,7 +2,7 @@
 
 Field by field: what each CronJob field becomes, every default where the two differ written
 out; what cannot be carried over is a problem naming the CronJob's field; and every ScheduledJob
-that comes out passes the operator's own check (``planning.parse_spec`` and ``plan_for``).
+that comes out passes the operator's own check (``spec_parsing.parse_spec`` and ``plan_for``).
 """
 
 import copy
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from punctual.api import cronjobs, models, planning
+from punctual.api import cronjobs, models, planning, spec_bounds, spec_parsing
 from punctual.scheduling import cron, interval, missed, overlap
 from punctual.scheduling.errors import InvalidSpecError
 
@@ -54,7 +54,9 @@ def assert_the_operator_accepts(manifest: dict[str, Any]) -> None:
     assert manifest["kind"] == models.KIND
     # Within the API's own limits: the platform's bounds (--max-timeout and the like) are the
     # operator's flags, checked when the ScheduledJob is applied, not the conversion's.
-    planning.plan_for(planning.parse_spec(manifest["spec"]), uid=UID, bounds=planning.UNBOUNDED)
+    planning.plan_for(
+        spec_parsing.parse_spec(manifest["spec"]), uid=UID, bounds=spec_bounds.UNBOUNDED
+    )
 
 
 def spec_of(source: dict[str, Any], **defaults: Any) -> dict[str, Any]:
@@ -215,7 +217,7 @@ def test_the_operator_plans_a_converted_cronjob_as_cronjob_would_run_it() -> Non
         startingDeadlineSeconds=120,
     )
 
-    spec = planning.parse_spec(spec_of(source))
+    spec = spec_parsing.parse_spec(spec_of(source))
     plan = planning.plan_for(spec, uid=UID)
 
     assert isinstance(plan.schedule, cron.CronSchedule)
@@ -533,7 +535,7 @@ def test_a_converted_every_schedule_is_an_interval_for_the_operator() -> None:
     conversion = converted(cronjob(schedule="@every 10m"))
 
     assert conversion.scheduled_job is not None
-    plan = planning.plan_for(planning.parse_spec(conversion.scheduled_job["spec"]), uid=UID)
+    plan = planning.plan_for(spec_parsing.parse_spec(conversion.scheduled_job["spec"]), uid=UID)
     assert isinstance(plan.schedule, interval.IntervalSchedule)
 
 

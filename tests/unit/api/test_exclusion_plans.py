@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from punctual.api import planning
+from punctual.api import exclusion_plans, planning, spec_bounds, spec_parsing
 from punctual.controller import validation
 from punctual.scheduling import exclusions
 from punctual.scheduling.errors import InvalidSpecError
@@ -20,7 +20,7 @@ def check(**fields: Any) -> validation.Checked:
         {"target": HTTP, **fields},
         uid="uid-1",
         hash_key="reports/nightly",
-        bounds=planning.DEFAULT_BOUNDS,
+        bounds=spec_bounds.DEFAULT_BOUNDS,
         now=NOW,
     )
 
@@ -68,7 +68,7 @@ class TestExclusionsBecomePartOfThePlan:
         ]
 
     def test_skipped_occurrences_are_left_out(self) -> None:
-        spec = planning.parse_spec({"every": "1h", "target": HTTP})
+        spec = spec_parsing.parse_spec({"every": "1h", "target": HTTP})
         plan = planning.plan_for(spec, uid="uid-1", skipped=[datetime(2026, 12, 1, 1, tzinfo=UTC)])
 
         found = plan.schedule.next_after(NOW)
@@ -110,7 +110,7 @@ class TestCalendarsNamedByAJob:
             {"target": HTTP, "schedule": "0 12 * * *", "exclude": exclude},
             uid="uid-1",
             hash_key="reports/nightly",
-            bounds=planning.DEFAULT_BOUNDS,
+            bounds=spec_bounds.DEFAULT_BOUNDS,
             now=NOW,
             calendars=known,
         )
@@ -126,7 +126,7 @@ class TestCalendarsNamedByAJob:
         assert slots_after(checked, datetime(2026, 12, 31, 13, tzinfo=UTC), 1) == ["01-02T12:00"]
 
     def test_a_missing_calendar_is_calendar_not_found_naming_the_entry(self) -> None:
-        with pytest.raises(planning.CalendarNotFoundError) as raised:
+        with pytest.raises(exclusion_plans.CalendarNotFoundError) as raised:
             self.plan({"holidays": HOLIDAYS}, calendars=["holidays", "freeze"])
 
         assert raised.value.field == "spec.exclude.calendars[1]"

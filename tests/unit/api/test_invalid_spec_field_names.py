@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from punctual.api import planning
+from punctual.api import spec_parsing
 from punctual.scheduling.errors import InvalidSpecError
 
 VALID = {"every": "1s", "target": {"http": {"url": "http://127.0.0.1/"}}}
@@ -14,7 +14,7 @@ VALID = {"every": "1s", "target": {"http": {"url": "http://127.0.0.1/"}}}
 
 def problem_with_unknown_field(name: str) -> InvalidSpecError:
     with pytest.raises(InvalidSpecError) as refused:
-        planning.parse_spec({**VALID, "dst": {name: 1}})
+        spec_parsing.parse_spec({**VALID, "dst": {name: 1}})
     return refused.value
 
 

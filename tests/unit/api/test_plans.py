@@ -12,7 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from punctual.api import models, planning, status_models
+from punctual.api import (
+    http_models,
+    models,
+    planning,
+    queue_models,
+    schedule_models,
+    spec_parsing,
+    status_models,
+)
 from punctual.contracts import records
 from punctual.scheduling import cron, dst, durations, interval, missed, overlap, slots
 from punctual.scheduling.errors import InvalidSpecError
@@ -26,7 +34,7 @@ def spec(**fields: Any) -> dict[str, Any]:
 
 
 def plan(raw: dict[str, Any]) -> Any:
-    return planning.plan_for(planning.parse_spec(raw), uid=UID)
+    return planning.plan_for(spec_parsing.parse_spec(raw), uid=UID)
 
 
 class TestAValidSpecBecomesItsPlan:
@@ -87,16 +95,16 @@ class TestAValidSpecBecomesItsPlan:
         assert built.timeout == timedelta(minutes=10)
 
     def test_the_model_defaults_match_the_design(self) -> None:
-        parsed = planning.parse_spec(spec(schedule="@daily"))
+        parsed = spec_parsing.parse_spec(spec(schedule="@daily"))
 
         assert parsed.time_zone == "UTC"
-        assert parsed.dst == models.DstSpec(
+        assert parsed.dst == schedule_models.DstSpec(
             nonexistent=dst.Nonexistent.SHIFT_FORWARD, ambiguous=dst.Ambiguous.FIRST
         )
         assert parsed.suspend is False
-        assert parsed.history == models.HistorySpec(succeeded=3, failed=3)
+        assert parsed.history == schedule_models.HistorySpec(succeeded=3, failed=3)
         assert parsed.target.http is not None
-        assert parsed.target.http.method is models.HttpMethod.POST
+        assert parsed.target.http.method is http_models.HttpMethod.POST
         assert parsed.target.http.success_codes is None
 
     @pytest.mark.parametrize(
@@ -124,7 +132,7 @@ class TestAValidSpecBecomesItsPlan:
         assert timedelta() <= built.offset < jitter
 
     def test_the_jitter_offset_differs_between_objects_and_not_between_calls(self) -> None:
-        parsed = planning.parse_spec(spec(every="1h", jitter="59m"))
+        parsed = spec_parsing.parse_spec(spec(every="1h", jitter="59m"))
         offsets = {planning.plan_for(parsed, uid=f"uid-{n}").offset for n in range(20)}
 
         assert len(offsets) > 1
@@ -141,7 +149,7 @@ class TestAValidSpecBecomesItsPlan:
         ],
     )
     def test_every_kind_of_target_is_accepted(self, target: dict[str, Any]) -> None:
-        parsed = planning.parse_spec({"every": "1m", "target": target})
+        parsed = spec_parsing.parse_spec({"every": "1m", "target": target})
         # The job target's loop waits a margin longer: the Job's own deadline fires first.
         margin = planning.JOB_TIMEOUT_MARGIN if "job" in target else timedelta()
         assert planning.plan_for(parsed, uid=UID).timeout == timedelta(minutes=10) + margin
@@ -363,13 +371,13 @@ class TestAnInvalidSpecNamesTheFieldAsUsersWroteIt:
         raw = spec(every="0s", timeout="x", maxQueued=0)
 
         with pytest.raises(InvalidSpecError) as caught:
-            planning.parse_spec(raw)
+            spec_parsing.parse_spec(raw)
         assert caught.value.field == "spec.every"
         assert caught.value.problem.endswith("(and 2 more problems)")
 
     def test_a_spec_that_is_not_an_object_is_refused_on_spec(self) -> None:
         with pytest.raises(InvalidSpecError) as caught:
-            planning.parse_spec("every: 10s")  # type: ignore[arg-type]
+            spec_parsing.parse_spec("every: 10s")  # type: ignore[arg-type]
         assert caught.value.field == "spec"
 
 
@@ -429,13 +437,13 @@ class TestBadInputNeverEscapesAsAnythingButInvalidSpecError:
 
 class TestTheModelsAreFrozenAndSpeakCamelCase:
     def test_a_parsed_spec_cannot_be_changed(self) -> None:
-        parsed = planning.parse_spec(spec(every="10s"))
+        parsed = spec_parsing.parse_spec(spec(every="10s"))
         with pytest.raises(ValueError, match="frozen"):
             parsed.suspend = True
 
     def test_dumping_uses_the_wire_names(self) -> None:
         raw = spec(every="10s", missedRuns={"maxCatchUp": 3})
-        dumped = planning.parse_spec(raw).model_dump(mode="json", exclude_defaults=True)
+        dumped = spec_parsing.parse_spec(raw).model_dump(mode="json", exclude_defaults=True)
 
         assert dumped == raw
 
@@ -443,7 +451,7 @@ class TestTheModelsAreFrozenAndSpeakCamelCase:
         built = models.ScheduledJobSpec(
             every="10s",
             time_zone="Asia/Kolkata",
-            target=models.Target(queue=models.QueueTarget(stream="s")),
+            target=models.Target(queue=queue_models.QueueTarget(stream="s")),
         )
         assert built.time_zone == "Asia/Kolkata"
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from punctual.api import planning
+from punctual.api import spec_bounds
 from punctual.controller import validation
 from punctual.scheduling.errors import InvalidSpecError
 
@@ -16,8 +16,10 @@ NOW = datetime(2026, 6, 1, tzinfo=UTC)
 SKIP = {"dst": {"nonexistent": "Skip"}}
 
 
-def check(now: datetime = NOW, years: int = planning.SCHEDULE_HORIZON_YEARS, **fields: Any) -> None:
-    bounds = planning.Bounds(schedule_horizon_years=years)
+def check(
+    now: datetime = NOW, years: int = spec_bounds.SCHEDULE_HORIZON_YEARS, **fields: Any
+) -> None:
+    bounds = spec_bounds.Bounds(schedule_horizon_years=years)
     validation.check({"target": HTTP, **fields}, uid=UID, hash_key="ns/job", bounds=bounds, now=now)
 
 
@@ -112,4 +114,4 @@ class TestSchedulesThatDoNotFireInTimeAreRefused:
 
 
 def test_the_default_horizon_reaches_as_far_as_the_search_for_a_slot() -> None:
-    assert planning.SCHEDULE_HORIZON_YEARS == planning.LONGEST_SCHEDULE_HORIZON_YEARS == 10
+    assert spec_bounds.SCHEDULE_HORIZON_YEARS == spec_bounds.LONGEST_SCHEDULE_HORIZON_YEARS == 10

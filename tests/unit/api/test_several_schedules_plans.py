@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from punctual.api import planning
+from punctual.api import planning, spec_bounds
 from punctual.controller import validation
 from punctual.scheduling import merged, windows
 from punctual.scheduling.errors import InvalidSpecError
@@ -26,7 +26,7 @@ def check(target: dict[str, Any] = HTTP, **fields: Any) -> validation.Checked:
         {"target": target, **fields},
         uid="uid-1",
         hash_key="reports/nightly",
-        bounds=planning.DEFAULT_BOUNDS,
+        bounds=spec_bounds.DEFAULT_BOUNDS,
         now=NOW,
     )
 

@@ -3,13 +3,13 @@ field holds it (a printer column reads one field)."""
 
 import pytest
 
-from punctual.api import planning, status_models
+from punctual.api import planning, spec_parsing, status_models
 
 TARGET = {"http": {"url": "http://example.test/run"}}
 
 
 def shown(**spec: object) -> str:
-    return planning.shown_schedule(planning.parse_spec({**spec, "target": TARGET}))
+    return planning.shown_schedule(spec_parsing.parse_spec({**spec, "target": TARGET}))
 
 
 @pytest.mark.parametrize(

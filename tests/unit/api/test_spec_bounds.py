@@ -1,4 +1,4 @@
-"""The platform's bounds on one job (``planning.Bounds``, ``punctual run``'s flags): a spec at a
+"""The platform's bounds on one job (``spec_bounds.Bounds``, ``punctual run``'s flags): a spec at a
 bound is accepted, one just past it is refused naming the field users wrote and the flag that
 sets the bound; the cap on runs in flight reaches the plan."""
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from punctual.api import planning
+from punctual.api import planning, spec_bounds, spec_parsing
 from punctual.scheduling import overlap, plans
 from punctual.scheduling.errors import InvalidSpecError
 
@@ -18,12 +18,14 @@ QUEUE = {"queue": {"stream": "reports:jobs"}}
 JOB_SPEC = {"template": {"spec": {"containers": [{"name": "report", "image": "busybox"}]}}}
 
 
-def plan(bounds: planning.Bounds = planning.DEFAULT_BOUNDS, **spec: Any) -> plans.JobPlan:
+def plan(bounds: spec_bounds.Bounds = spec_bounds.DEFAULT_BOUNDS, **spec: Any) -> plans.JobPlan:
     raw = {"target": HTTP, **({} if "schedule" in spec else {"every": "1m"}), **spec}
-    return planning.plan_for(planning.parse_spec(raw), uid=UID, bounds=bounds)
+    return planning.plan_for(spec_parsing.parse_spec(raw), uid=UID, bounds=bounds)
 
 
-def refused(bounds: planning.Bounds = planning.DEFAULT_BOUNDS, **spec: Any) -> InvalidSpecError:
+def refused(
+    bounds: spec_bounds.Bounds = spec_bounds.DEFAULT_BOUNDS, **spec: Any
+) -> InvalidSpecError:
     with pytest.raises(InvalidSpecError) as caught:
         plan(bounds, **spec)
     return caught.value
@@ -54,7 +56,7 @@ class TestTheMinimumPeriod:
     def test_a_schedule_at_the_bound_is_accepted(
         self, min_period: timedelta, spec: dict[str, Any]
     ) -> None:
-        planned = plan(planning.Bounds(min_period=min_period), **spec)
+        planned = plan(spec_bounds.Bounds(min_period=min_period), **spec)
 
         assert planned.schedule.shortest_period == min_period
 
@@ -78,14 +80,14 @@ class TestTheMinimumPeriod:
     def test_one_closer_is_refused_naming_its_field(
         self, min_period: timedelta, spec: dict[str, Any], field: str, apart: str
     ) -> None:
-        error = refused(planning.Bounds(min_period=min_period), **spec)
+        error = refused(spec_bounds.Bounds(min_period=min_period), **spec)
 
         assert error.field == f"spec.{field}"
         assert error.problem.startswith(f"slots {apart} apart: ")
         assert "--min-period" in error.problem
 
     def test_the_default_is_one_second(self) -> None:
-        assert planning.DEFAULT_BOUNDS.min_period == timedelta(seconds=1)
+        assert spec_bounds.DEFAULT_BOUNDS.min_period == timedelta(seconds=1)
 
 
 class TestTheMaximumTimeout:
@@ -101,17 +103,17 @@ class TestTheMaximumTimeout:
 
     def test_the_job_target_s_margin_is_not_counted(self) -> None:
         job = {"job": {"template": {"spec": JOB_SPEC}}}
-        bounds = planning.Bounds(max_timeout=timedelta(minutes=10))
+        bounds = spec_bounds.Bounds(max_timeout=timedelta(minutes=10))
 
         assert plan(bounds, timeout="10m", target=job).timeout > timedelta(minutes=10)
 
 
 class TestQueuedRuns:
     def test_max_queued_at_the_bound_is_accepted(self) -> None:
-        assert plan(planning.Bounds(max_queued=5), maxQueued=5).max_queued == 5
+        assert plan(spec_bounds.Bounds(max_queued=5), maxQueued=5).max_queued == 5
 
     def test_one_more_is_refused_naming_spec_max_queued(self) -> None:
-        error = refused(planning.Bounds(max_queued=5), maxQueued=6)
+        error = refused(spec_bounds.Bounds(max_queued=5), maxQueued=6)
 
         assert error.field == "spec.maxQueued"
         assert "--max-queued-runs-per-job" in error.problem
@@ -122,7 +124,7 @@ class TestQueuedRuns:
 
 class TestRunsInFlight:
     def test_the_platform_s_cap_is_in_the_plan(self) -> None:
-        assert plan(planning.Bounds(max_runs_in_flight=3)).max_runs_in_flight == 3
+        assert plan(spec_bounds.Bounds(max_runs_in_flight=3)).max_runs_in_flight == 3
 
     def test_the_default_is_ten(self) -> None:
         assert plan().max_runs_in_flight == overlap.MAX_RUNS_IN_FLIGHT == 10
@@ -200,9 +202,9 @@ class TestSizes:
     def test_at_the_bound_accepted_one_byte_less_refused_naming_the_field(
         self, bound: str, size: int, target: dict[str, Any], field: str, flag: str
     ) -> None:
-        plan(planning.Bounds(**{bound: size}), target=target)
+        plan(spec_bounds.Bounds(**{bound: size}), target=target)
 
-        error = refused(planning.Bounds(**{bound: size - 1}), target=target)
+        error = refused(spec_bounds.Bounds(**{bound: size - 1}), target=target)
 
         assert error.field == f"spec.target.{field}"
         assert error.problem == (
@@ -213,7 +215,8 @@ class TestSizes:
         body = json.loads('"\\ud800"')
 
         error = refused(
-            planning.Bounds(max_http_body_bytes=2), target={"http": {**HTTP["http"], "body": body}}
+            spec_bounds.Bounds(max_http_body_bytes=2),
+            target={"http": {**HTTP["http"], "body": body}},
         )
 
         assert error.field == "spec.target.http.body"
@@ -228,7 +231,7 @@ class TestSizes:
         ],
     )
     def test_the_defaults(self, bound: str, default: int) -> None:
-        assert getattr(planning.DEFAULT_BOUNDS, bound) == default
+        assert getattr(spec_bounds.DEFAULT_BOUNDS, bound) == default
 
 
 class TestTheBoundsThemselves:
@@ -249,11 +252,11 @@ class TestTheBoundsThemselves:
         self, bounds: dict[str, Any], flag: str
     ) -> None:
         with pytest.raises(InvalidSpecError) as caught:
-            planning.Bounds(**bounds)
+            spec_bounds.Bounds(**bounds)
 
         assert caught.value.field == flag
 
     def test_the_commands_that_cannot_know_the_flags_check_the_api_s_limits_only(self) -> None:
-        slow_and_fast = plan(planning.UNBOUNDED, every="1ms", timeout="9000h", maxQueued=100)
+        slow_and_fast = plan(spec_bounds.UNBOUNDED, every="1ms", timeout="9000h", maxQueued=100)
 
         assert slow_and_fast.timeout == timedelta(hours=9000)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from punctual.api import planning
+from punctual.api import planning, spec_bounds, spec_parsing
 from punctual.scheduling.errors import InvalidSpecError
 
 UID = "0b6f2c1e-8d2a-4c7e-9a51-3f1d2e4b5a69"
@@ -18,7 +18,7 @@ HTTP = {"http": {"url": "http://report-svc.reports.svc:8080/run"}}
 
 def plan(target: dict[str, Any], **fields: Any) -> Any:
     raw = {"every": "1m", "target": target, **fields}
-    return planning.plan_for(planning.parse_spec(raw), uid=UID)
+    return planning.plan_for(spec_parsing.parse_spec(raw), uid=UID)
 
 
 class TestTheLoopsTimeout:
@@ -45,9 +45,9 @@ class TestTheJobTargetsShortestPeriod:
             plan(JOB, every="500ms")
 
     def test_other_targets_may_fire_more_often_where_the_platform_allows_it(self) -> None:
-        bounds = planning.Bounds(min_period=timedelta(milliseconds=100))
+        bounds = spec_bounds.Bounds(min_period=timedelta(milliseconds=100))
         planned = planning.plan_for(
-            planning.parse_spec({"every": "250ms", "target": QUEUE}), uid=UID, bounds=bounds
+            spec_parsing.parse_spec({"every": "250ms", "target": QUEUE}), uid=UID, bounds=bounds
         )
         assert planned.schedule.shortest_period == timedelta(milliseconds=250)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from punctual.api import planning
+from punctual.api import planning, spec_parsing
 from punctual.scheduling import plans
 from punctual.scheduling.errors import InvalidSpecError
 
@@ -29,7 +29,7 @@ def plan(
     if warm_start is not None:
         job["warmStart"] = warm_start
     raw = {**({} if "schedule" in spec else {"every": "1m"}), "target": {"job": job}, **spec}
-    return planning.plan_for(planning.parse_spec(raw), uid=UID)
+    return planning.plan_for(spec_parsing.parse_spec(raw), uid=UID)
 
 
 def refused(**given: Any) -> InvalidSpecError:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from punctual.api import planning
+from punctual.api import spec_bounds
 from punctual.controller import validation
 from punctual.scheduling import windows
 from punctual.scheduling.errors import InvalidSpecError
@@ -20,7 +20,7 @@ def check(**fields: Any) -> validation.Checked:
         {"target": HTTP, **fields},
         uid="uid-1",
         hash_key="reports/nightly",
-        bounds=planning.DEFAULT_BOUNDS,
+        bounds=spec_bounds.DEFAULT_BOUNDS,
         now=NOW,
     )
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from punctual.api import planning
+from punctual.api import planning, spec_parsing
 from punctual.cli import main
 
 UID = "8f0b4d3c-1a2b-4c5d-8e9f-0a1b2c3d4e5f"
@@ -94,7 +94,7 @@ def convert(*arguments: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, s
 def scheduled_jobs(out: str) -> list[dict[str, Any]]:
     documents = [document for document in yaml.safe_load_all(out) if document is not None]
     for document in documents:
-        planning.plan_for(planning.parse_spec(document["spec"]), uid=UID)
+        planning.plan_for(spec_parsing.parse_spec(document["spec"]), uid=UID)
     return documents
 
 

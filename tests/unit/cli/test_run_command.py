@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from punctual.api import planning
+from punctual.api import spec_bounds
 from punctual.cli import run
 from punctual.redis_io import pipelines
 from punctual.replica import settings as replica_settings
@@ -79,8 +79,10 @@ class TestTheMembershipNamespace:
 
 class TestTheBoundsPerJob:
     def test_the_defaults_are_the_documented_ones(self) -> None:
-        assert settings().bounds == planning.DEFAULT_BOUNDS
-        assert replica_settings.ReplicaSettings(replica_id="r1").bounds == planning.DEFAULT_BOUNDS
+        assert settings().bounds == spec_bounds.DEFAULT_BOUNDS
+        assert (
+            replica_settings.ReplicaSettings(replica_id="r1").bounds == spec_bounds.DEFAULT_BOUNDS
+        )
 
     def test_each_flag_sets_its_bound(self) -> None:
         bounds = settings(
@@ -95,7 +97,7 @@ class TestTheBoundsPerJob:
             "--schedule-horizon-years=2",
         ).bounds
 
-        assert bounds == planning.Bounds(
+        assert bounds == spec_bounds.Bounds(
             min_period=timedelta(milliseconds=100),
             max_timeout=timedelta(hours=2),
             max_runs_in_flight=3,

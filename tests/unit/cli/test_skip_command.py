@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from punctual.api import planning
+from punctual.api import planning, spec_parsing
 from punctual.cli import main, skip
 from punctual.scheduling import timeline
 from punctual.scheduling.errors import InvalidSpecError
@@ -60,7 +60,7 @@ class TestSkippingOneSlot:
         jittered = {**SPEC, "jitter": "10m"}
         slot, _ = skipping(at=None, spec=jittered)
 
-        offset = planning.plan_for(planning.parse_spec(jittered), uid="uid-1").offset
+        offset = planning.plan_for(spec_parsing.parse_spec(jittered), uid="uid-1").offset
         assert offset > timedelta()
         assert skipping(at=timeline.rfc3339(slot + offset), spec=jittered)[0] == slot
 

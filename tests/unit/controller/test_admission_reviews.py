@@ -10,7 +10,7 @@ from typing import Any
 import kopf
 import pytest
 
-from punctual.api import planning
+from punctual.api import spec_bounds
 from punctual.controller import admission, handlers
 from punctual.replica import settings as replica_settings
 from punctual.scheduling.errors import InvalidSpecError
@@ -218,7 +218,7 @@ class TestTheCheck:
             await reviews().review(operation="CREATE", body=body, old=None)
 
     async def test_the_platform_s_bounds_are_the_ones_checked(self) -> None:
-        lowered = planning.Bounds(min_period=timedelta(milliseconds=1))
+        lowered = spec_bounds.Bounds(min_period=timedelta(milliseconds=1))
         checking = admission.Admission(batch_jobs=None, wall=lambda: NOW, bounds=lowered)
         body = scheduled_job({"every": "1ms", "target": HTTP})
 

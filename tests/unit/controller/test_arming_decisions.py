@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from punctual.api import planning
+from punctual.api import planning, spec_parsing
 from punctual.controller import arming, failures
 
 UID = "0b6f2c1e-8d2a-4c7e-9a51-3f1d2e4b5a69"
@@ -38,7 +38,7 @@ def decide(
     offset: timedelta = timedelta(),
     **spec: Any,
 ) -> arming.Decision:
-    parsed = planning.parse_spec({"schedule": "*/5 * * * *", "target": HTTP, **spec})
+    parsed = spec_parsing.parse_spec({"schedule": "*/5 * * * *", "target": HTTP, **spec})
     plan = dataclasses.replace(planning.plan_for(parsed, uid=UID), offset=offset)
     return arming.decide(seen=seen, spec=parsed, status=status, plan=plan, now=NOW)
 

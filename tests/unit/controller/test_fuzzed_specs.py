@@ -2,7 +2,7 @@
 plan: never another exception, which would crash the handler and leave the object unreported.
 
 The path is the reconciler's (``controller/reconciler.py``, ``Reconciler.observe``):
-``validation.check`` (``planning.parse_spec`` → ``planning.plan_for`` → the target's own checks:
+``validation.check`` (``spec_parsing.parse_spec`` → ``planning.plan_for`` → the target's own checks:
 what the admission webhook refuses) → ``Targets.wire`` (building the target's executor and
 lock). Whatever the check admits, the wiring finds nothing invalid in: the webhook never admits
 what the operator would then report as InvalidSpec. Every capability a target can need is
@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from punctual.api import planning
+from punctual.api import spec_bounds
 from punctual.controller import validation
 from punctual.scheduling import hashed, slots
 from punctual.scheduling.errors import InvalidSpecError
@@ -327,7 +327,7 @@ def validate(raw: object, wiring: kinds.Targets) -> None:
         raw or {},  # type: ignore[arg-type]
         uid=JOB.uid,
         hash_key=HASH_KEY,
-        bounds=planning.DEFAULT_BOUNDS,
+        bounds=spec_bounds.DEFAULT_BOUNDS,
         now=NOW,
     )
     wiring.wire(JOB, checked.spec)
@@ -354,7 +354,7 @@ def test_what_the_check_admits_the_wiring_finds_valid(
 ) -> None:
     try:
         checked = validation.check(
-            raw, uid=JOB.uid, hash_key=HASH_KEY, bounds=planning.DEFAULT_BOUNDS, now=NOW
+            raw, uid=JOB.uid, hash_key=HASH_KEY, bounds=spec_bounds.DEFAULT_BOUNDS, now=NOW
         )
     except InvalidSpecError:
         return

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from punctual.api import models
+from punctual.api import queue_models
 from punctual.locks import redis_leases
 from punctual.redis_io import claim_notices, namespace_keys, pipelines, slot_keys
 
@@ -67,7 +67,8 @@ class TestAStreamKey:
             namespace_keys.stream_key(namespace=namespace, stream="jobs")
 
     @pytest.mark.parametrize(
-        "stream", ["", "}:x", "a b", "a\n", "a*", ":a", "s" * (models.MAX_STREAM_NAME_LENGTH + 1)]
+        "stream",
+        ["", "}:x", "a b", "a\n", "a*", ":a", "s" * (queue_models.MAX_STREAM_NAME_LENGTH + 1)],
     )
     def test_refuses_a_name_the_api_refuses(self, stream: str) -> None:
         with pytest.raises(ValueError, match="stream name"):

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from punctual.api import planning
+from punctual.api import planning, spec_bounds, spec_parsing
 from punctual.controller import validation
 from punctual.scheduling import cron, hashed
 from punctual.scheduling.errors import InvalidSpecError
@@ -105,14 +105,14 @@ class TestTheForms:
 
 class TestTheValuesFollowTheNameNotTheUid:
     def test_a_job_created_again_with_a_new_uid_keeps_its_values(self) -> None:
-        spec = planning.parse_spec({"schedule": "H H * * *", "target": HTTP})
+        spec = spec_parsing.parse_spec({"schedule": "H H * * *", "target": HTTP})
         first = planning.plan_for(spec, uid="uid-1", hash_key="tenant-a/report")
         again = planning.plan_for(spec, uid="uid-2", hash_key="tenant-a/report")
 
         assert first.schedule == again.schedule
 
     def test_the_plan_carries_the_resolved_expression(self) -> None:
-        spec = planning.parse_spec({"schedule": "H H * * *", "target": HTTP})
+        spec = spec_parsing.parse_spec({"schedule": "H H * * *", "target": HTTP})
         plan = planning.plan_for(spec, uid="uid-1", hash_key="tenant-a/report")
 
         assert isinstance(plan.schedule, cron.CronSchedule)
@@ -165,13 +165,13 @@ class TestAMalformedHIsRefusedNamingTheField:
     def test_by_planning_and_by_the_webhooks_check(self, expression: str, problem: str) -> None:
         raw = {"schedule": expression, "target": HTTP}
         with pytest.raises(InvalidSpecError) as planned:
-            planning.plan_for(planning.parse_spec(raw), uid="uid-1", hash_key="tenant-a/report")
+            planning.plan_for(spec_parsing.parse_spec(raw), uid="uid-1", hash_key="tenant-a/report")
         with pytest.raises(InvalidSpecError) as checked:
             validation.check(
                 raw,
                 uid="uid-1",
                 hash_key="tenant-a/report",
-                bounds=planning.DEFAULT_BOUNDS,
+                bounds=spec_bounds.DEFAULT_BOUNDS,
                 now=CHECKED_AT,
             )
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from punctual.api import status_models
+from punctual.api import condition_models, status_models
 from punctual.contracts import records
 from punctual.scheduling import timeline
 from punctual.stores import status as status_store
@@ -153,7 +153,7 @@ class TestAfterEachRun:
 
         condition = replica.condition()
         assert condition is not None
-        assert len(condition["message"]) == status_models.CONDITION_MESSAGE_MAX
+        assert len(condition["message"]) == condition_models.CONDITION_MESSAGE_MAX
         assert condition["message"].endswith("x…")
         assert len(replica.api.status["lastRun"]["message"]) == 40_000
         status_models.ScheduledJobStatus.model_validate(replica.api.status)

@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import pytest
 
-from punctual.api import planning
+from punctual.api import spec_parsing
 from punctual.contracts import records
 from punctual.kube import secrets
 from punctual.scheduling import slots
@@ -40,7 +40,7 @@ TEMPLATE = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image":
 
 
 def spec(target: dict[str, Any], **fields: Any) -> Any:
-    return planning.parse_spec({"every": "1m", "target": target, **fields})
+    return spec_parsing.parse_spec({"every": "1m", "target": target, **fields})
 
 
 def context(slot: datetime = SLOT) -> records.RunContext:

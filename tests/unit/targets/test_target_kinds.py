@@ -14,7 +14,7 @@ from typing import Any, cast
 import pytest
 import yaml
 
-from punctual.api import models, planning
+from punctual.api import models, spec_parsing
 from punctual.contracts import protocols
 from punctual.kube import secrets
 from punctual.scheduling import slots
@@ -32,7 +32,7 @@ TARGETS = {
 
 
 def spec(target: dict[str, Any]) -> models.ScheduledJobSpec:
-    return planning.parse_spec({"every": "1m", "target": target})
+    return spec_parsing.parse_spec({"every": "1m", "target": target})
 
 
 def test_every_key_of_spec_target_is_one_kind() -> None:

@@ -29,7 +29,7 @@ from typing import Any
 
 import pydantic
 
-from punctual.api import status_models, status_reader
+from punctual.api import condition_models, status_models, status_reader
 from punctual.contracts import records
 from punctual.scheduling import plans, timeline
 from punctual.stores.status import ledger
@@ -271,21 +271,21 @@ def _last_run_condition(
     leaves), or None to leave it as ``current`` has it: it changes only when the write carries
     the new ``lastRun`` (``fresh``), or is stated at all when ``current`` lacks it."""
     if not fresh and (
-        status_reader.condition(current, status_models.LAST_RUN_SUCCEEDED) is not None
+        status_reader.condition(current, condition_models.LAST_RUN_SUCCEEDED) is not None
     ):
         return None
     if last_run is None:
         return ledger.Condition(
-            type=status_models.LAST_RUN_SUCCEEDED,
+            type=condition_models.LAST_RUN_SUCCEEDED,
             status=None,
-            reason=status_models.NO_RUN_YET,
+            reason=condition_models.NO_RUN_YET,
             message=_NO_RUN_YET_MESSAGE,
         )
     result = last_run.get("result")
     if not status_reader.final(result):  # a hand-written lastRun this operator does not read
         return None
     return ledger.Condition(
-        type=status_models.LAST_RUN_SUCCEEDED,
+        type=condition_models.LAST_RUN_SUCCEEDED,
         status=result == records.RunResult.SUCCEEDED,
         reason=str(result),
         message=_bounded(str(last_run.get("message") or "")),
@@ -302,7 +302,7 @@ def _stated_generation(current: Mapping[str, Any], pending: ledger.Pending) -> i
 
 def _bounded(message: str) -> str:
     """``message`` cut to what a condition's message may hold (a run's message has no limit)."""
-    limit = status_models.CONDITION_MESSAGE_MAX
+    limit = condition_models.CONDITION_MESSAGE_MAX
     return message if len(message) <= limit else message[: limit - 1] + "…"
 
 
@@ -322,7 +322,7 @@ def _merge_conditions(
             # The transition time stays while the status does; one this operator cannot read
             # counts as absent, and the condition is restated from now.
             since = status_reader.instant(previous.get("lastTransitionTime"))
-        merged[update.type] = status_models.Condition(
+        merged[update.type] = condition_models.Condition(
             type=update.type,
             status=status,
             reason=update.reason,
@@ -333,13 +333,13 @@ def _merge_conditions(
     return list(merged.values())
 
 
-def _condition_status(condition: ledger.Condition) -> status_models.ConditionStatus:
+def _condition_status(condition: ledger.Condition) -> condition_models.ConditionStatus:
     if condition.status is None:
-        return status_models.ConditionStatus.UNKNOWN
+        return condition_models.ConditionStatus.UNKNOWN
     return (
-        status_models.ConditionStatus.TRUE
+        condition_models.ConditionStatus.TRUE
         if condition.status
-        else status_models.ConditionStatus.FALSE
+        else condition_models.ConditionStatus.FALSE
     )
 
 

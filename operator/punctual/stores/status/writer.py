@@ -40,7 +40,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from punctual.aio import pacing
-from punctual.api import status_models, status_reader
+from punctual.api import condition_models, status_reader
 from punctual.contracts import protocols, records
 from punctual.kube import objects, status_api
 from punctual.scheduling import plans, slots, timeline, turns
@@ -142,16 +142,16 @@ class StatusStore(protocols.RunStore):
         only where the object does not say it already (a job warm and ready says it once)."""
         if not_ready is None:
             condition = ledger.Condition(
-                type=status_models.WARM_START_READY,
+                type=condition_models.WARM_START_READY,
                 status=True,
-                reason=status_models.AT_GATE,
+                reason=condition_models.AT_GATE,
                 message=AT_GATE_MESSAGE,
             )
         else:
             condition = ledger.Condition(
-                type=status_models.WARM_START_READY,
+                type=condition_models.WARM_START_READY,
                 status=False,
-                reason=status_models.WARM_START_NOT_READY,
+                reason=condition_models.WARM_START_NOT_READY,
                 message=f"run due {timeline.rfc3339(scheduled_time)}: {not_ready}",
             )
         pending = self._ledger.pending.get(job)

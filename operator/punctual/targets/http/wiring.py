@@ -4,7 +4,7 @@ address guard consulted, and the headers of the Secrets it names read at each ru
 import urllib.parse
 from collections.abc import Mapping
 
-from punctual.api import models
+from punctual.api import http_models, models
 from punctual.contracts import protocols, records
 from punctual.kube import secrets
 from punctual.scheduling import slots
@@ -37,7 +37,7 @@ class HttpTargets:
         assert target is not None  # the registry wires a spec with its own kind
         return plugin.Wiring(self._executor(job, target))
 
-    def _executor(self, job: slots.JobRef, target: models.HttpTarget) -> protocols.Executor:
+    def _executor(self, job: slots.JobRef, target: http_models.HttpTarget) -> protocols.Executor:
         request = request_for(target)
         allowed = self._guard.allowed
         if allowed is not None and not allowed.admits(target.url):
@@ -69,7 +69,7 @@ class HttpTargets:
         )
 
 
-def request_for(target: models.HttpTarget) -> http_executor.HttpRequest:
+def request_for(target: http_models.HttpTarget) -> http_executor.HttpRequest:
     """The request ``target`` asks for; raises ``InvalidSpecError`` when it cannot be sent.
 
     Part of the operator's check of a spec (``punctual.controller.validation``): whatever this

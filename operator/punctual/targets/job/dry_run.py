@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from punctual.api import models, warm_pods
+from punctual.api import job_models, warm_pods
 from punctual.scheduling import durations, slots
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.targets.job import manifests, requests, warm
@@ -50,7 +50,7 @@ async def check(
     active_deadline: timedelta,
     slot: datetime,
     within: timedelta = TIMEOUT,
-    warm_start: models.WarmStart | None = None,
+    warm_start: job_models.WarmStart | None = None,
     gate_image: str | None = None,
 ) -> str | None:
     """Dry-run the Job of ``slot``: raises ``InvalidSpecError`` (the path users wrote, under

@@ -36,7 +36,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from punctual.aio import prepared
-from punctual.api import models
+from punctual.api import job_models
 from punctual.contracts import protocols, records
 from punctual.scheduling import plans, slots
 from punctual.targets.job import manifests, readiness, requests, states, warm
@@ -204,7 +204,7 @@ class WarmBatchJobExecutor(BatchJobExecutor):
         template: Mapping[str, Any],
         active_deadline: timedelta,
         lead: timedelta,
-        mode: models.WarmStartMode,
+        mode: job_models.WarmStartMode,
         gate_image: str,
         history: plans.History = plans.History(),
         reports: protocols.WarmStartReports | None = None,

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from punctual.api import models, warm_pods
+from punctual.api import job_models, warm_pods
 from punctual.scheduling import timeline
 
 RELEASE_AT_ANNOTATION = "punctual.dev/release-at"
@@ -64,7 +64,7 @@ ADDED_CONTAINER_RESOURCES = {"cpu": "10m", "memory": "16Mi"}
 class WarmJob:
     template: dict[str, Any]
     """The rewritten ``jobTemplate`` ({metadata, spec})."""
-    mode: models.WarmStartMode
+    mode: job_models.WarmStartMode
     """The mode used: ``Exec`` or ``Init`` (``Auto`` resolved)."""
 
 
@@ -72,7 +72,7 @@ def rewrite(
     job_template: Mapping[str, Any],
     *,
     release_at: datetime,
-    mode: models.WarmStartMode,
+    mode: job_models.WarmStartMode,
     gate_image: str,
 ) -> WarmJob:
     """``job_template`` with its pod held by the gate until ``release_at`` (the run's scheduled
@@ -88,11 +88,11 @@ def rewrite(
     release_ms = str(timeline.unix_millis(release_at))
     users_init = [container for _, container in warm_pods.objects_in(pod_spec, "initContainers")]
     users_main = [container for _, container in warm_pods.objects_in(pod_spec, "containers")]
-    if used is models.WarmStartMode.EXEC:
+    if used is job_models.WarmStartMode.EXEC:
         for held in warm_pods.held_by_exec(pod_spec):
             _hold(held.container, release_ms=release_ms)
     added = [_install(gate_image), *_pulls([*users_init, *users_main])]
-    if used is models.WarmStartMode.INIT:
+    if used is job_models.WarmStartMode.INIT:
         added.append(_release(gate_image, release_ms=release_ms))
     pod_spec["initContainers"] = [*added, *_list(pod_spec.get("initContainers"))]
     pod_spec["volumes"] = [

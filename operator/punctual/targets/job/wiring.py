@@ -3,7 +3,7 @@
 from collections.abc import Mapping
 from datetime import timedelta
 
-from punctual.api import models, planning, warm_pods
+from punctual.api import job_models, models, planning, warm_pods, warm_start_plans
 from punctual.contracts import protocols
 from punctual.scheduling import durations, slots
 from punctual.scheduling.errors import InvalidSpecError
@@ -40,7 +40,7 @@ class BatchJobTargets:
         return plugin.Wiring(self._executor(owner, target, spec))
 
     def _executor(
-        self, owner: slots.JobRef, target: models.JobTarget, spec: models.ScheduledJobSpec
+        self, owner: slots.JobRef, target: job_models.JobTarget, spec: models.ScheduledJobSpec
     ) -> protocols.Executor:
         if self._api is None or self._watcher is None:
             raise errors.TargetUnavailableError(
@@ -60,7 +60,7 @@ class BatchJobTargets:
                 owner=owner,
                 template=template,
                 active_deadline=timeout,
-                lead=planning.warm_lead(warm_start),
+                lead=warm_start_plans.warm_lead(warm_start),
                 mode=warm_start.mode,
                 gate_image=warm_start.gate_image or self._gate_image,
                 history=history,
@@ -76,7 +76,7 @@ class BatchJobTargets:
         )
 
 
-def template_of(target: models.JobTarget) -> Mapping[str, object]:
+def template_of(target: job_models.JobTarget) -> Mapping[str, object]:
     """``target.template``, checked: raises ``InvalidSpecError`` when it has no JobSpec or its
     metadata is no object.
 

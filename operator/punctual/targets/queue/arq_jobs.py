@@ -18,7 +18,7 @@ task reads from the job's key while it runs.
 
 from datetime import datetime
 
-from punctual.api import models
+from punctual.api import task_models
 from punctual.scheduling import timeline
 from punctual.targets.queue import pushes
 
@@ -33,12 +33,12 @@ def _ms(instant: datetime) -> int:
 
 
 def arq_push(
-    job: models.ArqJob, *, slot_id: str, scheduled_time: datetime, now: datetime
+    job: task_models.ArqJob, *, slot_id: str, scheduled_time: datetime, now: datetime
 ) -> pushes.Push:
     """The writes that enqueue ``job`` for the slot ``slot_id``, due at ``scheduled_time``,
     enqueued at ``now``."""
     job_id = pushes.message_id(slot_id)
-    args, kwargs = models.split_arguments(job.arguments)
+    args, kwargs = task_models.split_arguments(job.arguments)
     score, enqueued = _ms(scheduled_time), _ms(now)
     data = {
         "t": None,

@@ -21,7 +21,7 @@ day. The data is the job's own; the opts carry ``punctual_slot`` and ``punctual_
 
 from datetime import datetime
 
-from punctual.api import models
+from punctual.api import task_models
 from punctual.scheduling import timeline
 from punctual.targets.queue import pushes
 
@@ -62,7 +62,7 @@ return 1
 
 
 def bullmq_push(
-    job: models.BullmqJob, *, slot_id: str, scheduled_time: datetime, now: datetime
+    job: task_models.BullmqJob, *, slot_id: str, scheduled_time: datetime, now: datetime
 ) -> pushes.Push:
     """The script that adds ``job`` for the slot ``slot_id``, due at ``scheduled_time``, added
     at ``now``."""

@@ -19,7 +19,7 @@ import base64
 import bisect
 from datetime import datetime
 
-from punctual.api import models
+from punctual.api import task_models
 from punctual.scheduling import durations, timeline
 from punctual.targets.queue import pushes
 
@@ -40,11 +40,13 @@ def queue_key(queue: str, priority: int) -> str:
     return f"{queue}{PRIORITY_SEPARATOR}{step}" if step else queue
 
 
-def celery_push(task: models.CeleryTask, *, slot_id: str, scheduled_time: datetime) -> pushes.Push:
+def celery_push(
+    task: task_models.CeleryTask, *, slot_id: str, scheduled_time: datetime
+) -> pushes.Push:
     """The ``LPUSH`` of ``task``'s message for the slot ``slot_id``, due at ``scheduled_time``
     (from which ``expires`` counts)."""
     task_id = pushes.message_id(slot_id)
-    args, kwargs = models.split_arguments(task.arguments)
+    args, kwargs = task_models.split_arguments(task.arguments)
     expires = None
     if task.expires is not None:
         expires = (scheduled_time + durations.parse(task.expires, field="expires")).isoformat()

@@ -16,7 +16,7 @@ to workers.
 
 from datetime import datetime
 
-from punctual.api import models
+from punctual.api import task_models
 from punctual.scheduling import timeline
 from punctual.targets.queue import pushes
 
@@ -25,12 +25,12 @@ NAMESPACE = "dramatiq"
 
 
 def dramatiq_push(
-    message: models.DramatiqMessage, *, slot_id: str, scheduled_time: datetime, now: datetime
+    message: task_models.DramatiqMessage, *, slot_id: str, scheduled_time: datetime, now: datetime
 ) -> pushes.Push:
     """The writes that enqueue ``message`` for the slot ``slot_id``, due at
     ``scheduled_time``, sent at ``now``."""
     message_id = pushes.message_id(slot_id)
-    args, kwargs = models.split_arguments(message.arguments)
+    args, kwargs = task_models.split_arguments(message.arguments)
     body = {
         "queue_name": message.queue,
         "actor_name": message.actor,

@@ -3,7 +3,7 @@
 A ``stream`` job claims its slots through a lock that appends the stream entry in the same
 atomic step (``punctual.targets.queue.stream``), so a run has nothing left to do but report
 which entry it was: ``enqueued <entry id>``. A task's job (every other format,
-``models.TASK_FORMATS``) is claimed by the operator's lock like any other, and its run pushes
+``task_models.TASK_FORMATS``) is claimed by the operator's lock like any other, and its run pushes
 the slot's message onto the tenant's broker (``BrokerExecutor``), claimed once more there
 (``punctual.targets.queue.brokers``). Consumers do the work.
 """
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Protocol
 
-from punctual.api import models
+from punctual.api import queue_models
 from punctual.contracts import records
 from punctual.kube import secrets
 from punctual.targets.queue import brokers, pushes
@@ -56,7 +56,7 @@ class BrokerExecutor:
         brokers: brokers.Brokers,
         reader: secrets.SecretReader,
         namespace: str,
-        source: models.BrokerSource,
+        source: queue_models.BrokerSource,
     ) -> None:
         self._build = build
         self._brokers = brokers

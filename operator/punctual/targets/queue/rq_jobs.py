@@ -15,7 +15,7 @@ import math
 import zlib
 from datetime import datetime
 
-from punctual.api import models
+from punctual.api import task_models
 from punctual.scheduling import durations, timeline
 from punctual.targets.queue import pushes
 
@@ -28,12 +28,12 @@ TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 def rq_push(
-    job: models.RqJob, *, slot_id: str, scheduled_time: datetime, now: datetime
+    job: task_models.RqJob, *, slot_id: str, scheduled_time: datetime, now: datetime
 ) -> pushes.Push:
     """The writes that enqueue ``job`` for the slot ``slot_id``, due at ``scheduled_time``,
     enqueued at ``now`` (UTC)."""
     job_id = pushes.message_id(slot_id)
-    args, kwargs = models.split_arguments(job.arguments)
+    args, kwargs = task_models.split_arguments(job.arguments)
     data = zlib.compress(pushes.json_text([job.function, None, args, kwargs]).encode())
     call = ", ".join(
         [pushes.json_text(argument) for argument in args]

@@ -15,7 +15,7 @@ they are, through retries.
 
 from datetime import datetime
 
-from punctual.api import models
+from punctual.api import task_models
 from punctual.scheduling import timeline
 from punctual.targets.queue import pushes
 
@@ -25,12 +25,12 @@ QUEUE_PREFIX = "queue:"
 
 
 def sidekiq_push(
-    job: models.SidekiqJob, *, slot_id: str, scheduled_time: datetime, now: datetime
+    job: task_models.SidekiqJob, *, slot_id: str, scheduled_time: datetime, now: datetime
 ) -> pushes.Push:
     """The writes that enqueue ``job`` for the slot ``slot_id``, due at ``scheduled_time``,
     pushed at ``now``."""
     jid = pushes.message_id(slot_id)
-    args, _ = models.split_arguments(job.arguments)
+    args, _ = task_models.split_arguments(job.arguments)
     stamp = now.timestamp()
     item = {
         "retry": True if job.retry is None else job.retry,

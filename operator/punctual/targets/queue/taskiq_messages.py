@@ -15,7 +15,7 @@ The task id is the slot's ``message_id``; the labels carry ``punctual_slot`` and
 
 from datetime import datetime
 
-from punctual.api import models
+from punctual.api import task_models
 from punctual.scheduling import timeline
 from punctual.targets.queue import pushes
 
@@ -32,11 +32,13 @@ def _label(value: object) -> tuple[str, int]:
     return str(value), LABEL_STR
 
 
-def taskiq_push(task: models.TaskiqTask, *, slot_id: str, scheduled_time: datetime) -> pushes.Push:
+def taskiq_push(
+    task: task_models.TaskiqTask, *, slot_id: str, scheduled_time: datetime
+) -> pushes.Push:
     """The kick of ``task`` for the slot ``slot_id``, due at ``scheduled_time``, onto the list
     or the stream its broker class reads."""
     task_id = pushes.message_id(slot_id)
-    args, kwargs = models.split_arguments(task.arguments)
+    args, kwargs = task_models.split_arguments(task.arguments)
     given = {
         **(task.labels or {}),
         "punctual_slot": slot_id,
@@ -53,7 +55,7 @@ def taskiq_push(task: models.TaskiqTask, *, slot_id: str, scheduled_time: dateti
             "kwargs": kwargs,
         }
     )
-    if task.broker_class is models.TaskiqBrokerClass.REDIS_STREAM_BROKER:
+    if task.broker_class is task_models.TaskiqBrokerClass.REDIS_STREAM_BROKER:
         command = pushes.Command("stream", "XADD", task.queue, ("*", "data", message))
         where = "stream"
     else:

@@ -2,15 +2,15 @@
 slots.
 
 A stream is the job's namespace's (``redis_io.namespace_keys.stream_key``), and it is always
-bounded: ``maxLen`` unset is ``models.DEFAULT_STREAM_MAX_LEN`` (or the operator's limit, if
+bounded: ``maxLen`` unset is ``queue_models.DEFAULT_STREAM_MAX_LEN`` (or the operator's limit, if
 lower), and a ``maxLen`` above the limit (``--queue-max-len``) is not scheduled. A task of
-every other format (``models.TASK_FORMATS``) goes to the tenant's broker (``brokerFrom``),
+every other format (``task_models.TASK_FORMATS``) goes to the tenant's broker (``brokerFrom``),
 claimed by the operator's slot lock.
 """
 
 from datetime import datetime
 
-from punctual.api import models
+from punctual.api import models, queue_models, task_models
 from punctual.contracts import records
 from punctual.kube import secrets
 from punctual.redis_io import namespace_keys
@@ -77,7 +77,7 @@ class QueueTargets:
             f"entries go to the Redis stream {key}",
         )
 
-    def _wire_task(self, job: slots.JobRef, target: models.QueueTarget) -> plugin.Wiring:
+    def _wire_task(self, job: slots.JobRef, target: queue_models.QueueTarget) -> plugin.Wiring:
         assert target.broker_from is not None  # the model requires it without a stream
         if self._brokers is None or self._secrets is None:
             raise errors.TargetUnavailableError(
@@ -99,9 +99,9 @@ class QueueTargets:
             f"key {source.key}",
         )
 
-    def _max_len(self, target: models.QueueTarget) -> int:
+    def _max_len(self, target: queue_models.QueueTarget) -> int:
         if target.max_len is None:
-            return min(models.DEFAULT_STREAM_MAX_LEN, self._max_len_limit)
+            return min(queue_models.DEFAULT_STREAM_MAX_LEN, self._max_len_limit)
         if target.max_len > self._max_len_limit:
             raise errors.TargetUnavailableError(
                 errors.MAX_LEN_ABOVE_LIMIT,
@@ -111,12 +111,12 @@ class QueueTargets:
         return target.max_len
 
 
-def _message_builder(target: models.QueueTarget) -> tuple[executor.MessageBuilder, str]:
+def _message_builder(target: queue_models.QueueTarget) -> tuple[executor.MessageBuilder, str]:
     """The message of a run's slot in the target's format, and what it is, for users."""
     found = target.task()
     assert found is not None  # the model requires a task without a stream
     match found[1]:
-        case models.CeleryTask() as celery_task:
+        case task_models.CeleryTask() as celery_task:
 
             def celery(context: records.RunContext, _now: datetime) -> pushes.Push:
                 return celery_messages.celery_push(
@@ -124,7 +124,7 @@ def _message_builder(target: models.QueueTarget) -> tuple[executor.MessageBuilde
                 )
 
             return celery, f"celery task {celery_task.task} on queue {celery_task.queue}"
-        case models.RqJob() as rq_job:
+        case task_models.RqJob() as rq_job:
 
             def rq(context: records.RunContext, now: datetime) -> pushes.Push:
                 return rq_jobs.rq_push(
@@ -132,7 +132,7 @@ def _message_builder(target: models.QueueTarget) -> tuple[executor.MessageBuilde
                 )
 
             return rq, f"rq job {rq_job.function} on queue {rq_job.queue}"
-        case models.ArqJob() as arq_job:
+        case task_models.ArqJob() as arq_job:
 
             def arq(context: records.RunContext, now: datetime) -> pushes.Push:
                 return arq_jobs.arq_push(
@@ -140,7 +140,7 @@ def _message_builder(target: models.QueueTarget) -> tuple[executor.MessageBuilde
                 )
 
             return arq, f"arq job {arq_job.function} on queue {arq_job.queue}"
-        case models.DramatiqMessage() as message:
+        case task_models.DramatiqMessage() as message:
 
             def dramatiq(context: records.RunContext, now: datetime) -> pushes.Push:
                 return dramatiq_messages.dramatiq_push(
@@ -148,7 +148,7 @@ def _message_builder(target: models.QueueTarget) -> tuple[executor.MessageBuilde
                 )
 
             return dramatiq, f"dramatiq actor {message.actor} on queue {message.queue}"
-        case models.TaskiqTask() as taskiq_task:
+        case task_models.TaskiqTask() as taskiq_task:
 
             def taskiq(context: records.RunContext, _now: datetime) -> pushes.Push:
                 return taskiq_messages.taskiq_push(
@@ -159,7 +159,7 @@ def _message_builder(target: models.QueueTarget) -> tuple[executor.MessageBuilde
                 f"taskiq task {taskiq_task.task} on queue {taskiq_task.queue} "
                 f"({taskiq_task.broker_class})"
             )
-        case models.SidekiqJob() as sidekiq_job:
+        case task_models.SidekiqJob() as sidekiq_job:
 
             def sidekiq(context: records.RunContext, now: datetime) -> pushes.Push:
                 return sidekiq_jobs.sidekiq_push(
@@ -170,7 +170,7 @@ def _message_builder(target: models.QueueTarget) -> tuple[executor.MessageBuilde
                 )
 
             return sidekiq, f"sidekiq job {sidekiq_job.job_class} on queue {sidekiq_job.queue}"
-        case models.BullmqJob() as bullmq_job:
+        case task_models.BullmqJob() as bullmq_job:
 
             def bullmq(context: records.RunContext, now: datetime) -> pushes.Push:
                 return bullmq_jobs.bullmq_push(

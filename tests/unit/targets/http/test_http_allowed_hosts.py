@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from punctual import replica
-from punctual.api import planning
+from punctual.api import spec_parsing
 from punctual.cli import run as run_command
 from punctual.scheduling import slots
 from punctual.targets import addresses
@@ -78,7 +78,7 @@ def test_a_job_whose_host_is_not_allowed_is_reported_and_never_wired() -> None:
         secrets=object(),  # type: ignore[arg-type]
         guard=AddressGuard(allowed=HostAllowlist.parse(["*.svc.cluster.local"])),
     )
-    spec = planning.parse_spec(
+    spec = spec_parsing.parse_spec(
         {"every": "10s", "target": {"http": {"url": "http://169.254.169.254/latest/meta-data/"}}}
     )
 
@@ -95,7 +95,7 @@ def test_a_job_whose_host_is_allowed_is_wired() -> None:
         secrets=object(),  # type: ignore[arg-type]
         guard=AddressGuard(allowed=HostAllowlist.parse(["*.svc.cluster.local"])),
     )
-    spec = planning.parse_spec(
+    spec = spec_parsing.parse_spec(
         {"every": "10s", "target": {"http": {"url": "http://report.reports.svc.cluster.local/"}}}
     )
 
@@ -185,7 +185,7 @@ def test_a_job_calling_the_metadata_endpoint_is_refused_without_any_allowlist() 
         connections=object(),  # type: ignore[arg-type]
         secrets=object(),  # type: ignore[arg-type]
     )
-    spec = planning.parse_spec(
+    spec = spec_parsing.parse_spec(
         {"every": "10s", "target": {"http": {"url": "http://169.254.169.254/latest/meta-data/"}}}
     )
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from punctual.api import models, planning
+from punctual.api import models, spec_bounds, spec_parsing
 from punctual.contracts import protocols, records
 from punctual.controller import validation
 from punctual.scheduling import slots
@@ -101,7 +101,7 @@ class TestASpecHeader:
                 spec(headers),
                 uid="uid-1",
                 hash_key="tenant-a/report",
-                bounds=planning.DEFAULT_BOUNDS,
+                bounds=spec_bounds.DEFAULT_BOUNDS,
                 now=CHECKED_AT,
             )
 
@@ -113,7 +113,7 @@ class TestASpecHeader:
                 spec({"X-Env": f"{SECRET}\x01"}),
                 uid="uid-1",
                 hash_key="tenant-a/report",
-                bounds=planning.DEFAULT_BOUNDS,
+                bounds=spec_bounds.DEFAULT_BOUNDS,
                 now=CHECKED_AT,
             )
 
@@ -168,7 +168,7 @@ def run_context() -> records.RunContext:
 
 
 def target(*secret_names: str) -> models.ScheduledJobSpec:
-    return planning.parse_spec(
+    return spec_parsing.parse_spec(
         {
             "every": "1m",
             "target": {

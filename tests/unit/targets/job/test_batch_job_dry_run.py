@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from punctual.api import models
+from punctual.api import job_models
 from punctual.scheduling import slots
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.targets.job import dry_run, manifests, requests, warm
@@ -45,7 +45,7 @@ async def check(
     api: DryRuns,
     *,
     template: dict[str, Any] = TEMPLATE,
-    warm_start: models.WarmStart | None = None,
+    warm_start: job_models.WarmStart | None = None,
     gate_image: str | None = None,
 ) -> str | None:
     return await dry_run.check(
@@ -177,7 +177,7 @@ WARM_TEMPLATE = {
         }
     }
 }
-WARM_START = models.WarmStart(lead="30s", mode=models.WarmStartMode.INIT)
+WARM_START = job_models.WarmStart(lead="30s", mode=job_models.WarmStartMode.INIT)
 
 
 class TestAWarmStartsJob:
@@ -191,7 +191,7 @@ class TestAWarmStartsJob:
         armed = warm.rewrite(
             WARM_TEMPLATE,
             release_at=SLOT + timedelta(seconds=30),
-            mode=models.WarmStartMode.INIT,
+            mode=job_models.WarmStartMode.INIT,
             gate_image="gate:1",
         ).template
         assert (

@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import pytest
 
-from punctual.api import models
+from punctual.api import job_models
 from punctual.contracts import protocols, records
 from punctual.scheduling import plans, slots
 from punctual.targets.job import executor as batch_job_executor
@@ -404,7 +404,7 @@ def warm_executor(
     api: FakeApi,
     watcher: FakeWatcher,
     *,
-    mode: models.WarmStartMode = models.WarmStartMode.AUTO,
+    mode: job_models.WarmStartMode = job_models.WarmStartMode.AUTO,
     reports: protocols.WarmStartReports | None = None,
 ) -> batch_job_executor.WarmBatchJobExecutor:
     return batch_job_executor.WarmBatchJobExecutor(
@@ -434,10 +434,10 @@ class TestAWarmStart:
 
     @pytest.mark.parametrize(
         ("mode", "annotated"),
-        [(models.WarmStartMode.AUTO, "Exec"), (models.WarmStartMode.INIT, "Init")],
+        [(job_models.WarmStartMode.AUTO, "Exec"), (job_models.WarmStartMode.INIT, "Init")],
     )
     async def test_arming_creates_the_slots_job_rewritten_with_its_deadline_a_lead_longer(
-        self, api: FakeApi, watcher: FakeWatcher, mode: models.WarmStartMode, annotated: str
+        self, api: FakeApi, watcher: FakeWatcher, mode: job_models.WarmStartMode, annotated: str
     ) -> None:
         await warm_executor(api, watcher, mode=mode).arm(context())
 

@@ -9,11 +9,15 @@ from typing import Any
 
 import pytest
 
-from punctual.api import models
+from punctual.api import job_models
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.targets.job import warm
 
-EXEC, INIT, AUTO = models.WarmStartMode.EXEC, models.WarmStartMode.INIT, models.WarmStartMode.AUTO
+EXEC, INIT, AUTO = (
+    job_models.WarmStartMode.EXEC,
+    job_models.WarmStartMode.INIT,
+    job_models.WarmStartMode.AUTO,
+)
 RELEASE_AT = datetime(2026, 11, 30, 1, 30, 0, 250000, tzinfo=UTC)
 RELEASE_MS = str(int(RELEASE_AT.timestamp() * 1000))
 GATE_IMAGE = "registry.example/punctual-gate:1.0"
@@ -39,7 +43,7 @@ def job_template(**pod_spec: Any) -> dict[str, Any]:
     }
 
 
-def rewrite(template: dict[str, Any], mode: models.WarmStartMode = EXEC) -> warm.WarmJob:
+def rewrite(template: dict[str, Any], mode: job_models.WarmStartMode = EXEC) -> warm.WarmJob:
     return warm.rewrite(template, release_at=RELEASE_AT, mode=mode, gate_image=GATE_IMAGE)
 
 
@@ -65,7 +69,7 @@ class TestTheContainersAdded:
         ],
     )
     def test_come_first_in_order(
-        self, mode: models.WarmStartMode, init_containers: list[str]
+        self, mode: job_models.WarmStartMode, init_containers: list[str]
     ) -> None:
         assert names(pod_spec(rewrite(job_template(), mode))["initContainers"]) == init_containers
 
@@ -97,7 +101,7 @@ class TestTheContainersAdded:
 
     @pytest.mark.parametrize("mode", [EXEC, INIT])
     def test_each_passes_pod_security_restricted_with_small_resources(
-        self, mode: models.WarmStartMode
+        self, mode: job_models.WarmStartMode
     ) -> None:
         added = pod_spec(rewrite(job_template(), mode))["initContainers"]
 
@@ -295,7 +299,7 @@ class TestAutoPicks:
         ],
     )
     def test_exec_when_it_can_hold_init_otherwise(
-        self, spec: dict[str, Any], mode: models.WarmStartMode
+        self, spec: dict[str, Any], mode: job_models.WarmStartMode
     ) -> None:
         job = rewrite(job_template(**spec), AUTO)
 
@@ -303,7 +307,7 @@ class TestAutoPicks:
         assert job.template["metadata"]["annotations"][warm.WARM_START_ANNOTATION] == mode.value
 
     @pytest.mark.parametrize("mode", [EXEC, INIT])
-    def test_a_mode_asked_for_is_the_one_used(self, mode: models.WarmStartMode) -> None:
+    def test_a_mode_asked_for_is_the_one_used(self, mode: job_models.WarmStartMode) -> None:
         assert rewrite(job_template(), mode).mode is mode
 
 
@@ -342,7 +346,7 @@ class TestTheRest:
         assert spec["template"]["spec"]["restartPolicy"] == "Never"
 
     @pytest.mark.parametrize("mode", [EXEC, INIT, AUTO])
-    def test_the_template_given_is_never_changed(self, mode: models.WarmStartMode) -> None:
+    def test_the_template_given_is_never_changed(self, mode: job_models.WarmStartMode) -> None:
         template = job_template(
             initContainers=[PROXY, SETUP], volumes=[{"name": "data", "emptyDir": {}}]
         )

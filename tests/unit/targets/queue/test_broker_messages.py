@@ -17,7 +17,7 @@ from rq.job import Job
 from rq.serializers import JSONSerializer
 from taskiq.message import TaskiqMessage
 
-from punctual.api import models
+from punctual.api import queue_models, task_models
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.targets.queue import (
     arq_jobs,
@@ -42,8 +42,8 @@ class TestTheMessageId:
         assert pushes.message_id(SLOT) != pushes.message_id(SLOT[:-1] + "1")
 
 
-def celery_task(**fields: object) -> models.CeleryTask:
-    return models.CeleryTask.model_validate({"task": "reports.tasks.nightly", **fields})
+def celery_task(**fields: object) -> task_models.CeleryTask:
+    return task_models.CeleryTask.model_validate({"task": "reports.tasks.nightly", **fields})
 
 
 class TestACeleryMessage:
@@ -88,7 +88,7 @@ class TestACeleryMessage:
 
 class TestAnRqJob:
     def test_is_the_hash_rq_restores_with_its_json_serializer(self) -> None:
-        job_spec = models.RqJob.model_validate(
+        job_spec = task_models.RqJob.model_validate(
             {
                 "function": "reports.jobs.nightly",
                 "arguments": {"args": [1], "kwargs": {"region": "eu"}},
@@ -123,7 +123,7 @@ class TestAnRqJob:
 
     def test_data_is_json_never_pickle(self) -> None:
         push = rq_jobs.rq_push(
-            models.RqJob.model_validate({"function": "m.f"}),
+            task_models.RqJob.model_validate({"function": "m.f"}),
             slot_id=SLOT,
             scheduled_time=SCHEDULED,
             now=SCHEDULED,
@@ -141,7 +141,7 @@ class TestAnArqJob:
     def test_is_the_job_arq_reads_with_a_json_deserializer_due_at_the_scheduled_time(
         self,
     ) -> None:
-        job = models.ArqJob.model_validate(
+        job = task_models.ArqJob.model_validate(
             {"function": "nightly", "arguments": {"args": [1], "kwargs": {"region": "eu"}}}
         )
         push = arq_jobs.arq_push(job, slot_id=SLOT, scheduled_time=SCHEDULED, now=NOW)
@@ -163,7 +163,7 @@ class TestAnArqJob:
         assert queued.arguments == (score, job_id)
 
     def test_a_job_pushed_ahead_of_its_time_lives_a_day_past_it(self) -> None:
-        job = models.ArqJob.model_validate({"function": "nightly", "queue": "reports"})
+        job = task_models.ArqJob.model_validate({"function": "nightly", "queue": "reports"})
         early = SCHEDULED - timedelta(seconds=2)
         push = arq_jobs.arq_push(job, slot_id=SLOT, scheduled_time=SCHEDULED, now=early)
         assert push.commands[0].arguments[2] == 2000 + 24 * 60 * 60 * 1000
@@ -174,7 +174,7 @@ class TestADramatiqMessage:
     def test_is_the_message_dramatiqs_redis_broker_enqueues_with_the_slot_in_its_options(
         self,
     ) -> None:
-        spec = models.DramatiqMessage.model_validate(
+        spec = task_models.DramatiqMessage.model_validate(
             {"actor": "nightly", "queue": "reports", "arguments": {"args": [7], "kwargs": {}}}
         )
         push = dramatiq_messages.dramatiq_push(
@@ -200,8 +200,8 @@ class TestADramatiqMessage:
         }
 
 
-def taskiq_task(**fields: object) -> models.TaskiqTask:
-    return models.TaskiqTask.model_validate(
+def taskiq_task(**fields: object) -> task_models.TaskiqTask:
+    return task_models.TaskiqTask.model_validate(
         {"task": "reports.tasks:nightly", "brokerClass": "ListQueueBroker", **fields}
     )
 
@@ -305,10 +305,10 @@ class TestAQueueTargetsFormat:
     )
     def test_refuses_what_cannot_be_sent(self, target: dict[str, object], problem: str) -> None:
         with pytest.raises((InvalidSpecError, ValueError), match=problem):
-            models.QueueTarget.model_validate(target)
+            queue_models.QueueTarget.model_validate(target)
 
     def test_takes_a_task_on_a_broker(self) -> None:
-        target = models.QueueTarget.model_validate(
+        target = queue_models.QueueTarget.model_validate(
             {"celery": {"task": "reports.tasks.nightly"}, "brokerFrom": BROKER}
         )
         assert target.celery is not None

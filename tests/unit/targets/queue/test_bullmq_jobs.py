@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from punctual.api import models
+from punctual.api import queue_models, task_models
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.targets.queue import brokers, bullmq_jobs, pushes
 
@@ -17,11 +17,11 @@ NOW = datetime(2026, 11, 30, 1, 30, 0, 262_000, tzinfo=UTC)
 BROKER = {"secretName": "broker", "key": "url"}
 
 
-def bullmq_job(**fields: object) -> models.BullmqJob:
-    return models.BullmqJob.model_validate({"queue": "reports", "name": "nightly", **fields})
+def bullmq_job(**fields: object) -> task_models.BullmqJob:
+    return task_models.BullmqJob.model_validate({"queue": "reports", "name": "nightly", **fields})
 
 
-def pushed(job: models.BullmqJob) -> pushes.Script:
+def pushed(job: task_models.BullmqJob) -> pushes.Script:
     push = bullmq_jobs.bullmq_push(job, slot_id=SLOT, scheduled_time=SCHEDULED, now=NOW)
     assert push.commands == ()
     assert push.script is not None
@@ -93,14 +93,14 @@ class TestABullmqTarget:
     )
     def test_refuses_what_bullmq_cannot_take(self, job: dict[str, object], problem: str) -> None:
         with pytest.raises((InvalidSpecError, ValueError), match=problem):
-            models.QueueTarget.model_validate({"bullmq": job, "brokerFrom": BROKER})
+            queue_models.QueueTarget.model_validate({"bullmq": job, "brokerFrom": BROKER})
 
     def test_is_one_format_among_the_others(self) -> None:
         with pytest.raises(
             ValueError,
             match="exactly one of stream, celery, rq, arq, dramatiq, taskiq, sidekiq or bullmq",
         ):
-            models.QueueTarget.model_validate(
+            queue_models.QueueTarget.model_validate(
                 {
                     "bullmq": {"queue": "q", "name": "n"},
                     "sidekiq": {"class": "J"},

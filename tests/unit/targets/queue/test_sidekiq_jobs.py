@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from punctual.api import models, planning
+from punctual.api import queue_models, spec_parsing, task_models
 from punctual.scheduling import slots
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.targets import addresses
@@ -19,11 +19,11 @@ NOW = datetime(2026, 11, 30, 1, 30, 0, 262_500, tzinfo=UTC)
 BROKER = {"secretName": "broker", "key": "url"}
 
 
-def sidekiq_job(**fields: object) -> models.SidekiqJob:
-    return models.SidekiqJob.model_validate({"class": "Reports::NightlyJob", **fields})
+def sidekiq_job(**fields: object) -> task_models.SidekiqJob:
+    return task_models.SidekiqJob.model_validate({"class": "Reports::NightlyJob", **fields})
 
 
-def pushed_item(job: models.SidekiqJob) -> tuple[pushes.Push, dict[str, object]]:
+def pushed_item(job: task_models.SidekiqJob) -> tuple[pushes.Push, dict[str, object]]:
     push = sidekiq_jobs.sidekiq_push(job, slot_id=SLOT, scheduled_time=SCHEDULED, now=NOW)
     return push, json.loads(push.commands[1].arguments[0])
 
@@ -84,14 +84,14 @@ class TestASidekiqTarget:
     )
     def test_refuses_what_sidekiq_cannot_take(self, job: dict[str, object], problem: str) -> None:
         with pytest.raises((InvalidSpecError, ValueError), match=problem):
-            models.QueueTarget.model_validate({"sidekiq": job, "brokerFrom": BROKER})
+            queue_models.QueueTarget.model_validate({"sidekiq": job, "brokerFrom": BROKER})
 
     def test_needs_the_brokers_secret(self) -> None:
         with pytest.raises(ValueError, match="needs the broker's Secret"):
-            models.QueueTarget.model_validate({"sidekiq": {"class": "J"}})
+            queue_models.QueueTarget.model_validate({"sidekiq": {"class": "J"}})
 
     def test_takes_the_class_by_its_ruby_name(self) -> None:
-        target = models.QueueTarget.model_validate(
+        target = queue_models.QueueTarget.model_validate(
             {"sidekiq": {"class": "Reports::NightlyJob", "retry": 5}, "brokerFrom": BROKER}
         )
         assert target.sidekiq == sidekiq_job(retry=5)
@@ -107,7 +107,7 @@ class TestASidekiqJobsWiring:
         queues = wiring.QueueTargets(
             brokers=brokers.Brokers(guard=addresses.AddressGuard()), secrets=NoSecrets()
         )
-        spec = planning.parse_spec(
+        spec = spec_parsing.parse_spec(
             {
                 "every": "1m",
                 "target": {
