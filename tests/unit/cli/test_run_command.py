@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from punctual.api import planning
-from punctual.cli import run
+from punctual.cli import run, run_flags
 from punctual.redis_io import pipelines
 from punctual.replica import settings as replica_settings
 from punctual.scheduling.errors import InvalidSpecError
@@ -20,13 +20,13 @@ from punctual.scheduling.errors import InvalidSpecError
 def settings(*argv: str) -> replica_settings.ReplicaSettings:
     parser = argparse.ArgumentParser()
     run.register(parser.add_subparsers())
-    return run._settings(parser.parse_args(["run", *argv]))
+    return run_flags.settings(parser.parse_args(["run", *argv]))
 
 
 @pytest.fixture(autouse=True)
 def outside_a_pod(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("POD_NAMESPACE", raising=False)
-    monkeypatch.setattr(run, "SERVICE_ACCOUNT_NAMESPACE", tmp_path / "no-service-account")
+    monkeypatch.setattr(run_flags, "SERVICE_ACCOUNT_NAMESPACE", tmp_path / "no-service-account")
 
 
 class TestSharding:
@@ -72,7 +72,7 @@ class TestTheMembershipNamespace:
         if service_account is not None:
             mounted = tmp_path / "namespace"
             mounted.write_text(f"{service_account}\n")
-            monkeypatch.setattr(run, "SERVICE_ACCOUNT_NAMESPACE", mounted)
+            monkeypatch.setattr(run_flags, "SERVICE_ACCOUNT_NAMESPACE", mounted)
 
         assert settings(*argv).membership_namespace == expected
 
