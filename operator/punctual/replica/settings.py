@@ -8,7 +8,7 @@ from typing import Literal, get_args
 
 from punctual.api import planning
 from punctual.redis_io import connections as redis_connections
-from punctual.redis_io import pipelines
+from punctual.redis_io import replication
 from punctual.runtime import supervisor
 from punctual.scheduling import durations, overlap
 from punctual.scheduling.errors import InvalidSpecError
@@ -41,7 +41,7 @@ class ReplicaSettings:
     redis_wait_replicas: int = 0
     """The replicas that must have a claim (``WAIT``) before it counts; 0: none (a standalone
     Redis)."""
-    redis_wait_timeout: timedelta = pipelines.NO_WAIT.timeout
+    redis_wait_timeout: timedelta = replication.NO_WAIT.timeout
     """How long the primary waits for them; a claim they did not acknowledge is checked again."""
     stagger: timedelta = timedelta()
     """A fixed offset added to this replica's lock attempts."""
@@ -118,8 +118,8 @@ class ReplicaSettings:
             raise InvalidSpecError("--warm-start-gate-image", "must name an image")
 
     @property
-    def acknowledgement(self) -> pipelines.Acknowledgement:
-        return pipelines.Acknowledgement(
+    def acknowledgement(self) -> replication.Acknowledgement:
+        return replication.Acknowledgement(
             replicas=self.redis_wait_replicas, timeout=self.redis_wait_timeout
         )
 

@@ -12,7 +12,7 @@ import pytest
 
 from punctual.api import planning
 from punctual.cli import run, run_flags
-from punctual.redis_io import pipelines
+from punctual.redis_io import replication
 from punctual.replica import settings as replica_settings
 from punctual.scheduling.errors import InvalidSpecError
 
@@ -185,17 +185,17 @@ class TestConnectionsPerNamespace:
 
 class TestTheReplicasAClaimWaitsFor:
     def test_are_none_by_default_a_standalone_redis(self) -> None:
-        assert settings().acknowledgement == pipelines.Acknowledgement(
+        assert settings().acknowledgement == replication.Acknowledgement(
             replicas=0, timeout=timedelta(milliseconds=500)
         )
         assert (
-            replica_settings.ReplicaSettings(replica_id="r1").acknowledgement == pipelines.NO_WAIT
+            replica_settings.ReplicaSettings(replica_id="r1").acknowledgement == replication.NO_WAIT
         )
 
     def test_are_taken_from_the_options(self) -> None:
         chosen = settings("--redis-wait-replicas=1", "--redis-wait-timeout=200ms")
 
-        assert chosen.acknowledgement == pipelines.Acknowledgement(
+        assert chosen.acknowledgement == replication.Acknowledgement(
             replicas=1, timeout=timedelta(milliseconds=200)
         )
 
