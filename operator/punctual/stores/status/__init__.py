@@ -9,7 +9,8 @@ other's counts, and a write that may have landed is not counted twice.
 
 Belongs here, one concept a module: ``ledger`` (what is pending per job, and its trimming to
 what a status shows), ``patch`` (the merge patch composed from the current status and the
-pending, through the status models of ``punctual.api.status_models``), ``writer``
+pending, through the status models of ``punctual.api.status_models``), ``conditions``
+(the conditions merged, ``LastRunSucceeded`` derived from the runs), ``writer``
 (``StatusStore``: pacing, the write loop, preconditions and writes in doubt).
 
 Does not belong here: reading and patching the object (``punctual.kube.status_api``), Warning

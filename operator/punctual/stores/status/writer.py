@@ -2,8 +2,8 @@
 
 Pacing: a job's status is written only when there is something new to say (a run, a skip, a
 miss, a condition change), at most once per ``interval`` per job (default 5 s); condition
-changes go at the next tick. ``LastRunSucceeded`` is not such a change: ``patch`` derives it from
-the runs a write carries, so it goes out with them, paced as they are (a flapping job's every
+changes go at the next tick. ``LastRunSucceeded`` is not such a change: ``conditions`` derives it
+from the runs a write carries, so it goes out with them, paced as they are (a flapping job's every
 run would otherwise be an urgent write). A 1-second job therefore costs one status write per 5
 seconds per replica that ran it, not one per run. And one replica writes at most
 ``writes_per_second`` statuses (default 100), whatever the number of jobs: the API server's load
@@ -44,7 +44,7 @@ from punctual.api import status_models, status_reader
 from punctual.contracts import protocols, records
 from punctual.kube import objects, status_api
 from punctual.scheduling import plans, slots, timeline, turns
-from punctual.stores.status import ledger, patch
+from punctual.stores.status import conditions, ledger, patch
 
 logger = logging.getLogger(__name__)
 
@@ -155,7 +155,7 @@ class StatusStore(protocols.RunStore):
                 message=f"run due {timeline.rfc3339(scheduled_time)}: {not_ready}",
             )
         pending = self._ledger.pending.get(job)
-        if (pending is None or condition.type not in pending.conditions) and patch.has(
+        if (pending is None or condition.type not in pending.conditions) and conditions.has(
             self._known_status(job), condition
         ):
             return
@@ -179,7 +179,7 @@ class StatusStore(protocols.RunStore):
         every replica) to say nothing new.
         """
         pending = self._ledger.pending.get(job)
-        if (pending is None or condition.type not in pending.conditions) and patch.says(
+        if (pending is None or condition.type not in pending.conditions) and conditions.says(
             self._known_status(job), condition, generation=generation
         ):
             return
