@@ -20,10 +20,14 @@ from typing import Any
 
 from punctual.api import status_models, status_reader
 from punctual.contracts import records
+from punctual.scheduling import timeline
 from punctual.stores.status import ledger
 
 _NO_RUN_YET_MESSAGE = "no run has finished yet"
 """``LastRunSucceeded``'s message before any run has finished."""
+AT_GATE_MESSAGE = "the newest warm run checked had its pod at its gate at its scheduled time"
+"""WarmStartReady's message when True: the same every time, so a job whose warm runs are all
+ready costs no write for it after the first."""
 
 
 def says(current: Mapping[str, Any], condition: ledger.Condition, *, generation: int) -> bool:
@@ -44,6 +48,25 @@ def has(
         and known.get("reason") == condition.reason
         and known.get("message") == condition.message
         and (generation is None or known.get("observedGeneration") == generation)
+    )
+
+
+def warm_start_ready(scheduled_time: datetime, *, not_ready: str | None) -> ledger.Condition:
+    """``WarmStartReady`` after a warm run due at ``scheduled_time``: False
+    (``WarmStartNotReady``, ``not_ready`` the pod's reason) when its pod was not at its gate at
+    its time, True otherwise."""
+    if not_ready is None:
+        return ledger.Condition(
+            type=status_models.WARM_START_READY,
+            status=True,
+            reason=status_models.AT_GATE,
+            message=AT_GATE_MESSAGE,
+        )
+    return ledger.Condition(
+        type=status_models.WARM_START_READY,
+        status=False,
+        reason=status_models.WARM_START_NOT_READY,
+        message=f"run due {timeline.rfc3339(scheduled_time)}: {not_ready}",
     )
 
 
