@@ -9,7 +9,7 @@ from typing import Literal, get_args
 from punctual.api import planning
 from punctual.redis_io import connections as redis_connections
 from punctual.redis_io import replication
-from punctual.runtime import supervisor
+from punctual.runtime import sharding as sharding_
 from punctual.scheduling import durations, overlap
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.targets import addresses
@@ -75,7 +75,7 @@ class ReplicaSettings:
     sharding: bool = True
     """Each job scheduled by its owner and backup among the live replicas; False: by every
     replica (the slot lock alone picks the one that runs a slot)."""
-    backup_delay: timedelta = supervisor.BACKUP_DELAY
+    backup_delay: timedelta = sharding_.BACKUP_DELAY
     """How long after a slot its backup claims it, if the owner left it free."""
     membership_namespace: str = "default"
     """Where the replicas' membership Leases are (the operator's namespace)."""
