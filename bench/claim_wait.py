@@ -26,7 +26,7 @@ from localcluster import sentinel
 from localcluster.redis import LocalRedis
 from punctual.contracts import records
 from punctual.locks import redis as redis_lock
-from punctual.redis_io import connections, pipelines
+from punctual.redis_io import connections, replication
 from punctual.scheduling import slots
 
 JOB = slots.JobRef(namespace="bench", name="claims", uid="uid-1")
@@ -77,7 +77,7 @@ async def measure(url: str, arguments: argparse.Namespace) -> None:
             lock = redis_lock.RedisLock(
                 connection.client,
                 description=connection.description,
-                acknowledgement=pipelines.Acknowledgement(replicas=replicas),
+                acknowledgement=replication.Acknowledgement(replicas=replicas),
             )
             try:
                 await lone_claims(lock, 100)  # connections open, script loaded

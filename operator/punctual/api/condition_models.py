@@ -2,7 +2,7 @@
 and the model of one condition, following the Kubernetes API conventions.
 
 The controller writes Ready and Suspended (``punctual.controller.reconciler``), the status
-writer LastRunSucceeded and WarmStartReady (``punctual.stores.status.patch``); the status that
+writer LastRunSucceeded and WarmStartReady (``punctual.stores.status.conditions``); the status that
 holds them is ``punctual.api.status_models``'.
 """
 
@@ -19,7 +19,7 @@ SUSPENDED = "Suspended"
 """The condition that tells whether no new slots are scheduled (written by the controller)."""
 LAST_RUN_SUCCEEDED = "LastRunSucceeded"
 """The condition that tells whether the last run that started succeeded (written by the status
-writer, ``punctual.stores.status.patch``, from the runs it writes)."""
+writer, ``punctual.stores.status.conditions``, from the runs it writes)."""
 NO_RUN_YET = "NoRunYet"
 """LastRunSucceeded's reason, with status Unknown, until a run has finished."""
 WARM_START_READY = "WarmStartReady"

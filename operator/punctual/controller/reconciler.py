@@ -4,7 +4,8 @@ Every replica reconciles every object from its own watch stream; nothing here wr
 that another replica would have to undo (no finalizers, no handler progress). Which replica
 runs a slot is decided by the slot lock, not here. With sharding, the conditions and Events
 every replica would write alike are written by the job's owner only (the one that ``leads``
-it), and again by a new owner when the job moves to it.
+it), and again by a new owner when the job moves to it. The runs asked for by annotation
+(run-now, backfill) are handed to the scheduler by ``asked_runs``.
 """
 
 import logging
@@ -21,7 +22,7 @@ from punctual.api import (
     status_reader,
 )
 from punctual.contracts import protocols
-from punctual.controller import arming, calendars, failures, validation
+from punctual.controller import arming, asked_runs, calendars, failures, validation
 from punctual.kube import objects, resources
 from punctual.locks import health
 from punctual.runtime import job_loop, supervisor
@@ -77,10 +78,7 @@ class Reconciler:
         self._warnings = warnings
         self._seen: dict[slots.JobRef, arming.Seen] = {}
         self._pause = pause
-        self._run_now: dict[slots.JobRef, str] = {}
-        """The last ``punctual.dev/run-now`` token this replica acted on, per job."""
-        self._backfills: dict[slots.JobRef, str] = {}
-        """The last ``punctual.dev/backfill`` value this replica acted on, per job."""
+        self._asked = asked_runs.AskedRuns(scheduler)
         self._calendars = calendars.Calendars()
         self._failures: dict[slots.JobRef, int] = {}
         """``status.consecutiveFailures`` in the last version of each job this replica's watch
@@ -100,8 +98,9 @@ class Reconciler:
         ``punctual.dev/skip`` value, and on a new ``punctual.dev/run-now`` token or
         ``punctual.dev/backfill`` request."""
         await self._reconcile(body, inputs=self._inputs(body))
-        self._run_now_if_asked(body)
-        self._backfill_if_asked(body)
+        job = resources.job_ref(body)
+        for refused in self._asked.observe(body):
+            self._warn(job, reason=refused.reason, message=refused.message)
 
     def _inputs(self, body: resources.Body) -> _Inputs:
         return _Inputs(
@@ -234,8 +233,7 @@ class Reconciler:
         self._seen.pop(job, None)
         self._calendars.drop(job)
         self._failures.pop(job, None)
-        self._run_now.pop(job, None)
-        self._backfills.pop(job, None)
+        self._asked.forget(job)
         self._scheduling.pop(job, None)
         self._stopped.pop(job, None)
         self._store.forget(job)
@@ -251,51 +249,6 @@ class Reconciler:
             self._warn(job, reason="InvalidSkip", message=skipped)
             return frozenset()
         return skipped
-
-    def _run_now_if_asked(self, body: resources.Body) -> None:
-        """Run the job once more for a token this replica has not acted on, unless the object
-        says a replica took it already; every replica asks, the claim keyed by the token lets
-        one run it."""
-        job = resources.job_ref(body)
-        token = (body["metadata"].get("annotations") or {}).get(annotations.RUN_NOW)
-        if not isinstance(token, str) or self._run_now.get(job) == token:
-            return
-        self._run_now[job] = token
-        if status_reader.last_run_now_token(status_reader.of(body)) == token:
-            return  # taken already (before this replica started, or by another one)
-        problem = annotations.token_problem(annotations.RUN_NOW, token)
-        if problem is not None:
-            self._warn(job, reason="InvalidRunNow", message=problem)
-        elif not self._scheduler.run_now(job, token):
-            self._warn(
-                job,
-                reason="InvalidRunNow",
-                message=f"metadata.annotations[{annotations.RUN_NOW}]: the job is not "
-                "scheduled (see its Ready condition); nothing run",
-            )
-
-    def _backfill_if_asked(self, body: resources.Body) -> None:
-        """Start a backfill request this replica has not acted on, unless the object says a
-        replica took it already; every replica asks, the claim of the request lets one carry
-        it out."""
-        job = resources.job_ref(body)
-        value = (body["metadata"].get("annotations") or {}).get(annotations.BACKFILL)
-        if not isinstance(value, str) or self._backfills.get(job) == value:
-            return
-        self._backfills[job] = value
-        asked = annotations.parse_backfill(value)
-        if isinstance(asked, str):
-            self._warn(job, reason="InvalidBackfill", message=asked)
-            return
-        if status_reader.backfill_taken(status_reader.of(body), asked.token):
-            return  # taken already
-        problem = self._scheduler.backfill(job, asked)
-        if problem is not None:
-            self._warn(
-                job,
-                reason="InvalidBackfill",
-                message=f"metadata.annotations[{annotations.BACKFILL}]: {problem}; nothing run",
-            )
 
     def _warn(self, job: slots.JobRef, *, reason: str, message: str) -> None:
         """A Warning Event every replica would post alike: posted by the job's owner only."""

@@ -31,7 +31,14 @@ import redis.asyncio.client
 import redis.exceptions
 
 from punctual.contracts import protocols, records
-from punctual.redis_io import claim_notices, connections, lock_memory, pipelines, slot_keys
+from punctual.redis_io import (
+    claim_notices,
+    connections,
+    lock_memory,
+    pipelines,
+    replication,
+    slot_keys,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +86,7 @@ class RedisLock(pipelines.PipelinedClaims[_Claim]):
         password: str | None = None,
         owns_client: bool = True,
         scope: str | None = None,
-        acknowledgement: pipelines.Acknowledgement = pipelines.NO_WAIT,
+        acknowledgement: replication.Acknowledgement = replication.NO_WAIT,
         fails_over: bool = False,
     ) -> None:
         """Use ``client`` (which this lock then owns: ``close()`` closes it; with
@@ -147,7 +154,7 @@ class RedisLock(pipelines.PipelinedClaims[_Claim]):
             holder=claim.holder.encode(),
             slot_id=claim.slot_id,
             answer=asyncio.get_running_loop().create_future(),
-            ttl_ms=pipelines.ttl_millis(claim.ttl),
+            ttl_ms=replication.ttl_millis(claim.ttl),
             slot_ms=lock_memory.slot_millis(claim.slot),
         )
         if claim.backup is not None and self._scope is not None:

@@ -13,30 +13,8 @@ its connection is sent once more for each of its claims, each with a ``GET`` of 
 first attempt had landed, the key holds our holder and the slot is ours. Error messages carry
 the redacted URL only, and the password is scrubbed from the driver's text.
 
-Behind Sentinel (``fails_over``), a claim that fails again, or that a server answers as one in
-a failover does (``during_a_failover``), is not refused but held like an unacknowledged one,
-below: the failover is over in seconds, and the slot then runs late rather than missed (or is
-missed where its caller says it is too late). A claim lost twice after it landed is answered
-too: each check carries the ``GET``. A standalone server has no failover to wait for: such a
-claim fails closed at once, so that a server down is reported unavailable within the
-connection's timeouts; a claim lost twice after it landed then leaves its slot uncounted (the
-claim that would count it finds the key taken), a narrow case that holding it would close
-only by stalling every claim for as long as its key lives.
-
-Acknowledged claims (``Acknowledgement``, ``--redis-wait-replicas``): replication is
-asynchronous, so a claim a primary took may die with it, and the replica promoted in its place
-lets another replica claim the slot again. With ``replicas`` above 0 each round trip ends with
-``WAIT replicas timeout`` on the same connection: one more command per round trip, not per
-claim. A claim won in a round trip that fewer replicas acknowledged is not answered yet: it is
-in doubt, and checked again every ``RECHECK_AFTER`` seconds (its script sent again with a
-``GET`` of its key, as after a lost reply) until a round trip that is acknowledged answers it:
-won (the key survived with our holder, or was lost and is ours again) or lost (another replica
-claimed it after the failover). The caller waits meanwhile, and its lateness is the failover's.
-A claim in doubt for as long as its key lives (its TTL) fails closed: the key is gone by then,
-so the claims that count the slot missed later find it free. Not sooner, even past the slot's
-starting deadline: a claim that may have landed, given up while its key lives, would find the
-key taken when claimed again to be counted, and the slot would be neither run nor counted; a
-claim answered, however late, is counted missed by its caller if too late to run.
+Behind Sentinel, and with replicas acknowledging claims, a claim may be held in doubt rather
+than answered: ``replication`` says when and why.
 """
 
 import abc
@@ -47,7 +25,6 @@ import hashlib
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
 import redis.asyncio
@@ -55,6 +32,7 @@ import redis.asyncio.client
 import redis.exceptions
 
 from punctual.contracts import protocols
+from punctual.redis_io import replication
 
 logger = logging.getLogger(__name__)
 
@@ -69,54 +47,6 @@ RECHECK_AFTER = 0.5
 """Seconds between the checks of a claim in doubt: a Sentinel failover takes a few seconds."""
 
 _Answer = TypeVar("_Answer")
-
-
-def ttl_millis(ttl: timedelta) -> int:
-    """``ttl`` for ``PX``: whole milliseconds, rounded up, at least 1 (``PX 0`` is refused)."""
-    return max(1, -(-ttl // timedelta(milliseconds=1)))
-
-
-def during_a_failover(error: redis.exceptions.RedisError) -> bool:
-    """Whether ``error`` is what a claim meets while its server fails over (or restarts): no
-    connection, no reply in time, no primary named by the Sentinels, a server loading its data,
-    or one that is no primary taking writes yet (a demoted primary's ``READONLY``, a replica's
-    ``MASTERDOWN``, ``NOREPLICAS`` from one cut off from its replicas). It passes with the
-    failover, so the claim is checked again; wrong credentials, a full memory or a bad script
-    do not pass by themselves."""
-    if isinstance(
-        error, redis.exceptions.AuthenticationError | redis.exceptions.AuthorizationError
-    ):
-        return False
-    return isinstance(
-        error,
-        redis.exceptions.ConnectionError
-        | redis.exceptions.TimeoutError
-        | redis.exceptions.ReadOnlyError
-        | redis.exceptions.MasterDownError,
-    ) or str(error).startswith("NOREPLICAS")
-
-
-@dataclass(frozen=True, slots=True)
-class Acknowledgement:
-    """How many replicas must have a round trip's claims before they count (0: no ``WAIT``),
-    and how long the primary waits for them."""
-
-    replicas: int = 0
-    timeout: timedelta = timedelta(milliseconds=500)
-
-    def __post_init__(self) -> None:
-        if self.replicas < 0:
-            raise ValueError(f"replicas must be at least 0, got {self.replicas}")
-        if self.timeout <= timedelta():
-            raise ValueError(f"the timeout must be more than 0, got {self.timeout}")
-
-    @property
-    def timeout_ms(self) -> int:
-        return ttl_millis(self.timeout)
-
-
-NO_WAIT = Acknowledgement()
-"""No ``WAIT``: a standalone Redis, whose claims no replica could acknowledge."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -155,7 +85,7 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
         name: str,
         owns_client: bool = True,
         script: str = "",
-        acknowledgement: Acknowledgement = NO_WAIT,
+        acknowledgement: replication.Acknowledgement = replication.NO_WAIT,
         fails_over: bool = False,
     ) -> None:
         """Send through ``client`` (owned from now on: ``close()`` closes it; with
@@ -165,7 +95,7 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
         may go by (``EVALSHA`` of ``self._sha``), loaded again before claims that met
         ``NOSCRIPT`` go out again (``_script_missing``). ``acknowledgement``: the replicas a
         won claim waits for; ``fails_over``: the server is a primary behind Sentinel, whose
-        failover a claim waits for (both in the module's docstring)."""
+        failover a claim waits for (both in ``replication``'s docstring)."""
         self._script = script
         self._sha = hashlib.sha1(script.encode()).hexdigest()
         self._client = client
@@ -197,7 +127,7 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
         except redis.exceptions.RedisError as error:
             raise self._unavailable(None, error) from None
         if acknowledged < wanted:
-            raise self._unavailable(None, self._unacknowledged(acknowledged))
+            raise self._unavailable(None, self._acknowledgement.shortfall(acknowledged))
 
     async def close(self) -> None:
         """Stop sending (claims still waiting fail closed), then close the client and every
@@ -252,7 +182,7 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
         in doubt, to be checked again (``_doubt``), and is not answered now."""
         if self._acknowledged:
             return False
-        self._doubt(request, self._unacknowledged(None))
+        self._doubt(request, self._acknowledgement.shortfall(None))
         return True
 
     def _doubt(self, request: _Request, error: redis.exceptions.RedisError) -> None:
@@ -294,13 +224,6 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
             return
         self._queue.append(request)
         self._wake_sender()
-
-    def _unacknowledged(self, acknowledged: int | None) -> redis.exceptions.RedisError:
-        got = "" if acknowledged is None else f" ({acknowledged})"
-        return redis.exceptions.RedisError(
-            f"fewer than {self._acknowledgement.replicas} replicas acknowledged the write{got} "
-            f"within {self._acknowledgement.timeout_ms} ms"
-        )
 
     async def _before_sending_again(self) -> None:
         """Called before claims ``_settle`` returned False for go out again: loads the script
@@ -401,7 +324,7 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
         """Fail ``batch`` closed; a claim in doubt, or behind Sentinel one the failover of its
         server kept from an answer (``during_a_failover``), is checked again instead, unless
         closing."""
-        held = self._fails_over and during_a_failover(error)
+        held = self._fails_over and replication.during_a_failover(error)
         for request in batch:
             if (request.doubt_until is not None or held) and not self._closed:
                 self._doubt(request, error)

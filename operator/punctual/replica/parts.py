@@ -18,7 +18,7 @@ from punctual.locks import health, kubernetes, memory, metered, redis, redis_lea
 from punctual.redis_io import claim_notices
 from punctual.redis_io import connections as redis_connections
 from punctual.replica import settings as replica_settings
-from punctual.runtime import clocks, leases, supervisor
+from punctual.runtime import clocks, leases, sharding, supervisor
 from punctual.stores import events as event_store
 from punctual.stores import fanout
 from punctual.stores import logs as log_store
@@ -281,7 +281,7 @@ def start_scheduler(
         replica=settings.replica_id,
         stagger=settings.stagger,
         sharding=(
-            supervisor.Sharding(member=settings.replica_id, backup_delay=settings.backup_delay)
+            sharding.Sharding(member=settings.replica_id, backup_delay=settings.backup_delay)
             if settings.sharding
             else None
         ),

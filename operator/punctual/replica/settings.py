@@ -8,8 +8,8 @@ from typing import Literal, get_args
 
 from punctual.api import spec_bounds
 from punctual.redis_io import connections as redis_connections
-from punctual.redis_io import pipelines
-from punctual.runtime import supervisor
+from punctual.redis_io import replication
+from punctual.runtime import sharding as sharding_
 from punctual.scheduling import durations, overlap
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.targets import addresses
@@ -41,7 +41,7 @@ class ReplicaSettings:
     redis_wait_replicas: int = 0
     """The replicas that must have a claim (``WAIT``) before it counts; 0: none (a standalone
     Redis)."""
-    redis_wait_timeout: timedelta = pipelines.NO_WAIT.timeout
+    redis_wait_timeout: timedelta = replication.NO_WAIT.timeout
     """How long the primary waits for them; a claim they did not acknowledge is checked again."""
     stagger: timedelta = timedelta()
     """A fixed offset added to this replica's lock attempts."""
@@ -75,7 +75,7 @@ class ReplicaSettings:
     sharding: bool = True
     """Each job scheduled by its owner and backup among the live replicas; False: by every
     replica (the slot lock alone picks the one that runs a slot)."""
-    backup_delay: timedelta = supervisor.BACKUP_DELAY
+    backup_delay: timedelta = sharding_.BACKUP_DELAY
     """How long after a slot its backup claims it, if the owner left it free."""
     membership_namespace: str = "default"
     """Where the replicas' membership Leases are (the operator's namespace)."""
@@ -118,8 +118,8 @@ class ReplicaSettings:
             raise InvalidSpecError("--warm-start-gate-image", "must name an image")
 
     @property
-    def acknowledgement(self) -> pipelines.Acknowledgement:
-        return pipelines.Acknowledgement(
+    def acknowledgement(self) -> replication.Acknowledgement:
+        return replication.Acknowledgement(
             replicas=self.redis_wait_replicas, timeout=self.redis_wait_timeout
         )
 

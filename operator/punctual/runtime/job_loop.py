@@ -5,40 +5,31 @@ the loop does not drift. Deciding ends here and running begins in ``runs``, as A
 splits ``_process_schedules`` (what is due, and what to do with it) from ``_process_jobs``
 (running what was decided). Here: waiting toward each slot, which slots are due after a stall,
 a re-arm or a wall-clock jump, the missed-run policy and its starting deadline, which slots are
-given up (``runs`` claims them to count them once across replicas), and the order in which
-claims go out; for a target that arms slots ahead, waking its lead early for each slot. Each
-slot to run is made a firing (``firings.Firing``) and handed to ``runs.JobRuns`` with the
-``armed.Armed`` it was decided under; the
-concurrency policy is applied there, to the runs in flight when its claim lands. The loop never
-looks into a run, and waits for one only when catching up: a slow run never delays the next
-slot.
+given up (``passed_slots`` counts them, and the slots passed suspended or excluded, once across
+replicas), and the order in which claims go out; for a target that arms slots ahead, waking
+its lead early for each slot. Each slot to run is made a firing (``firings.Firing``) and handed
+to ``runs.JobRuns`` with the ``armed.Armed`` it was decided under; the concurrency policy is
+applied there, to the runs in flight when its claim lands. The loop never looks into a run, and
+waits for one only when catching up: a slow run never delays the next slot.
 """
 
 import asyncio
 import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Protocol
 
 from punctual.contracts import firings, protocols, records
 from punctual.runtime import armed as armed_
-from punctual.runtime import in_flight, notices, requests, runs, tasks, timers
+from punctual.runtime import in_flight, notices, passed_slots, requests, runs, tasks, timers
 from punctual.runtime import namespace_runs as namespace_runs_
 from punctual.scheduling import missed, plans, slots, timeline, windows
 
 logger = logging.getLogger(__name__)
 
-COUNT_STEPS = 1000
-"""Slots a cron schedule's count of overdue slots walks before the loop serves other jobs: a
-long outage of a schedule with seconds has hundreds of thousands of them."""
 NO_FUTURE_SLOTS = "NoFutureSlots"
 """Why a loop stopped: its schedule has no slot within the search limit of the last one."""
 ENDED = "Ended"
 """Why a loop stopped: the job's active window is over (``windows.has_ended``), as meant."""
-EXCLUDED_COUNT_EVERY = timedelta(minutes=1)
-"""How long after it passes an excluded slot is counted at most: the loop wakes this often
-while slots pass excluded, not at each of them."""
-_TICK = timedelta(microseconds=1)
 SCHEDULING_FAILED = "SchedulingFailed"
 """Why a loop stopped: an error no slot's decision expects (a bug): the job is not scheduled."""
 
@@ -97,6 +88,9 @@ class JobLoop:
         self._armed: armed_.Armed | None = None
         self._handled_through: datetime | None = None
         self._backing_up = False
+        self._passed = passed_slots.PassedSlots(
+            job=job, timer=timer, wall=wall, job_tasks=self._tasks, claims=self._runs.claims
+        )
         self._notices = notices.Notices(job=job, wall=wall, store=store)
         """Slots ahead whose owner said it claimed them (this loop a backup's)."""
 
@@ -242,58 +236,6 @@ class JobLoop:
             "more is scheduled",
         )
 
-    async def _due(
-        self,
-        count: "_Counts",
-        *,
-        after: datetime,
-        until: datetime,
-        keep: int = missed.GIVEN_UP_CLAIMS,
-    ) -> timeline.DueSlots:
-        """The slots ``count`` finds in ``(after, until]`` (a schedule's ``due_between``, the
-        plan's ``excluded_between``), counted ``COUNT_STEPS`` at a time with a turn of the
-        event loop in between: the other jobs wait for one step at most."""
-        due = count(after=after, until=until, keep=keep, steps=COUNT_STEPS)
-        while due.resume_after is not None:
-            await asyncio.sleep(0)
-            later = count(after=due.resume_after, until=until, keep=keep, steps=COUNT_STEPS)
-            due = timeline.combine(due, later, keep=keep)
-        return due
-
-    async def _count_passed(
-        self, passed: timeline.DueSlots, armed: armed_.Armed, *, reason: records.MissedReason
-    ) -> None:
-        """Count ``passed``, slots that are neither run nor missed (suspended, excluded), once
-        across replicas as missed slots are (``_count_missed``)."""
-        if passed.total:
-            decision = missed.give_up(passed.newest, total=passed.total)
-            await self._count_missed(decision, armed, reason=reason)
-
-    async def _count_excluded(
-        self,
-        armed: armed_.Armed,
-        *,
-        after: datetime,
-        until: datetime,
-        delay: timedelta | None = None,
-    ) -> None:
-        """Count the slots the plan's exclusions leave out in ``(after, until]``: at once, or
-        with ``delay`` (the job's offset and this replica's) as they pass, at most
-        ``EXCLUDED_COUNT_EVERY`` after each (an excluded week of a job every second is counted
-        a minute at a time, not at its end). Before the claim of the slot after them: a lock
-        that is a high-water mark (the kubernetes backend) takes claims in order."""
-        plan = armed.plan
-        if delay is None:
-            excluded = await self._due(plan.excluded_between, after=after, until=until)
-            await self._count_passed(excluded, armed, reason=records.MissedReason.EXCLUDED)
-            return
-        while (first := plan.first_excluded(after=after, until=until)) is not None:
-            through = min(until - _TICK, max(first, self._wall() - delay) + EXCLUDED_COUNT_EVERY)
-            await self._timer.wait_until(through + delay, namespace=self.job.namespace)
-            excluded = await self._due(plan.excluded_between, after=after, until=through)
-            await self._count_passed(excluded, armed, reason=records.MissedReason.EXCLUDED)
-            after = through
-
     async def _schedule(
         self,
         armed: armed_.Armed,
@@ -305,11 +247,11 @@ class JobLoop:
         plan = armed.plan
         cursor = resume_after
         if suspended_through is not None and suspended_through > cursor:
-            passed = await self._due(
+            passed = await self._passed.due(
                 plan.schedule.due_between, after=cursor, until=suspended_through
             )
-            await self._count_passed(passed, armed, reason=records.MissedReason.SUSPENDED)
-            await self._count_excluded(armed, after=cursor, until=suspended_through)
+            await self._passed.count_passed(passed, armed, reason=records.MissedReason.SUSPENDED)
+            await self._passed.count_excluded(armed, after=cursor, until=suspended_through)
             cursor = suspended_through
         self._handled_through = cursor
         keep = missed.keep_for(plan.missed_runs)
@@ -330,7 +272,7 @@ class JobLoop:
             firing = firings.scheduled(self.job, upcoming, plan)
             if not self._backing_up:  # a backup seldom runs a slot: that run does the work
                 self._runs.prepare(firing, armed)
-            await self._count_excluded(armed, after=cursor, until=upcoming, delay=delay)
+            await self._passed.count_excluded(armed, after=cursor, until=upcoming, delay=delay)
             waited = upcoming + wake_delay > self._wall()
             await self._timer.wait_until(upcoming + wake_delay, namespace=self.job.namespace)
             now = self._wall() - delay  # on the job's own timeline, like the deadline
@@ -343,7 +285,9 @@ class JobLoop:
                     decision = missed.give_up((upcoming,), total=1)
                 newest = upcoming
             else:  # re-armed behind, stalled or the wall clock jumped: the missed-run policy
-                due = await self._due(plan.schedule.due_between, after=cursor, until=now, keep=keep)
+                due = await self._passed.due(
+                    plan.schedule.due_between, after=cursor, until=now, keep=keep
+                )
                 if not due.total:
                     continue
                 decision = missed.decide(
@@ -351,9 +295,9 @@ class JobLoop:
                 )
                 newest = due.newest[-1]
                 following = _at(plan.schedule.next_after(newest))
-                await self._count_excluded(armed, after=max(cursor, upcoming), until=newest)
+                await self._passed.count_excluded(armed, after=max(cursor, upcoming), until=newest)
             if decision.given_up:
-                await self._count_missed(decision, armed)
+                await self._passed.count_missed(decision, armed)
             run = (
                 self._notices.unnoticed(decision.run, through=newest)
                 if self._notices
@@ -372,28 +316,6 @@ class JobLoop:
                 self._run_out(plan.schedule, cursor)
                 return
             upcoming = following
-
-    async def _count_missed(
-        self,
-        decision: missed.Decision,
-        armed: armed_.Armed,
-        *,
-        reason: records.MissedReason = records.MissedReason.SLOTS_MISSED,
-    ) -> None:
-        """Count the slots given up once across replicas (``JobClaims.count_missed``): in a task
-        of the job's own, so that what is won is counted even when the loop is cancelled."""
-        await asyncio.shield(
-            self._tasks.spawn(
-                self._runs.claims.count_missed(decision, armed, reason=reason),
-                name=f"count missed of {self.job.namespace}/{self.job.name}",
-            )
-        )
-
-
-class _Counts(Protocol):
-    def __call__(
-        self, *, after: datetime, until: datetime, keep: int, steps: int | None = None
-    ) -> timeline.DueSlots: ...
 
 
 def _at(occurrence: timeline.Occurrence | None) -> datetime | None:

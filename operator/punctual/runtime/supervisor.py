@@ -1,7 +1,7 @@
 """Many job loops on one event loop, sharing one wall-clock timer, with bounded shutdown.
 
-With ``Sharding``, only the jobs this replica owns or backs up among the live members
-(``scheduling.ownership``) are scheduled here: the owner claims each slot when due, the backup
+With ``sharding.Sharding``, only the jobs this replica owns or backs up among the live members
+(``sharding.Roles``) are scheduled here: the owner claims each slot when due, the backup
 ``backup_delay`` later (it wins only a slot the owner left free), the others not at all. A
 membership change re-arms only the jobs whose role here changed.
 
@@ -23,17 +23,8 @@ from datetime import datetime, timedelta
 
 from punctual.contracts import protocols, records
 from punctual.runtime import job_loop, namespace_runs, tasks, timers
+from punctual.runtime import sharding as sharding_
 from punctual.scheduling import overlap, ownership, plans, slots
-
-BACKUP_DELAY = timedelta(milliseconds=250)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Sharding:
-    """This replica's name among the members, and how long after a slot a backup claims it."""
-
-    member: str
-    backup_delay: timedelta = BACKUP_DELAY
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,7 +59,7 @@ class Supervisor:
         replica: str,
         stagger: timedelta = timedelta(),
         grace: timedelta = timedelta(seconds=10),
-        sharding: Sharding | None = None,
+        sharding: sharding_.Sharding | None = None,
         max_runs_in_flight_per_namespace: int = overlap.MAX_RUNS_IN_FLIGHT_PER_NAMESPACE,
         leases: protocols.HoldsRuns | None = None,
     ) -> None:
@@ -83,14 +74,8 @@ class Supervisor:
         self._stagger = stagger
         self._grace = grace
         self._jobs: dict[slots.JobRef, _Job] = {}
-        self._sharding = sharding
-        self._members = frozenset({sharding.member}) if sharding is not None else frozenset()
-        self._backed_up: dict[str, slots.JobRef] = {}
-        """An index of ``_jobs``: the jobs backed up here, by uid (what claim notices name)."""
-        self._held: set[slots.JobRef] = set()
-        """An index of ``_jobs``: the jobs owned or backed up here; ``armed`` copies it in one
-        step (the metrics server reads it from its own thread while the event loop changes
-        it)."""
+        self._roles = sharding_.Roles(sharding) if sharding is not None else None
+        """With sharding, the role here of each job kept (an index of ``_jobs``)."""
         self._stopped_listeners: list[job_loop.Stopped] = []
 
     def when_stopped(self, listener: job_loop.Stopped) -> None:
@@ -104,31 +89,32 @@ class Supervisor:
     @property
     def armed(self) -> frozenset[slots.JobRef]:
         """The jobs scheduled here (with sharding: those this replica owns or backs up)."""
-        if self._sharding is None:
+        if self._roles is None:
             return frozenset(self._jobs)
-        return frozenset(self._held)
+        return self._roles.held
 
     def leads(self, job: slots.JobRef) -> bool:
         """Whether this replica writes what every replica would say of ``job`` (its conditions,
         its Events): its owner, or every replica without sharding."""
-        if self._sharding is None:
+        if self._roles is None:
             return True
         return self._role(job) == ownership.Role.OWNER
 
     def members_changed(self, members: frozenset[str]) -> list[slots.JobRef]:
         """The live members are now ``members``: re-arm only the jobs whose role changed.
         Returns the jobs this replica owns now and did not before."""
-        if self._sharding is None:
+        roles = self._roles
+        if roles is None:
             return []
-        self._members = members | {self._sharding.member}
+        roles.members_changed(members)
         led = []
         for job, known in list(self._jobs.items()):
             if known.request is None:
                 continue
             before = known.role or ownership.Role.NONE
-            shares = self._shares(job)
-            if self._role(job, shares) != before:
-                self._apply(job, known.request, before=before)
+            shares = roles.shares(job)
+            if roles.role(job, shares) != before:
+                self._apply(job, known.request, roles, before=before)
                 if known.role == ownership.Role.OWNER:
                     led.append(job)
             elif before == ownership.Role.OWNER and known.loop is not None:  # a new backup?
@@ -137,7 +123,7 @@ class Supervisor:
 
     def claimed(self, notice: records.ClaimNotice) -> bool:
         """``protocols.ClaimNotices``: the owner of a job backed up here claimed a slot."""
-        job = self._backed_up.get(notice.uid)
+        job = self._roles.backed_up(notice.uid) if self._roles is not None else None
         loop = self._loop_of(job) if job is not None else None
         return loop is not None and loop.notice(notice.slot)
 
@@ -174,7 +160,8 @@ class Supervisor:
             suspended_through=suspended_through,
             lock=lock,
         )
-        if self._sharding is None:
+        roles = self._roles
+        if roles is None:
             self._loop(job).arm(
                 plan,
                 executor,
@@ -184,7 +171,7 @@ class Supervisor:
             )
             return
         self._jobs.setdefault(job, _Job()).request = request
-        role = self._assign(job)
+        role = self._assign(job, roles)
         if role == ownership.Role.NONE:
             loop = self._loop_of(job)
             if loop is not None:
@@ -196,54 +183,45 @@ class Supervisor:
             resume_after=resume_after,
             suspended_through=suspended_through,
             lock=lock,
-            delay=self._delay(role),
+            delay=roles.delay(role),
         )
 
     def _elsewhere(self, job: slots.JobRef) -> bool:
         """Whether ``job`` is scheduled, by other replicas only (sharding)."""
         known = self._jobs.get(job)
-        return known is not None and known.request is not None and job not in self._held
+        return (
+            known is not None
+            and known.request is not None
+            and self._roles is not None
+            and not self._roles.holds(job)
+        )
 
-    def _role(self, job: slots.JobRef, shares: ownership.Shares | None = None) -> ownership.Role:
-        sharding = self._sharding
-        if sharding is None:
-            return ownership.Role.OWNER
-        return (shares or self._shares(job)).role_of(sharding.member)
+    def _role(self, job: slots.JobRef) -> ownership.Role:
+        return ownership.Role.OWNER if self._roles is None else self._roles.role(job)
 
-    def _shares(self, job: slots.JobRef) -> ownership.Shares:
-        found = ownership.shares(job.uid, self._members)
-        if found is None:  # never: this replica always counts itself a member
-            raise RuntimeError("no members")
-        return found
-
-    def _assign(self, job: slots.JobRef) -> ownership.Role:
+    def _assign(self, job: slots.JobRef, roles: sharding_.Roles) -> ownership.Role:
         """Record ``job``'s role here now; its loop (made if need be) told whom to tell."""
-        shares = self._shares(job)
-        role = self._jobs.setdefault(job, _Job()).role = self._role(job, shares)
-        if role == ownership.Role.NONE:
-            self._held.discard(job)
-        else:
-            self._held.add(job)
-        if role == ownership.Role.BACKUP:
-            self._backed_up[job.uid] = job
-        else:
-            self._backed_up.pop(job.uid, None)
+        shares = roles.shares(job)
+        role = self._jobs.setdefault(job, _Job()).role = roles.role(job, shares)
+        roles.record(job, role)
         loop = self._loop(job) if role != ownership.Role.NONE else self._loop_of(job)
         if loop is not None:
             loop.tell(shares.backup if role == ownership.Role.OWNER else None)
         return role
 
-    def _delay(self, role: ownership.Role) -> timedelta:
-        if self._sharding is None or role != ownership.Role.BACKUP:
-            return timedelta()
-        return self._sharding.backup_delay
-
-    def _apply(self, job: slots.JobRef, request: _Request, *, before: ownership.Role) -> None:
+    def _apply(
+        self,
+        job: slots.JobRef,
+        request: _Request,
+        roles: sharding_.Roles,
+        *,
+        before: ownership.Role,
+    ) -> None:
         """Arm or stop ``job`` for its new role. Owner and backup swap on from the slot the
         loop dealt with last (no slot between them is dropped); a job new here starts from
         now (the slots before were its former owner's and backup's, who are still armed,
         unless both are gone at once)."""
-        role = self._assign(job)
+        role = self._assign(job, roles)
         loop = self._loop_of(job)
         if role == ownership.Role.NONE:
             if loop is not None:
@@ -261,7 +239,7 @@ class Supervisor:
             resume_after=resume_after,
             suspended_through=suspended_through,
             lock=request.lock,
-            delay=self._delay(role),
+            delay=roles.delay(role),
         )
 
     def _loop_of(self, job: slots.JobRef) -> job_loop.JobLoop | None:
@@ -320,8 +298,8 @@ class Supervisor:
         after it are the ones the suspension missed.
         """
         known = self._jobs.get(job)
-        self._held.discard(job)
-        self._backed_up.pop(job.uid, None)
+        if self._roles is not None:
+            self._roles.drop(job)
         if known is None or known.loop is None:
             return None
         role = known.role or ownership.Role.OWNER
@@ -343,8 +321,8 @@ class Supervisor:
     def _forget(self, job: slots.JobRef) -> job_loop.JobLoop | None:
         """Forget all that is kept of ``job``; its loop, if it had one, to close."""
         known = self._jobs.pop(job, None)
-        self._held.discard(job)
-        self._backed_up.pop(job.uid, None)
+        if self._roles is not None:
+            self._roles.drop(job)
         return None if known is None else known.loop
 
     async def shutdown(self, *, hand_over: bool = False) -> None:

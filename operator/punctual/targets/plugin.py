@@ -14,7 +14,7 @@ from typing import Protocol
 from punctual.api import models
 from punctual.contracts import protocols
 from punctual.kube import client, secrets
-from punctual.redis_io import connections, pipelines
+from punctual.redis_io import connections, replication
 from punctual.scheduling import slots
 from punctual.targets import addresses
 
@@ -55,7 +55,7 @@ class Resources:
     """The addresses no target reaches (the API server's among them) and the allowlist."""
     redis: connections.Connection | None = None
     """The operator's one Redis client (``--redis-url``), shared; ``None``: it has none."""
-    acknowledgement: pipelines.Acknowledgement = pipelines.NO_WAIT
+    acknowledgement: replication.Acknowledgement = replication.NO_WAIT
     """The Redis replicas that must have a claim before it counts."""
     warm_start_reports: protocols.WarmStartReports | None = None
     """Where a warm start's check at each slot goes (the status and Event writers)."""

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from punctual.api import spec_bounds
-from punctual.cli import run
-from punctual.redis_io import pipelines
+from punctual.cli import run, run_flags
+from punctual.redis_io import replication
 from punctual.replica import settings as replica_settings
 from punctual.scheduling.errors import InvalidSpecError
 
@@ -20,13 +20,13 @@ from punctual.scheduling.errors import InvalidSpecError
 def settings(*argv: str) -> replica_settings.ReplicaSettings:
     parser = argparse.ArgumentParser()
     run.register(parser.add_subparsers())
-    return run._settings(parser.parse_args(["run", *argv]))
+    return run_flags.settings(parser.parse_args(["run", *argv]))
 
 
 @pytest.fixture(autouse=True)
 def outside_a_pod(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("POD_NAMESPACE", raising=False)
-    monkeypatch.setattr(run, "SERVICE_ACCOUNT_NAMESPACE", tmp_path / "no-service-account")
+    monkeypatch.setattr(run_flags, "SERVICE_ACCOUNT_NAMESPACE", tmp_path / "no-service-account")
 
 
 class TestSharding:
@@ -72,7 +72,7 @@ class TestTheMembershipNamespace:
         if service_account is not None:
             mounted = tmp_path / "namespace"
             mounted.write_text(f"{service_account}\n")
-            monkeypatch.setattr(run, "SERVICE_ACCOUNT_NAMESPACE", mounted)
+            monkeypatch.setattr(run_flags, "SERVICE_ACCOUNT_NAMESPACE", mounted)
 
         assert settings(*argv).membership_namespace == expected
 
@@ -187,17 +187,17 @@ class TestConnectionsPerNamespace:
 
 class TestTheReplicasAClaimWaitsFor:
     def test_are_none_by_default_a_standalone_redis(self) -> None:
-        assert settings().acknowledgement == pipelines.Acknowledgement(
+        assert settings().acknowledgement == replication.Acknowledgement(
             replicas=0, timeout=timedelta(milliseconds=500)
         )
         assert (
-            replica_settings.ReplicaSettings(replica_id="r1").acknowledgement == pipelines.NO_WAIT
+            replica_settings.ReplicaSettings(replica_id="r1").acknowledgement == replication.NO_WAIT
         )
 
     def test_are_taken_from_the_options(self) -> None:
         chosen = settings("--redis-wait-replicas=1", "--redis-wait-timeout=200ms")
 
-        assert chosen.acknowledgement == pipelines.Acknowledgement(
+        assert chosen.acknowledgement == replication.Acknowledgement(
             replicas=1, timeout=timedelta(milliseconds=200)
         )
 

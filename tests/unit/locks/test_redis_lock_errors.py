@@ -14,7 +14,7 @@ import redis.exceptions
 
 from punctual.contracts import protocols, records
 from punctual.locks import redis as redis_lock
-from punctual.redis_io import lock_memory, pipelines, slot_keys
+from punctual.redis_io import lock_memory, pipelines, replication, slot_keys
 from punctual.scheduling import slots
 
 JOB = slots.JobRef(namespace="reports", name="nightly", uid="5f0c1d2e-0000-4000-8000-00000000abcd")
@@ -156,7 +156,7 @@ def lock_on(
         client,  # type: ignore[arg-type]  # the subset of redis.asyncio.Redis the lock uses
         description="redis://:***@redis:6379/0",
         password=PASSWORD,
-        acknowledgement=pipelines.Acknowledgement(replicas=wait_for),
+        acknowledgement=replication.Acknowledgement(replicas=wait_for),
         fails_over=behind_sentinel,
     )
 

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 from runtime_doubles import JOB, LOOPTIME, FakeWall, Target, at, ats
 
-from punctual.runtime import job_loop
+from punctual.runtime import job_loop, passed_slots
 from punctual.runtime.supervisor import Supervisor
 from punctual.scheduling import cron, interval, missed, plans, timeline, windows
 from punctual.stores.memory import MemoryStore
@@ -143,7 +143,7 @@ class TestALongOutageOfACronSchedule:
         plan = plans.JobPlan(
             schedule=every_second, missed_runs=missed.MissedRuns(policy=missed.MissedRunPolicy.SKIP)
         )
-        outage = 3 * job_loop.COUNT_STEPS + 5
+        outage = 3 * passed_slots.COUNT_STEPS + 5
         turns = 0
 
         async def other_job() -> None:

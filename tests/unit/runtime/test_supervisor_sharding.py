@@ -19,7 +19,8 @@ from runtime_doubles import LOOPTIME, SECOND, FakeWall, Target, at, every
 from punctual.contracts import records
 from punctual.locks.memory import MemoryLock
 from punctual.runtime import notices
-from punctual.runtime.supervisor import Sharding, Supervisor
+from punctual.runtime.sharding import Sharding
+from punctual.runtime.supervisor import Supervisor
 from punctual.scheduling import ownership, slots
 from punctual.stores.memory import MemoryStore
 

@@ -9,8 +9,10 @@ other's counts, and a write that may have landed is not counted twice.
 
 Belongs here, one concept a module: ``ledger`` (what is pending per job, and its trimming to
 what a status shows), ``patch`` (the merge patch composed from the current status and the
-pending, through the status models of ``punctual.api.status_models``), ``writer``
-(``StatusStore``: pacing, the write loop, preconditions and writes in doubt).
+pending, through the status models of ``punctual.api.status_models``), ``conditions``
+(the conditions merged, ``LastRunSucceeded`` derived from the runs), ``write_pacing`` (which
+jobs each tick writes), ``writer`` (``StatusStore``: the write loop, preconditions, writes in
+doubt and the last flush).
 
 Does not belong here: reading and patching the object (``punctual.kube.status_api``), Warning
 Events about runs (``punctual.stores.events``, a run store of its own), metrics
@@ -19,10 +21,10 @@ Events about runs (``punctual.stores.events``, a run store of its own), metrics
 Other packages use the names below, from this package, whichever module holds them.
 """
 
-from punctual.stores.status import ledger, writer
+from punctual.stores.status import conditions, ledger, write_pacing, writer
 
-ACTIVE_HEARTBEAT = writer.ACTIVE_HEARTBEAT
-AT_GATE_MESSAGE = writer.AT_GATE_MESSAGE
-MIN_BATCH = writer.MIN_BATCH
+ACTIVE_HEARTBEAT = write_pacing.ACTIVE_HEARTBEAT
+AT_GATE_MESSAGE = conditions.AT_GATE_MESSAGE
+MIN_BATCH = write_pacing.MIN_BATCH
 Condition = ledger.Condition
 StatusStore = writer.StatusStore

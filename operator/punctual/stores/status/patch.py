@@ -13,13 +13,7 @@ That status is outside input: whoever may write ``scheduledjobs/status`` can put
 the API server's schema accepts. It is read by wire name and leniently: what this operator
 cannot read counts as absent, and the write replaces it.
 
-``LastRunSucceeded`` is no condition the controller sets but one this module derives from
-``lastRun`` (the newest run that started, of any replica): a write that makes one of its runs the
-new ``lastRun`` states it (True for Succeeded; False, its reason the result, for Failed,
-TimedOut, Lost), and a write onto a status without it states it from the ``lastRun`` there, or
-Unknown (``NoRunYet``) before any. Skipped and missed slots never ran: they leave it as it is. It
-goes out with the run records that make it, in the writes that carry them (coalesced, or a
-kubernetes lock's claim): never a write of its own, never an urgent one.
+The conditions it states, ``LastRunSucceeded`` among them, are merged by ``conditions``.
 """
 
 import collections
@@ -29,10 +23,10 @@ from typing import Any
 
 import pydantic
 
-from punctual.api import condition_models, status_models, status_reader
+from punctual.api import status_models, status_reader
 from punctual.contracts import records
 from punctual.scheduling import plans, timeline
-from punctual.stores.status import ledger
+from punctual.stores.status import conditions, ledger
 
 _COUNTED = {
     records.RunResult.SUCCEEDED: "succeeded",
@@ -61,7 +55,6 @@ _STATED = {
 }
 """The fields of ``status_models.ScheduledJobStatus`` that a write states outright (the others
 merge this replica's entries with those already there)."""
-_NO_RUN_YET_MESSAGE = "no run has finished yet"
 _EARLIEST = datetime.min.replace(tzinfo=UTC)
 
 
@@ -105,11 +98,11 @@ def compose(
     newest_run = _newest([run for run in new_runs if status_reader.final(run["result"])])
     last_run = _newest([current.get("lastRun"), newest_run])
     updates = [(update, pending.observed_generation) for update in pending.conditions.values()]
-    health = _last_run_condition(
+    health = conditions.last_run_condition(
         current, last_run, fresh=newest_run is not None and last_run is newest_run
     )
     if health is not None:
-        updates.append((health, _stated_generation(current, pending)))
+        updates.append((health, conditions.stated_generation(current, pending)))
     merged = {
         "recent_runs": _recent([*new_runs, *status_reader.entries(current, "recentRuns")], history),
         "active": [
@@ -123,7 +116,7 @@ def compose(
         "last_run": last_run,
         "last_successful_time": _max_text([current.get("lastSuccessfulTime"), *succeeded]),
         "conditions": (
-            _merge_conditions(status_reader.entries(current, "conditions"), updates, now=now)
+            conditions.merge(status_reader.entries(current, "conditions"), updates, now=now)
             if updates
             else None
         ),
@@ -157,27 +150,6 @@ def shows(current: Mapping[str, Any], batch: ledger.Pending) -> bool:
 def shows_schedule(current: Mapping[str, Any], text: str) -> bool:
     """Whether ``current`` shows the schedule ``text`` (none at all, for the empty text)."""
     return (current.get("schedule") or "") == text
-
-
-def says(current: Mapping[str, Any], condition: ledger.Condition, *, generation: int) -> bool:
-    """Whether ``current`` has ``condition`` as it is, for ``generation``."""
-    if current.get("observedGeneration") != generation:
-        return False
-    return has(current, condition, generation=generation)
-
-
-def has(
-    current: Mapping[str, Any], condition: ledger.Condition, *, generation: int | None = None
-) -> bool:
-    """Whether ``current`` has ``condition`` as it is (and, given one, for ``generation``)."""
-    known = status_reader.condition(current, condition.type)
-    return bool(
-        known is not None
-        and known.get("status") == _condition_status(condition)
-        and known.get("reason") == condition.reason
-        and known.get("message") == condition.message
-        and (generation is None or known.get("observedGeneration") == generation)
-    )
 
 
 def _run_entry(record: records.RunRecord) -> dict[str, Any]:
@@ -262,85 +234,6 @@ def _consecutive_failures(current: Mapping[str, Any], pending: ledger.Pending) -
             count = count + 1 if record.result.failed else 0
             changed = True
     return count if changed else None
-
-
-def _last_run_condition(
-    current: Mapping[str, Any], last_run: Mapping[str, Any] | None, *, fresh: bool
-) -> ledger.Condition | None:
-    """``LastRunSucceeded`` as this write states it, from ``last_run`` (the ``lastRun`` it
-    leaves), or None to leave it as ``current`` has it: it changes only when the write carries
-    the new ``lastRun`` (``fresh``), or is stated at all when ``current`` lacks it."""
-    if not fresh and (
-        status_reader.condition(current, condition_models.LAST_RUN_SUCCEEDED) is not None
-    ):
-        return None
-    if last_run is None:
-        return ledger.Condition(
-            type=condition_models.LAST_RUN_SUCCEEDED,
-            status=None,
-            reason=condition_models.NO_RUN_YET,
-            message=_NO_RUN_YET_MESSAGE,
-        )
-    result = last_run.get("result")
-    if not status_reader.final(result):  # a hand-written lastRun this operator does not read
-        return None
-    return ledger.Condition(
-        type=condition_models.LAST_RUN_SUCCEEDED,
-        status=result == records.RunResult.SUCCEEDED,
-        reason=str(result),
-        message=_bounded(str(last_run.get("message") or "")),
-    )
-
-
-def _stated_generation(current: Mapping[str, Any], pending: ledger.Pending) -> int | None:
-    """The generation a write states: the one it sets, or the one the status has."""
-    if pending.observed_generation is not None:
-        return pending.observed_generation
-    known = current.get("observedGeneration")
-    return known if status_reader.whole(known) else None
-
-
-def _bounded(message: str) -> str:
-    """``message`` cut to what a condition's message may hold (a run's message has no limit)."""
-    limit = condition_models.CONDITION_MESSAGE_MAX
-    return message if len(message) <= limit else message[: limit - 1] + "…"
-
-
-def _merge_conditions(
-    current: list[Mapping[str, Any]],
-    updates: Iterable[tuple[ledger.Condition, int | None]],
-    *,
-    now: datetime,
-) -> list[dict[str, Any]]:
-    """``current`` with ``updates`` (each with the generation it was computed from) in place."""
-    merged = {condition["type"]: dict(condition) for condition in current}
-    for update, generation in updates:
-        status = _condition_status(update)
-        previous = merged.get(update.type)
-        since = None
-        if previous is not None and previous.get("status") == status:
-            # The transition time stays while the status does; one this operator cannot read
-            # counts as absent, and the condition is restated from now.
-            since = status_reader.instant(previous.get("lastTransitionTime"))
-        merged[update.type] = condition_models.Condition(
-            type=update.type,
-            status=status,
-            reason=update.reason,
-            message=update.message,
-            last_transition_time=since or now.replace(microsecond=0),
-            observed_generation=generation,
-        ).model_dump(mode="json", exclude_none=True)
-    return list(merged.values())
-
-
-def _condition_status(condition: ledger.Condition) -> condition_models.ConditionStatus:
-    if condition.status is None:
-        return condition_models.ConditionStatus.UNKNOWN
-    return (
-        condition_models.ConditionStatus.TRUE
-        if condition.status
-        else condition_models.ConditionStatus.FALSE
-    )
 
 
 def _wire(model: type[pydantic.BaseModel], name: str) -> str:

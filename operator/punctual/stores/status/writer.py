@@ -1,18 +1,6 @@
-"""The status writer: ``StatusStore``, when each job's status is written, and how.
+"""The status writer: ``StatusStore``, how each job's status is written.
 
-Pacing: a job's status is written only when there is something new to say (a run, a skip, a
-miss, a condition change), at most once per ``interval`` per job (default 5 s); condition
-changes go at the next tick. ``LastRunSucceeded`` is not such a change: ``patch`` derives it from
-the runs a write carries, so it goes out with them, paced as they are (a flapping job's every
-run would otherwise be an urgent write). A 1-second job therefore costs one status write per 5
-seconds per replica that ran it, not one per run. And one replica writes at most
-``writes_per_second`` statuses (default 100), whatever the number of jobs: the API server's load
-(and every replica's, which sees each write as a watch event) is bounded. With more jobs than
-that rate allows, each job's status is written less often than ``interval`` (10,000 jobs: every
-100 s), condition changes first; what is pending meanwhile is coalesced by the ledger. The
-writes a tick starts are handed out in turns across namespaces (``turns.FairTurns``), so a
-namespace with 10,000 jobs waits for its own writes, and another's job is written within a
-tick of its interval.
+Pacing: which jobs each tick writes, and how many, is ``write_pacing``'s.
 
 The kubernetes slot lock's claim is a status write of its own, one per slot: it carries what
 this replica has pending for the job (``carry``), so with that backend status rides along at
@@ -34,32 +22,22 @@ import collections
 import contextlib
 import functools
 import logging
-import math
 from collections.abc import Callable, Coroutine, Iterator, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from punctual.aio import pacing
-from punctual.api import condition_models, status_reader
+from punctual.api import status_reader
 from punctual.contracts import protocols, records
 from punctual.kube import objects, status_api
-from punctual.scheduling import plans, slots, timeline, turns
-from punctual.stores.status import ledger, patch
+from punctual.scheduling import plans, slots
+from punctual.stores.status import conditions, ledger, patch, write_pacing
 
 logger = logging.getLogger(__name__)
 
-MIN_BATCH = 4
-"""Writes a tick may start whatever the spread (a few writes at once cost nothing)."""
-ACTIVE_HEARTBEAT = 30.0
-"""Seconds: a run in progress is stated again at least this often, with a fresh
-``heartbeatTime``, so that a heartbeat older than this tells users its replica stopped."""
 LAST_FLUSH = timedelta(seconds=3)
 """How long the last flush, at a replica's stop, may write: a replica with 10,000 jobs has
 nearly all of them pending (each written every 100 s at 100 writes a second), more than the
 API server takes in the few seconds a stop may last."""
-AT_GATE_MESSAGE = "the newest warm run checked had its pod at its gate at its scheduled time"
-"""WarmStartReady's message when True: the same every time, so a job whose warm runs are all
-ready costs no write for it after the first."""
 
 
 class StatusStore(protocols.RunStore):
@@ -85,30 +63,36 @@ class StatusStore(protocols.RunStore):
         self._cache = cache
         self._replica = replica
         self._wall = wall
-        self._interval = interval.total_seconds()
         self._tick = tick.total_seconds()
         self._last_flush = last_flush.total_seconds()
         self._concurrency = concurrency
         self._writers = asyncio.Semaphore(concurrency)
-        self._allowance = pacing.Allowance(rate=writes_per_second, tick=self._tick)
-        self._turns = turns.FairTurns()
         self._clock = clock or (lambda: asyncio.get_running_loop().time())
         self._ledger = ledger.Ledger(replica=replica, clock=self._clock)
-        self._stated: dict[slots.JobRef, float] = {}
-        """When each job's runs in progress were last written (``_clock``)."""
-        self._next_heartbeat = 0.0
+        self._pacing = write_pacing.WritePacing(
+            ledger=self._ledger,
+            interval=interval.total_seconds(),
+            tick=self._tick,
+            writes_per_second=writes_per_second,
+        )
         self._closing = False
         self._writing: set[asyncio.Task[None]] = set()
         """The writes in flight (each tick's, the last flush's)."""
         self._cutting: asyncio.TimerHandle | None = None
         """Cuts every write still in flight ``last_flush`` after the close."""
         self._cut_passed = False
-        self.backlog = 0
+
+    @property
+    def backlog(self) -> int:
         """Jobs with a status write pending, as of the last second's tick (for metrics: read
         from any thread)."""
-        self.lag = 0.0
+        return self._pacing.backlog
+
+    @property
+    def lag(self) -> float:
         """Seconds since the oldest pending write became pending, as of the same tick (0: none
         is)."""
+        return self._pacing.lag
 
     # The RunStore seam: called by the scheduler, never blocks.
 
@@ -140,22 +124,9 @@ class StatusStore(protocols.RunStore):
         """``WarmStartReady``: False (``WarmStartNotReady``, the pod's reason) for a warm run
         whose pod was not at its gate at its time, True again at the next one that was; written
         only where the object does not say it already (a job warm and ready says it once)."""
-        if not_ready is None:
-            condition = ledger.Condition(
-                type=condition_models.WARM_START_READY,
-                status=True,
-                reason=condition_models.AT_GATE,
-                message=AT_GATE_MESSAGE,
-            )
-        else:
-            condition = ledger.Condition(
-                type=condition_models.WARM_START_READY,
-                status=False,
-                reason=condition_models.WARM_START_NOT_READY,
-                message=f"run due {timeline.rfc3339(scheduled_time)}: {not_ready}",
-            )
+        condition = conditions.warm_start_ready(scheduled_time, not_ready=not_ready)
         pending = self._ledger.pending.get(job)
-        if (pending is None or condition.type not in pending.conditions) and patch.has(
+        if (pending is None or condition.type not in pending.conditions) and conditions.has(
             self._known_status(job), condition
         ):
             return
@@ -179,7 +150,7 @@ class StatusStore(protocols.RunStore):
         every replica) to say nothing new.
         """
         pending = self._ledger.pending.get(job)
-        if (pending is None or condition.type not in pending.conditions) and patch.says(
+        if (pending is None or condition.type not in pending.conditions) and conditions.says(
             self._known_status(job), condition, generation=generation
         ):
             return
@@ -203,7 +174,7 @@ class StatusStore(protocols.RunStore):
 
     def forget(self, job: slots.JobRef) -> None:
         self._ledger.forget(job)
-        self._stated.pop(job, None)
+        self._pacing.forget(job)
 
     async def run(self) -> None:
         """Write what is due, every tick, until closed or cancelled; then write everything left,
@@ -277,14 +248,7 @@ class StatusStore(protocols.RunStore):
             )
 
     async def _flush(self, *, due_only: bool) -> None:
-        now = self._clock()
-        if due_only and now >= self._next_heartbeat:
-            self._next_heartbeat = now + 1.0
-            self._restate_active(now)
-            self._measure(now)
-        limit = self._allowance.allowed(now)
-        due = self._due(now, limit=limit) if due_only else list(self._ledger.pending)
-        self._allowance.spend(len(due))
+        due = self._pacing.take(self._clock(), due_only=due_only)
         # Exceptions as results: a write cut at a stop must not end the tick's others.
         await asyncio.gather(*(self._start_write(job) for job in due), return_exceptions=True)
 
@@ -297,52 +261,6 @@ class StatusStore(protocols.RunStore):
         self._writing.add(write)
         write.add_done_callback(self._writing.discard)
         return write
-
-    def _measure(self, now: float) -> None:
-        # A write kept after a failure goes back at the end, with its old ``since``: the oldest
-        # is not always the first.
-        pending = self._ledger.pending
-        self.backlog = len(pending)
-        self.lag = max((now - news.since for news in pending.values()), default=0.0)
-
-    def _restate_active(self, now: float) -> None:
-        """Runs in progress whose last statement is older than ``ACTIVE_HEARTBEAT`` are due
-        again (a Job running for hours: its heartbeat shows this replica still has it)."""
-        for job in self._ledger.active:
-            stated = self._stated.get(job, now)
-            if job not in self._ledger.pending and now - stated >= ACTIVE_HEARTBEAT:
-                self._ledger.note(job).heartbeat = True
-
-    def _due(self, now: float, *, limit: int) -> list[slots.JobRef]:
-        """What the tick writes, in turns across namespaces (``turns.FairTurns``): in each
-        namespace its urgent jobs, then the others whose interval is over, oldest first; at
-        most a tick's share of all that is pending besides the urgent ones (and at least
-        ``MIN_BATCH``), and ``limit`` in all.
-
-        Jobs that became pending together (armed together, runs on the same second) would
-        otherwise be written together every interval, for ever: a bunch of writes, and as many
-        watch events on every replica, all ready on the event loop at once while timers wait.
-        Spread evenly, the writes keep the same average rate. The ledger keeps each
-        namespace's jobs in the order of ``since`` (a write that failed goes back at the end
-        and waits at most one more interval).
-        """
-        pending = self._ledger.pending
-        share = max(MIN_BATCH, math.ceil(len(pending) * self._tick / self._interval))
-        namespaces = self._ledger.waiting.groups()
-        ready = {namespace: self._ready(namespace, now) for namespace in namespaces}
-        return self._turns.take(ready, limit=min(limit, len(self._ledger.urgent) + share))
-
-    def _ready(self, namespace: str, now: float) -> Iterator[slots.JobRef]:
-        """The jobs of ``namespace`` a tick may write, in the order they go (lazily: only as
-        far as its turns reach)."""
-        yield from self._ledger.urgent.in_group(namespace)
-        pending = self._ledger.pending
-        for job in self._ledger.waiting.in_group(namespace):
-            news = pending[job]
-            if now - news.since < self._interval:
-                return
-            if not news.urgent:
-                yield job
 
     async def _write(self, job: slots.JobRef) -> None:
         pending = self._ledger.take(job)
@@ -414,7 +332,7 @@ class StatusStore(protocols.RunStore):
             upcoming=self._ledger.upcoming.get(job),
             now=self._wall(),
         )
-        self._stated[job] = self._clock()
+        self._pacing.stated(job, at=self._clock())
         return composed
 
     def _known_status(self, job: slots.JobRef) -> Mapping[str, Any]:

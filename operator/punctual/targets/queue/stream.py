@@ -39,7 +39,7 @@ import redis.asyncio
 import redis.exceptions
 
 from punctual.contracts import protocols, records
-from punctual.redis_io import connections, lock_memory, pipelines, slot_keys
+from punctual.redis_io import connections, lock_memory, pipelines, replication, slot_keys
 from punctual.scheduling import timeline
 
 logger = logging.getLogger(__name__)
@@ -111,7 +111,7 @@ class StreamClaims(pipelines.PipelinedClaims[_Request]):
         connection: connections.Connection,
         *,
         owns_client: bool = True,
-        acknowledgement: pipelines.Acknowledgement = pipelines.NO_WAIT,
+        acknowledgement: replication.Acknowledgement = replication.NO_WAIT,
     ) -> None:
         """Use ``connection``'s client: this object's own (``close()`` closes it), or with
         ``owns_client`` false one the replica shares with its slot lock and run leases.
@@ -155,7 +155,7 @@ class StreamClaims(pipelines.PipelinedClaims[_Request]):
     ) -> str | None:
         """The new entry's id when ``claim`` won (``UNKNOWN_ENTRY`` if its reply was lost);
         ``None`` when another holder has the slot. Raises ``LockUnavailableError``."""
-        ttl_ms = pipelines.ttl_millis(claim.ttl)
+        ttl_ms = replication.ttl_millis(claim.ttl)
         arguments: list[str | int] = [
             claim.holder,
             ttl_ms,
