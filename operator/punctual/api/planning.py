@@ -72,7 +72,9 @@ def plan_for(
     """
     schedule, entries = _schedule(spec, hash_key=hash_key)
     schedule = exclusions.excluding(
-        schedule, exclusion_plans.plan_exclusions(spec, skipped=skipped, calendars=calendars)
+        schedule,
+        exclusion_plans.plan_exclusions(spec, skipped=skipped, calendars=calendars),
+        slot_steps=len(entries.entries) if entries is not None else 1,
     )
     schedule_field = (
         f"{SPEC}.every"
@@ -256,13 +258,25 @@ def check_fires(
     Ready with reason ``Ended``. Bounded in time: the search for the next slot stops at its
     limit (ten years), and jumps over the local times of a DST gap instead of walking them.
     """
-    first = plan.schedule.next_after(now)
+    excluding = plan.schedule if isinstance(plan.schedule, exclusions.Excluding) else None
+    search = excluding.search(now) if excluding is not None else None
+    first = search.found if search is not None else plan.schedule.next_after(now)
     if first is not None and first.at <= now + years * spec_bounds.YEAR:
         return
     if first is None and windows.has_ended(plan.schedule, after=now):
         return  # its window is over: valid, and Ready with reason Ended
-    if isinstance(plan.schedule, exclusions.Excluding):
-        base = plan.schedule.schedule.next_after(now)
+    if excluding is not None and search is not None:
+        gave_up_at = search.gave_up_at
+        if gave_up_at is not None:
+            raise InvalidSpecError(
+                f"{SPEC}.exclude",
+                "leaves out every slot up to "
+                f"{timeline.rfc3339(gave_up_at)}, and the search for one that runs stops after "
+                f"{exclusions.MAX_SEARCH_STEPS:,} steps (a slot looked at is one, a year of a "
+                "recurring day as many as the days it names): exclude long stretches with "
+                "date ranges, or schedule fewer slots",
+            )
+        base = excluding.schedule.next_after(now)
         if base is not None and base.at <= now + years * spec_bounds.YEAR:
             raise InvalidSpecError(
                 f"{SPEC}.exclude",

@@ -1,6 +1,11 @@
 """``punctual next``: the next fire times of a schedule, with notes on DST adjustments; of a
 ScheduledJob's manifest (``-f``), with the entries of ``spec.schedules`` that fire each slot
-and the slots its exclusions leave out (marked, not run)."""
+and the slots its exclusions leave out (marked, not run).
+
+The Calendars a job names (``spec.exclude.calendars``) come with it: several ``-f``, or
+several documents in one file, as ``kubectl get sj,calendar -o yaml`` writes them. A Calendar
+the job names and the input lacks is an error rather than a silent omission: without it, slots
+on its days would be shown as running."""
 
 import argparse
 import json
@@ -11,7 +16,15 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from punctual.api import annotations, models, planning, spec_bounds, spec_parsing
+from punctual.api import (
+    annotations,
+    day_models,
+    exclusion_plans,
+    models,
+    planning,
+    spec_bounds,
+    spec_parsing,
+)
 from punctual.cli import convert
 from punctual.scheduling import cron, dst, exclusions, hashed, plans, schedules, timeline, zones
 from punctual.scheduling.errors import InvalidSpecError
@@ -36,10 +49,12 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     parser.add_argument(
         "-f",
         "--file",
+        action="append",
         metavar="FILE",
         help="a ScheduledJob manifest instead of SCHEDULE ('-': stdin, e.g. kubectl get sj "
         "NAME -o yaml): its schedules, zone, H values and exclusions; each slot names the "
-        "entries of spec.schedules that fire it, and excluded slots are marked",
+        "entries of spec.schedules that fire it, and excluded slots are marked. The Calendars "
+        "it names come along: -f again, or more documents (or a List) in the same file",
     )
     parser.add_argument("--every", metavar="DURATION", help="fixed interval, e.g. 10s or 1h30m")
     parser.add_argument("--tz", default="UTC", metavar="ZONE", help="IANA time zone")
@@ -103,11 +118,18 @@ def _run_manifest(arguments: argparse.Namespace) -> int:
     try:
         if arguments.schedule is not None or arguments.every is not None:
             raise InvalidSpecError("--file", "give SCHEDULE, --every or --file, not several")
-        manifest = _manifest(convert.read(arguments.file))
-        plan, zone = plan_of(manifest)
+        job, calendars = _manifests([convert.read(name) for name in arguments.file])
+        plan, zone = plan_of(job, calendars=calendars)
         after = _parse_after(arguments.after)
         if arguments.count < 1:
             raise InvalidSpecError("-n", "must be at least 1")
+    except exclusion_plans.CalendarNotFoundError as error:
+        print(
+            f"punctual next: {_as_option(error)}: give its manifest with -f "
+            "(kubectl get calendar NAME -o yaml)",
+            file=sys.stderr,
+        )
+        return 2
     except InvalidSpecError as error:
         print(f"punctual next: {_as_option(error)}", file=sys.stderr)
         return 2
@@ -123,30 +145,83 @@ def _run_manifest(arguments: argparse.Namespace) -> int:
     return 0
 
 
-def _manifest(source: convert.Source) -> Mapping[str, Any]:
-    if len(source.documents) != 1 or source.documents[0].get("kind") != models.KIND:
-        raise InvalidSpecError("--file", f"{source.name}: expected one {models.KIND}")
-    return source.documents[0]
+def _manifests(
+    sources: list[convert.Source],
+) -> tuple[Mapping[str, Any], dict[str, Mapping[str, object]]]:
+    """The one ScheduledJob of ``sources`` and the specs of their Calendars by name (a
+    ``List`` counts as its items). A Calendar of another namespace than the job's, or one
+    given twice, is refused: the operator reads only those of the job's namespace."""
+    found = [
+        (source.name, document)
+        for source in sources
+        for listed in source.documents
+        for document in _items(listed)
+    ]
+    jobs = [document for _, document in found if document.get("kind") == models.KIND]
+    calendars: dict[str, Mapping[str, object]] = {}
+    names = ", ".join(dict.fromkeys(name for name, _ in found)) or "the input"
+    if len(jobs) != 1:
+        raise InvalidSpecError("--file", f"{names}: expected one {models.KIND}")
+    namespace = _namespace(jobs[0])
+    for name, document in found:
+        kind = document.get("kind")
+        if kind == models.KIND:
+            continue
+        metadata = document.get("metadata") or {}
+        calendar = str(metadata.get("name") or "")
+        if kind != day_models.CALENDAR_KIND or not calendar:
+            raise InvalidSpecError(
+                "--file", f"{name}: expected a {models.KIND} and named {day_models.CALENDAR_KIND}s"
+            )
+        if _namespace(document) != namespace:
+            raise InvalidSpecError(
+                "--file",
+                f"{name}: {day_models.CALENDAR_KIND} {calendar!r} is in namespace "
+                f"{_namespace(document)!r}, the job in {namespace!r}",
+            )
+        if calendar in calendars:
+            raise InvalidSpecError(
+                "--file", f"{name}: {day_models.CALENDAR_KIND} {calendar!r} is given twice"
+            )
+        calendars[calendar] = document.get("spec") or {}
+    return jobs[0], calendars
 
 
-def plan_of(manifest: Mapping[str, Any]) -> tuple[plans.JobPlan, ZoneInfo]:
+def _items(document: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A ``List``'s objects (what ``kubectl get -o yaml`` writes for several), else itself."""
+    if document.get("kind") != "List":
+        return [document]
+    items = document.get("items") or []
+    if not isinstance(items, list) or not all(isinstance(item, Mapping) for item in items):
+        raise InvalidSpecError("--file", "a List's items must be objects")
+    return items
+
+
+def _namespace(document: Mapping[str, Any]) -> str:
+    """Where ``kubectl apply`` would put ``document`` without ``-n``."""
+    return str((document.get("metadata") or {}).get("namespace") or "default")
+
+
+def plan_of(
+    manifest: Mapping[str, Any], *, calendars: Mapping[str, Mapping[str, object]]
+) -> tuple[plans.JobPlan, ZoneInfo]:
     """The plan the operator would arm for ``manifest`` (with its ``H`` values and the slots
-    its ``punctual.dev/skip`` annotation leaves out), and the zone to show its slots in."""
+    its ``punctual.dev/skip`` annotation and the ``calendars`` it names leave out), and the
+    zone to show its slots in."""
     metadata = manifest.get("metadata") or {}
     spec = spec_parsing.parse_spec(manifest.get("spec") or {})
     skip = (metadata.get("annotations") or {}).get(annotations.SKIP)
     skipped = annotations.parse_skipped(skip) if isinstance(skip, str) else frozenset()
     if isinstance(skipped, str):
         raise InvalidSpecError("--file", skipped)
-    key = hashed.job_key(
-        namespace=str(metadata.get("namespace") or "default"), name=str(metadata.get("name"))
-    )
+    key = hashed.job_key(namespace=_namespace(manifest), name=str(metadata.get("name")))
     plan = planning.plan_for(
         spec,
         uid=str(metadata.get("uid") or ""),
         hash_key=key,
         bounds=spec_bounds.UNBOUNDED,
         skipped=skipped,
+        calendars=calendars,
     )
     return plan, zones.parse(spec.time_zone, field="spec.timeZone")
 

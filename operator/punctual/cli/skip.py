@@ -4,8 +4,10 @@ occurrence of a ScheduledJob out, or take that back.
 The skipped slots live in the ``punctual.dev/skip`` annotation (what ``kubectl annotate`` would
 do by hand); the operator re-plans the job when it changes, and counts each skipped slot
 ``excluded`` as it passes. The slot is checked against the job's own schedule first (the spec
-as the operator reads it): ``--at`` must name one of its slots ahead (its scheduled time, or
-that time with the job's jitter, as ``status.nextScheduleTime`` shows it). Slots already past
+as the operator reads it, with the days of the Calendars it names, read from its namespace):
+``--at`` must name one of its slots ahead that would run (its scheduled time, or that time with
+the job's jitter, as ``status.nextScheduleTime`` shows it), and ``--next`` is the next slot
+that would run, never one a Calendar leaves out already. Slots already past
 are dropped from the annotation on each edit, so it never grows beyond the slots ahead. The
 edit is made on the version read (``metadata.resourceVersion``): two edits at once do not
 lose one. Exit status: 0 done; 1 nothing to do (no such slot, skipped already, not skipped);
@@ -21,6 +23,7 @@ from typing import Any
 
 from punctual.api import annotations, planning, spec_bounds, spec_parsing
 from punctual.cli import namespaces
+from punctual.controller.calendars import named
 from punctual.kube import client, spec_api, status_api
 from punctual.scheduling import exclusions, hashed, timeline
 from punctual.scheduling.errors import InvalidSpecError
@@ -72,13 +75,18 @@ def skipping(
     current: str | None,
     at: datetime | None,
     now: datetime,
+    calendars: Mapping[str, Mapping[str, object]],
 ) -> tuple[datetime, str]:
     """The slot to skip (``at``, or the next one that would run when None) and the
-    annotation's new value; ``hash_key`` as the operator derives the job's ``H`` values.
-    Raises ``InvalidSpecError`` (a bad spec or annotation) or ``NothingToDoError``."""
+    annotation's new value; ``hash_key`` as the operator derives the job's ``H`` values,
+    ``calendars`` the specs by name of the Calendars of the job's namespace it names.
+    Raises ``InvalidSpecError`` (a bad spec or annotation, a Calendar named and missing) or
+    ``NothingToDoError``."""
     kept = _ahead(current, now=now)
     parsed = spec_parsing.parse_spec(spec)
-    plan = planning.plan_for(parsed, uid=uid, hash_key=hash_key, bounds=spec_bounds.UNBOUNDED)
+    plan = planning.plan_for(
+        parsed, uid=uid, hash_key=hash_key, bounds=spec_bounds.UNBOUNDED, calendars=calendars
+    )
     if at is None:
         found = plan.schedule.next_after(now)
         while found is not None and found.at in kept:
@@ -176,6 +184,7 @@ async def _edit(namespace: str, name: str, *, at: datetime | None, skip: bool) -
         current = (metadata.get("annotations") or {}).get(annotations.SKIP)
         now = datetime.now(UTC)
         if skip:
+            calendars = await objects.read_calendars(namespace, named(body))
             slot, value = skipping(
                 body.get("spec") or {},
                 uid=metadata["uid"],
@@ -183,6 +192,7 @@ async def _edit(namespace: str, name: str, *, at: datetime | None, skip: bool) -
                 current=current,
                 at=at,
                 now=now,
+                calendars=calendars,
             )
             said = f"the slot at {timeline.rfc3339(slot)} is skipped"
             new: str | None = value

@@ -14,7 +14,7 @@ import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from punctual.api import models
+from punctual.api import day_models, models
 from punctual.kube import resources, status_api
 from punctual.scheduling import slots
 
@@ -43,6 +43,28 @@ class SpecApi:
         except (aiohttp.ClientError, OSError, TimeoutError) as error:
             raise status_api.UnavailableError(str(error) or type(error).__name__) from error
         return cast(resources.Body, body)
+
+    async def read_calendars(
+        self, namespace: str, names: tuple[str, ...]
+    ) -> dict[str, Mapping[str, object]]:
+        """The specs of the Calendars of ``namespace`` named (a job names a bounded few), by
+        name; those that do not exist are left out."""
+        found: dict[str, Mapping[str, object]] = {}
+        for name in dict.fromkeys(names):
+            try:
+                body = await self._objects.get_namespaced_custom_object(
+                    models.GROUP, models.VERSION, namespace, day_models.CALENDAR_PLURAL, name
+                )
+            except ApiException as error:
+                translated = status_api.translate(error)
+                if isinstance(translated, status_api.GoneError):
+                    continue
+                raise translated from error
+            except (aiohttp.ClientError, OSError, TimeoutError) as error:
+                raise status_api.UnavailableError(str(error) or type(error).__name__) from error
+            spec = body.get("spec") if isinstance(body, Mapping) else None
+            found[name] = spec if isinstance(spec, Mapping) else {}
+        return found
 
     async def annotate(
         self,

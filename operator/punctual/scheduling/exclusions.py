@@ -32,6 +32,12 @@ search for a slot passes."""
 MAX_RULES = 16
 """The most recurring rules one job's exclusions hold, its Calendars' included: each walks a
 year of its days the first time a day of that year is looked at."""
+MAX_SEARCH_STEPS = 10_000
+"""The most steps one search for a slot that runs takes: each slot looked at is one per
+schedule it asks (``Excluding.slot_steps``: the entries of a merged timeline), and each year
+of a recurring rule looked at as many as the days it names (walking them is the cost).
+Dense rules (16 of them naming nearly every day) would otherwise cost seconds of one search,
+on the event loop; a date range is one step however long, so long stretches belong there."""
 MAX_SKIPPED = 32
 """The most single occurrences skipped at once (``punctual skip``): they live in an annotation."""
 RANGE_SEPARATOR = "/"
@@ -122,6 +128,11 @@ class Exclusions:
             return day
         return None
 
+    def year_cost(self, year: int) -> int:
+        """The search steps of looking at the days of ``year``: one per day its rules name,
+        and one per rule (``MAX_SEARCH_STEPS``)."""
+        return sum(len(_days_of_year(rule.days, year)) + 1 for rule in self.rules)
+
     def excludes(self, at: datetime) -> bool:
         return at in self.skipped or self.excluded_through(self.local_day(at)) is not None
 
@@ -134,31 +145,57 @@ class Exclusions:
         return datetime.combine(day, dt.time(), tzinfo=self.zone).astimezone(UTC)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Search:
+    """What one search for a slot that runs found."""
+
+    found: timeline.Occurrence | None
+    gave_up_at: datetime | None = None
+    """Set when the search ran out of steps (``MAX_SEARCH_STEPS``): the slot it looked at
+    last, excluded like every one before it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Excluding:
     """``schedule``'s slots but the ones ``exclusions`` excludes."""
 
     schedule: timeline.Schedule
     exclusions: Exclusions
+    slot_steps: int = 1
+    """The search steps of looking at one slot of ``schedule``: the schedules it asks for its
+    next slot (``MAX_SEARCH_STEPS``)."""
 
     @property
     def shortest_period(self) -> timedelta:
         return self.schedule.shortest_period
 
     def next_after(self, instant: datetime) -> timeline.Occurrence | None:
-        """Jumps over excluded days whole: a job every second excluded for a week looks at one
+        return self.search(instant).found
+
+    def search(self, instant: datetime) -> "Search":
+        """The first slot after ``instant`` that runs, in at most ``MAX_SEARCH_STEPS`` steps.
+        Jumps over excluded days whole: a job every second excluded for a week looks at one
         slot per day, not at each of its slots."""
         limit = timeline.search_limit(instant)
         cursor = instant
+        steps = 0
+        years: set[int] = set()
         while (found := self.schedule.next_after(cursor)) is not None and found.at <= limit:
-            through = self.exclusions.excluded_through(self.exclusions.local_day(found.at))
+            day = self.exclusions.local_day(found.at)
+            if day.year not in years:
+                years.add(day.year)
+                steps += self.exclusions.year_cost(day.year)
+            steps += self.slot_steps
+            if steps > MAX_SEARCH_STEPS:
+                return Search(found=None, gave_up_at=found.at)
+            through = self.exclusions.excluded_through(day)
             if through is not None:
                 cursor = self._day_end(through) - _TICK
             elif found.at in self.exclusions.skipped:
                 cursor = found.at
             else:
-                return found
-        return None
+                return Search(found=found)
+        return Search(found=None)
 
     def due_between(
         self, *, after: datetime, until: datetime, keep: int, steps: int | None = None
@@ -212,6 +249,9 @@ class Excluding:
         return self.exclusions.day_start(day + _DAY)
 
 
-def excluding(schedule: timeline.Schedule, exclusions: Exclusions) -> timeline.Schedule:
-    """``schedule`` without the slots ``exclusions`` excludes (itself when none are)."""
-    return schedule if exclusions.empty else Excluding(schedule, exclusions)
+def excluding(
+    schedule: timeline.Schedule, exclusions: Exclusions, *, slot_steps: int = 1
+) -> timeline.Schedule:
+    """``schedule`` without the slots ``exclusions`` excludes (itself when none are); each of
+    its slots costs the search ``slot_steps`` (``Excluding.slot_steps``)."""
+    return schedule if exclusions.empty else Excluding(schedule, exclusions, slot_steps)

@@ -89,6 +89,15 @@ class TestMalformedExclusionsAreRefusedNamingTheField:
             ({"days": ["* * SAT", "* march *"]}, "spec.exclude.days[1]", "march"),
             ({"timeZone": "Europe/Copenhgen"}, "spec.exclude.timeZone", "unknown time zone"),
             ({"days": ["* * *"]}, "spec.exclude", "excludes every slot in the next 10 years"),
+            (
+                {
+                    "days": ["1-28 * *", "29 1,3-12 *", "* 2 MON-SAT", "30 * *", "31 * *"]
+                    + [f"{first}-28 * *" for first in range(2, 13)]
+                },
+                "spec.exclude",
+                r"leaves out every slot up to 2028-01-01T00:00:00Z, and the search for one that "
+                r"runs stops after 10,000 steps .*: exclude long stretches with date ranges",
+            ),
             ({"dates": "2026-12-25"}, "spec.exclude.dates", "should be a valid"),
         ],
     )

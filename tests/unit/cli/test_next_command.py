@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from punctual.cli import main
 
@@ -180,4 +181,115 @@ class TestAJobsManifest:
         manifest.write_text(text)
 
         assert main.main(["next", "-f", str(manifest)]) == 2
+        assert problem in capsys.readouterr().err
+
+
+DAILY_NOONS = """apiVersion: punctual.dev/v1alpha1
+kind: ScheduledJob
+metadata: {name: noon, namespace: reports}
+spec:
+  schedule: "0 12 * * *"
+  exclude: {calendars: [holidays]}
+  target: {http: {url: "http://example.test/run"}}
+"""
+
+
+def calendar(namespace: str = "reports", dates: str = '["2026-12-25/2026-12-26"]') -> str:
+    return f"""\
+apiVersion: punctual.dev/v1alpha1
+kind: Calendar
+metadata: {{name: holidays, namespace: {namespace}}}
+spec: {{dates: {dates}}}
+"""
+
+
+CHRISTMAS = [
+    "2026-12-24T12:00:00+00:00  UTC    2026-12-24T12:00:00Z",
+    "2026-12-25T12:00:00+00:00  UTC    2026-12-25T12:00:00Z  # excluded: not run",
+    "2026-12-26T12:00:00+00:00  UTC    2026-12-26T12:00:00Z  # excluded: not run",
+    "2026-12-27T12:00:00+00:00  UTC    2026-12-27T12:00:00Z",
+]
+
+
+class TestTheCalendarsAJobNames:
+    """``punctual next -f`` reads the Calendars the job names from its input, as the operator
+    reads them from the job's namespace, and marks their days excluded."""
+
+    def next_of(self, *texts: str, tmp_path: Path) -> int:
+        files = []
+        for number, text in enumerate(texts):
+            path = tmp_path / f"{number}.yaml"
+            path.write_text(text)
+            files += ["-f", str(path)]
+        return main.main(["next", *files, "--after", "2026-12-24T00:00:00Z", "-n", "4"])
+
+    @pytest.mark.parametrize(
+        "texts",
+        [
+            pytest.param((DAILY_NOONS, calendar()), id="several-files"),
+            pytest.param((f"{calendar()}---\n{DAILY_NOONS}",), id="several-documents"),
+            pytest.param(
+                (
+                    json.dumps(
+                        {
+                            "apiVersion": "v1",
+                            "kind": "List",
+                            "items": [yaml.safe_load(DAILY_NOONS), yaml.safe_load(calendar())],
+                        }
+                    ),
+                ),
+                id="a-list-as-kubectl-get-writes-it",
+            ),
+        ],
+    )
+    def test_their_days_are_marked_excluded(
+        self, texts: tuple[str, ...], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert self.next_of(*texts, tmp_path=tmp_path) == 0
+        assert capsys.readouterr().out.splitlines() == CHRISTMAS
+
+    @pytest.mark.parametrize(
+        ("texts", "problem"),
+        [
+            pytest.param(
+                (DAILY_NOONS,),
+                "spec.exclude.calendars[0]: no Calendar 'holidays' in the job's namespace: give "
+                "its manifest with -f",
+                id="a-calendar-named-and-not-given",
+            ),
+            pytest.param(
+                (DAILY_NOONS, calendar(namespace="other")),
+                "Calendar 'holidays' is in namespace 'other', the job in 'reports'",
+                id="a-calendar-of-another-namespace",
+            ),
+            pytest.param(
+                (DAILY_NOONS, calendar(), calendar()),
+                "Calendar 'holidays' is given twice",
+                id="a-calendar-given-twice",
+            ),
+            pytest.param(
+                (DAILY_NOONS, DAILY_NOONS),
+                "expected one ScheduledJob",
+                id="two-jobs",
+            ),
+            pytest.param(
+                (DAILY_NOONS, "kind: CronJob\nmetadata: {name: x}\n"),
+                "expected a ScheduledJob and named Calendars",
+                id="another-kind",
+            ),
+            pytest.param(
+                (DAILY_NOONS, calendar(dates='["2026-12-32"]')),
+                "spec.exclude.calendars[0]: Calendar 'holidays'",
+                id="an-invalid-calendar-names-the-field",
+            ),
+        ],
+    )
+    def test_what_it_refuses(
+        self,
+        texts: tuple[str, ...],
+        problem: str,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        assert self.next_of(*texts, tmp_path=tmp_path) == 2
         assert problem in capsys.readouterr().err

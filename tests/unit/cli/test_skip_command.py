@@ -2,6 +2,7 @@
 checking the slot against the job's own schedule: a slot ahead, of its schedule (its scheduled
 time, or that time with its jitter), not skipped twice; past slots are dropped on each edit."""
 
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -22,7 +23,11 @@ def instant(text: str) -> datetime:
 
 
 def skipping(
-    *, at: str | None, current: str | None = None, spec: dict[str, object] = SPEC
+    *,
+    at: str | None,
+    current: str | None = None,
+    spec: dict[str, object] = SPEC,
+    calendars: Mapping[str, Mapping[str, object]] | None = None,
 ) -> tuple[datetime, str]:
     return skip.skipping(
         spec,
@@ -31,6 +36,7 @@ def skipping(
         current=current,
         at=None if at is None else instant(at),
         now=NOW,
+        calendars=calendars or {},
     )
 
 
@@ -90,6 +96,34 @@ class TestSkippingOneSlot:
 
         with pytest.raises(skip.NothingToDoError, match="32 slots ahead are skipped already"):
             skipping(at=None, current=current)
+
+
+DAILY_BUT_HOLIDAYS = {
+    "schedule": "0 14 * * *",
+    "exclude": {"calendars": ["holidays"]},
+    "target": {"http": {"url": "http://example.test/run"}},
+}
+HOLIDAYS = {"holidays": {"dates": ["2026-12-01/2026-12-02"]}}
+
+
+class TestSkippingWithTheCalendarsTheJobNames:
+    """The Calendars of the job's namespace it names leave days out: ``--next`` is the next
+    slot that would run, and a slot a Calendar leaves out is no slot to skip."""
+
+    def test_next_is_the_first_slot_no_calendar_leaves_out(self) -> None:
+        slot, value = skipping(at=None, spec=DAILY_BUT_HOLIDAYS, calendars=HOLIDAYS)
+
+        assert (slot, value) == (instant("2026-12-03T14:00:00Z"), "2026-12-03T14:00:00Z")
+
+    def test_a_slot_a_calendar_leaves_out_is_refused(self) -> None:
+        with pytest.raises(skip.NothingToDoError, match="or one it leaves out already"):
+            skipping(at="2026-12-02T14:00:00Z", spec=DAILY_BUT_HOLIDAYS, calendars=HOLIDAYS)
+
+    def test_a_calendar_named_and_missing_is_named(self) -> None:
+        with pytest.raises(InvalidSpecError, match="no Calendar 'holidays'") as raised:
+            skipping(at=None, spec=DAILY_BUT_HOLIDAYS, calendars={})
+
+        assert raised.value.field == "spec.exclude.calendars[0]"
 
 
 class TestUnskipping:

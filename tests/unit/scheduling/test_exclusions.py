@@ -196,13 +196,60 @@ class TestCountingExcludedSlots:
         assert (due.total, due.newest) == (6, (utc(2026, 12, 2, 2),))
 
 
+LEAP_SUNDAYS = ("1-28 * *", "29 1,3-12 *", "* 2 MON-SAT", "30 * *", "31 * *")
+"""Every day but 29 February on a Sunday: 2032 after 2026."""
+DENSE_PADDING = tuple(f"{first}-28 * *" for first in range(2, 13))
+"""Eleven rules more naming nearly every day, each walked once a year."""
+
+
 class TestTheSearchStaysBounded:
+    """The search for a slot that runs takes at most ``MAX_SEARCH_STEPS`` steps: a slot looked
+    at costs its schedule's ``slot_steps``, a year of a rule's days as many as it names."""
+
     def test_a_week_excluded_from_a_job_every_second_is_jumped_day_by_day(self) -> None:
         found = exclusions.excluding(EVERY_SECOND, excluded(dates=("2026-12-01/2026-12-07",)))
 
         assert found.next_after(utc(2026, 11, 30, 23, 59, 59)) == timeline.Occurrence(
             at=utc(2026, 12, 8), nominal=datetime(2026, 12, 8)
         )
+
+    @pytest.mark.parametrize(
+        ("rules", "slot_steps", "expected"),
+        [
+            pytest.param(
+                LEAP_SUNDAYS,
+                1,
+                exclusions.Search(
+                    found=timeline.Occurrence(at=utc(2032, 2, 29), nominal=datetime(2032, 2, 29))
+                ),
+                id="five-rules-leave-a-sunday-29-february-five-years-on",
+            ),
+            pytest.param(
+                LEAP_SUNDAYS + DENSE_PADDING,
+                1,
+                exclusions.Search(found=None, gave_up_at=utc(2028, 1, 1)),
+                id="sixteen-dense-rules-walk-a-year-too-many-days",
+            ),
+            pytest.param(
+                LEAP_SUNDAYS,
+                16,
+                exclusions.Search(found=None, gave_up_at=utc(2028, 6, 4)),
+                id="a-timeline-of-sixteen-entries-asks-each-slot-sixteen-times",
+            ),
+            pytest.param(
+                ("* * *",),
+                1,
+                exclusions.Search(found=None),
+                id="every-day-over-ten-years-fits",
+            ),
+        ],
+    )
+    def test_a_search_gives_up_after_its_steps(
+        self, rules: tuple[str, ...], slot_steps: int, expected: exclusions.Search
+    ) -> None:
+        found = exclusions.Excluding(HOURLY, excluded(days=rules), slot_steps)
+
+        assert found.search(utc(2026, 12, 1)) == expected
 
     def test_every_day_excluded_leaves_no_slot(self) -> None:
         found = exclusions.excluding(HOURLY, excluded(days=("* * *",)))
