@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import http_targets
 import yaml
 
-from localcluster import LocalCluster, helm_release, ports, processes
+from localcluster import LocalCluster, helm_release, manifests, ports, processes
 from localcluster.binaries import REPO_ROOT, kubernetes_version, locate_chart_crds
 
 T = TypeVar("T")
@@ -65,7 +65,7 @@ def install_crds(cluster: LocalCluster, crds: Sequence[Mapping[str, Any]]) -> li
     names = [f"crd/{crd['metadata']['name']}" for crd in crds]
     manifest = "\n---\n".join(json.dumps(crd) for crd in crds)
     cluster.kubectl("apply", "--server-side", "-f", "-", input=manifest)
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+    manifests.wait_established(cluster, names)
     return names
 
 

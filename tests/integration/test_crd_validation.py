@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from localcluster import LocalCluster
+from localcluster import LocalCluster, manifests
 from punctual.api import models, planning, spec_parsing, status_models
 from punctual.scheduling.errors import InvalidSpecError
 
@@ -100,9 +100,7 @@ def crd_installed(cluster: LocalCluster) -> str:
         "apply", "--server-side", "--force-conflicts", f"--field-manager={FIELD_MANAGER}",
         "-f", str(CRD_FILE),
     )  # fmt: skip
-    cluster.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s", "-f", str(CRD_FILE), timeout=90
-    )
+    manifests.wait_established(cluster, [manifests.crd_name(CRD_FILE)])
     return "scheduledjobs.punctual.dev"
 
 

@@ -13,7 +13,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from localcluster import ComponentError, LocalCluster, LocalRedis, locate_binaries, ports
+from localcluster import ComponentError, LocalCluster, LocalRedis, locate_binaries, manifests, ports
 from localcluster import processes as launched
 from localcluster.binaries import Binaries, kubernetes_version
 from localcluster.etcd import Etcd
@@ -91,9 +91,7 @@ class TestCustomResourcesAreValidatedByTheRealSchema:
             },
         }
         cluster.kubectl("apply", "-f", "-", input=json.dumps(crd))
-        cluster.kubectl(
-            "wait", "--for=condition=Established", "--timeout=60s", f"crd/widgets.{group}"
-        )
+        manifests.wait_established(cluster, [f"crd/widgets.{group}"])
         yield group
         cluster.kubectl("delete", f"crd/widgets.{group}", "--wait=false", check=False)
 
