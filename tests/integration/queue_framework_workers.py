@@ -16,8 +16,6 @@ from typing import Any
 import redis
 from operator_harness import eventually
 
-from localcluster import LocalRedis
-
 VENV_BIN = Path(sys.executable).parent
 WORKERS = Path(__file__).resolve().parent
 BULLMQ_QUEUE = "punctual-tests"
@@ -61,15 +59,15 @@ WORKER_COMMANDS = {
 class Worker:
     """The framework's own worker process, recording into ``records``; ready once it reads."""
 
-    def __init__(self, framework: str, broker: LocalRedis, run_dir: Path) -> None:
+    def __init__(self, framework: str, broker_url: str, run_dir: Path) -> None:
         self.framework = framework
         self.records = run_dir / "records.jsonl"
         self.records.touch()
         self.log = run_dir / "worker.log"
         env = dict(
             os.environ,
-            BROKER_URL=broker.url,
-            REDIS_URL=broker.url,
+            BROKER_URL=broker_url,
+            REDIS_URL=broker_url,
             BULLMQ_QUEUE=BULLMQ_QUEUE,
             NODE_PATH=str(NODE_MODULES),
             WORKER_FRAMEWORK=framework,
@@ -78,7 +76,7 @@ class Worker:
         )
         with self.log.open("w") as log:
             self.process = subprocess.Popen(
-                WORKER_COMMANDS[framework](broker.url),
+                WORKER_COMMANDS[framework](broker_url),
                 env=env,
                 cwd=run_dir,
                 stdout=log,
@@ -87,7 +85,7 @@ class Worker:
         if framework == "taskiq-stream":
             # The stream broker's consumer group starts at the stream's end ($) when the worker
             # creates it: what was added before, it never reads.
-            client = redis.Redis.from_url(broker.url)
+            client = redis.Redis.from_url(broker_url)
             try:
                 eventually(
                     lambda: client.exists("taskiq") and client.xinfo_groups("taskiq"),

@@ -94,7 +94,7 @@ def two_replicas(
 
 @pytest.fixture(params=FRAMEWORKS)
 def worker(request: pytest.FixtureRequest, broker: LocalRedis, tmp_path: Path) -> Iterator[Worker]:
-    started = Worker(request.param, broker, tmp_path)
+    started = Worker(request.param, broker.url, tmp_path)
     yield started
     started.stop()
 
@@ -292,7 +292,7 @@ class TestEverySlotThroughAReplicaSigkill:
 
 class TestTheSameSlotPushedTwice:
     def test_yields_one_message(self, broker: LocalRedis, tmp_path: Path) -> None:
-        celery_worker = Worker("celery", broker, tmp_path)
+        celery_worker = Worker("celery", broker.url, tmp_path)
         try:
             slot_id = f"twice/pushed/uid/{int(datetime.now().timestamp() * 1000)}"
             task = models.CeleryTask.model_validate(
