@@ -81,6 +81,10 @@ chaos: install ## Chaos: 3 replicas, 50 jobs every 1s, a random replica SIGKILLe
 overload: install ## Overload: lateness of 100 valid jobs beside 1,000 invalid ones, against 100 alone (ARGS=...)
 	@$(UV_RUN) python bench/overload.py $(ARGS)
 
+.PHONY: bench-queues
+bench-queues: install ## Queues: scheduled time → the worker's task started, per framework, beside Celery beat's own, one broker (ARGS=--help)
+	@$(UV_RUN) python bench/queue_lateness.py $(ARGS)
+
 .PHONY: bench-tenants
 bench-tenants: install ## Tenants: B's every-second jobs alone, then while tenant A runs every attack at once: lateness, duplicates, lost, RSS, B's stream (ARGS=--help)
 	@$(UV_RUN) python bench/tenants.py $(ARGS)

@@ -22,6 +22,7 @@ sys.path.insert(0, str(REPO_ROOT / "tests" / "integration"))
 import failure_harness  # noqa: E402, F401 - needs the path above; re-exported
 import hostile_http_servers  # noqa: E402, F401 - needs the path above; re-exported
 import operator_harness as harness  # noqa: E402
+import queue_framework_workers  # noqa: E402, F401 - needs the path above; re-exported
 
 from lib.output import say  # noqa: E402
 from localcluster import LocalCluster, LocalRedis, manifests, processes  # noqa: E402

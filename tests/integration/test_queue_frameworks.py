@@ -6,8 +6,10 @@ slot's message goes to another Redis, the tenant's broker, whose URL and passwor
 from a Secret in its namespace. The framework's own worker (``celery worker``, ``rq worker``,
 ``arq``, ``dramatiq``, ``taskiq worker``, pinned in uv.lock; Debian's ``sidekiq``; BullMQ's
 Worker, run by node) runs a task that records the slot id and scheduled time its message carried
-(``queue_workers``): over a window of about 15 s every slot runs exactly once, none missing,
-none twice, with the scheduled time of its slot and the task id derived from it. The claim and
+(``queue_workers``, started by ``queue_framework_workers``): over a window of about 15 s every
+slot runs exactly once, none missing, none twice, with the scheduled time of its slot and the
+task id derived from it; so too for Celery, RQ and BullMQ when the replica that just pushed a
+slot is SIGKILLed, the other going on alone. The claim and
 the push are one script on the broker: the same slot pushed twice yields one message, arq's own
 enqueue of the slot's job id is dropped by arq, and BullMQ itself drops a second copy of a job
 id.
@@ -15,9 +17,6 @@ id.
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -41,10 +40,12 @@ from operator_harness import (
     report,
     scheduled_job,
 )
+from queue_framework_workers import FRAMEWORKS, Worker, task_target
 from queue_workers import arq_worker
 
 from localcluster import LocalCluster, LocalRedis
 from punctual.api import task_models
+from punctual.redis_io import slot_keys
 from punctual.targets import addresses
 from punctual.targets.queue import (
     arq_jobs,
@@ -61,8 +62,6 @@ from punctual.targets.queue import (
 pytest_plugins = ["operator_fixtures"]
 
 WINDOW = timedelta(seconds=15)
-VENV_BIN = Path(sys.executable).parent
-WORKERS = Path(__file__).resolve().parent
 SECRET = "tenant-broker"
 
 
@@ -93,143 +92,75 @@ def two_replicas(
         yield started
 
 
-WORKER_COMMANDS = {
-    "celery": lambda _url: [  # the app's broker is $BROKER_URL
-        str(VENV_BIN / "celery"), "-A", "queue_workers.celery_app", "worker", "--pool", "solo",
-        "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "INFO",
-    ],
-    "rq": lambda url: [
-        str(VENV_BIN / "rq"), "worker", "--url", url,
-        "--serializer", "rq.serializers.JSONSerializer", "default",
-    ],
-    "arq": lambda _url: [str(VENV_BIN / "arq"), "queue_workers.arq_worker.WorkerSettings"],
-    "dramatiq": lambda _url: [
-        str(VENV_BIN / "dramatiq"), "queue_workers.dramatiq_actors", "--processes", "1",
-        "--threads", "1",
-    ],
-    # The broker's class is $WORKER_FRAMEWORK's (queue_workers.taskiq_app).
-    "taskiq-list": lambda _url: [
-        str(VENV_BIN / "taskiq"), "worker", "queue_workers.taskiq_app:broker", "--workers", "1",
-    ],
-    "taskiq-stream": lambda _url: [
-        str(VENV_BIN / "taskiq"), "worker", "queue_workers.taskiq_app:broker", "--workers", "1",
-    ],
-    "sidekiq": lambda _url: [  # its broker is $REDIS_URL
-        "sidekiq", "-r", str(WORKERS / "queue_workers" / "sidekiq_worker.rb"),
-        "--concurrency", "1", "--queue", "default", "--timeout", "5",
-    ],
-    "bullmq": lambda _url: ["node", str(WORKERS / "queue_workers" / "bullmq_worker.js")],
-}  # fmt: skip
-BULLMQ_QUEUE = "punctual-tests"
-NODE_MODULES = WORKERS.parent.parent / "hack" / "node" / "node_modules"
-"""BullMQ, pinned in hack/node/package-lock.json (``make install`` runs ``npm ci`` there)."""
-
-
-class Worker:
-    """The framework's own worker process, recording into ``records``."""
-
-    def __init__(self, framework: str, broker: LocalRedis, run_dir: Path) -> None:
-        self.framework = framework
-        self.records = run_dir / "records.jsonl"
-        self.records.touch()
-        self.log = run_dir / "worker.log"
-        env = dict(
-            os.environ,
-            BROKER_URL=broker.url,
-            REDIS_URL=broker.url,
-            BULLMQ_QUEUE=BULLMQ_QUEUE,
-            NODE_PATH=str(NODE_MODULES),
-            WORKER_FRAMEWORK=framework,
-            RECORD_FILE=str(self.records),
-            PYTHONPATH=str(WORKERS),
-        )
-        with self.log.open("w") as log:
-            self.process = subprocess.Popen(
-                WORKER_COMMANDS[framework](broker.url),
-                env=env,
-                cwd=run_dir,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-
-    def recorded(self, job: str | None = None) -> list[dict[str, Any]]:
-        lines = [json.loads(line) for line in self.records.read_text().splitlines()]
-        return [line for line in lines if job is None or line["slot"].startswith(f"{job}/")]
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
-@pytest.fixture(
-    params=["celery", "rq", "arq", "dramatiq", "taskiq-list", "taskiq-stream", "sidekiq", "bullmq"]
-)
+@pytest.fixture(params=FRAMEWORKS)
 def worker(request: pytest.FixtureRequest, broker: LocalRedis, tmp_path: Path) -> Iterator[Worker]:
-    started = Worker(request.param, broker, tmp_path)
-    if request.param == "taskiq-stream":
-        # The stream broker's consumer group starts at the stream's end ($) when the worker
-        # creates it: what was added before, it never reads.
-        client = redis.Redis.from_url(broker.url)
-        try:
-            eventually(
-                lambda: client.exists("taskiq") and client.xinfo_groups("taskiq"),
-                timeout=30,
-                what="taskiq's consumer group on the stream",
-            )
-        finally:
-            client.close()
+    started = Worker(request.param, broker.url, tmp_path)
     yield started
     started.stop()
 
 
-def task_target(framework: str, name: str) -> dict[str, Any]:
-    arguments = {"args": [name]}
-    tasks: dict[str, dict[str, Any]] = {
-        "celery": {"celery": {"task": "tests.record", "arguments": arguments}},
-        "rq": {
-            "rq": {
-                "function": "queue_workers.rq_tasks.record_slot",
-                "arguments": arguments,
-                "timeout": "30s",
-            }
-        },
-        "arq": {"arq": {"function": "record_slot", "arguments": arguments}},
-        "dramatiq": {"dramatiq": {"actor": "record_slot", "arguments": arguments}},
-        "taskiq-list": {
-            "taskiq": {
-                "task": "tests.record",
-                "brokerClass": "ListQueueBroker",
-                "arguments": arguments,
-                "labels": {"team": "reports"},
-            }
-        },
-        "taskiq-stream": {
-            "taskiq": {
-                "task": "tests.record",
-                "brokerClass": "RedisStreamBroker",
-                "arguments": arguments,
-                "labels": {"team": "reports"},
-            }
-        },
-        "sidekiq": {"sidekiq": {"class": "Tests::RecordSlot", "arguments": arguments, "retry": 0}},
-        "bullmq": {
-            "bullmq": {
-                "queue": BULLMQ_QUEUE,
-                "name": name,
-                "data": arguments,
-                "removeOnComplete": 100,
-            }
-        },
-    }
-    return {**tasks[framework], "brokerFrom": {"secretName": SECRET, "key": "url"}}
-
-
 def slot_of(slot_id: str) -> datetime:
     return from_millis(int(slot_id.rsplit("/", 1)[1]))
+
+
+def apply_every_second_job(
+    cluster: LocalCluster, broker: LocalRedis, namespace: str, framework: str, name: str
+) -> None:
+    """The Secret naming the tenant's broker, and a job every second calling the recording task
+    of ``framework``'s worker on it."""
+    apply(
+        cluster,
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": SECRET, "namespace": namespace},
+            "stringData": {"url": broker.url},
+        },
+        scheduled_job(
+            namespace,
+            name,
+            {
+                "every": "1s",
+                "history": {"succeeded": 20, "failed": 20},
+                "target": {"queue": task_target(framework, name, secret=SECRET)},
+            },
+        ),
+    )
+
+
+def claimed_at_the_broker(broker: LocalRedis, job: str) -> list[str]:
+    client = redis.Redis.from_url(broker.url, decode_responses=True)
+    try:
+        return list(client.keys(f"{brokers.CLAIM_PREFIX}{job}/*"))
+    finally:
+        client.close()
+
+
+def delete_then_drain(
+    cluster: LocalCluster, broker: LocalRedis, worker: Worker, namespace: str, name: str
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Delete the job and wait until the worker ran every slot claimed at the broker (the last
+    ones drain): the worker's records of the job, and the claims."""
+    job = f"{namespace}/{name}"
+    delete(cluster, namespace, name)
+    eventually(
+        lambda: len(worker.recorded(job)) >= len(claimed_at_the_broker(broker, job)),
+        timeout=30,
+        what="the worker running every slot claimed at the broker",
+    )
+    return worker.recorded(job), claimed_at_the_broker(broker, job)
+
+
+def lateness_ms(records: list[dict[str, Any]]) -> list[float]:
+    """Scheduled time → task started, as the task recorded both, ascending."""
+    return sorted(
+        (line["startedAt"] - parse_time(line["scheduledTime"]).timestamp()) * 1000
+        for line in records
+    )
+
+
+def every_second_between(slots: list[datetime]) -> list[datetime]:
+    return every_slots(min(slots) - timedelta(seconds=1), max(slots), timedelta(seconds=1))
 
 
 class TestEverySlotOnTheTenantsBroker:
@@ -244,24 +175,7 @@ class TestEverySlotOnTheTenantsBroker:
         framework = worker.framework
         name = f"every-second-{framework}"
         job = f"{module_namespace}/{name}"
-        apply(
-            cluster,
-            {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": SECRET, "namespace": module_namespace},
-                "stringData": {"url": broker.url},
-            },
-            scheduled_job(
-                module_namespace,
-                name,
-                {
-                    "every": "1s",
-                    "history": {"succeeded": 20, "failed": 20},
-                    "target": {"queue": task_target(framework, name)},
-                },
-            ),
-        )
+        apply_every_second_job(cluster, broker, module_namespace, framework, name)
 
         def window() -> list[dict[str, Any]] | None:
             slots = sorted(slot_of(line["slot"]) for line in worker.recorded(job))
@@ -269,28 +183,11 @@ class TestEverySlotOnTheTenantsBroker:
 
         eventually(window, timeout=90, what=f"{WINDOW} of slots run by {framework}'s worker")
         body = read(cluster, module_namespace, name)
-        delete(cluster, module_namespace, name)
-        client = redis.Redis.from_url(broker.url, decode_responses=True)
-        try:
-            # Every slot claimed at the broker is run by the worker (the last ones drain).
-            eventually(
-                lambda: (
-                    len(worker.recorded(job)) >= len(client.keys(f"{brokers.CLAIM_PREFIX}{job}/*"))
-                ),
-                timeout=30,
-                what="the worker running every slot claimed at the broker",
-            )
-            claimed = client.keys(f"{brokers.CLAIM_PREFIX}{job}/*")
-        finally:
-            client.close()
-        records = worker.recorded(job)
+        records, claimed = delete_then_drain(cluster, broker, worker, module_namespace, name)
         slots = [slot_of(line["slot"]) for line in records]
         duplicates = sum(count - 1 for count in Counter(slots).values())
-        expected = every_slots(min(slots) - timedelta(seconds=1), max(slots), timedelta(seconds=1))
-        lateness = sorted(
-            (line["startedAt"] - parse_time(line["scheduledTime"]).timestamp()) * 1000
-            for line in records
-        )
+        expected = every_second_between(slots)
+        lateness = lateness_ms(records)
         report(
             f"{framework} worker on the tenant's broker, 2 replicas, every 1s",
             [
@@ -321,9 +218,81 @@ class TestEverySlotOnTheTenantsBroker:
         assert two_replicas.problems() == {}, f"see {two_replicas.logs()}"
 
 
+class TestEverySlotThroughAReplicaSigkill:
+    @pytest.mark.parametrize("worker", ["celery", "rq", "bullmq"], indirect=True)
+    def test_runs_exactly_once_when_the_replica_that_pushed_is_killed(  # noqa: PLR0917
+        self,
+        cluster: LocalCluster,
+        redis_server: LocalRedis,
+        broker: LocalRedis,
+        scheduled_job_crd: list[Path],
+        module_namespace: str,
+        worker: Worker,
+        tmp_path: Path,
+    ) -> None:
+        framework = worker.framework
+        name = f"through-a-kill-{framework}"
+        job = f"{module_namespace}/{name}"
+        (tmp_path / "operators").mkdir()
+        with Operators(
+            cluster,
+            tmp_path / "operators",
+            namespace=module_namespace,
+            replicas=2,
+            lock_backend="redis",
+            extra_args=["--sharding", "off"],  # the survivor arms every job already
+            redis_url=redis_server.url,
+        ) as operators:
+            apply_every_second_job(cluster, broker, module_namespace, framework, name)
+            eventually(lambda: len(worker.recorded(job)) >= 3, timeout=60, what="three runs")
+            # Kill the replica that pushed a slot right after its push (its claim at the broker):
+            # the next slot is a second away, so no push of the killed replica is half done.
+            seen = len(claimed_at_the_broker(broker, job))
+            pushed = eventually(
+                lambda: sorted(claimed_at_the_broker(broker, job))[seen:],
+                timeout=10,
+                what="the next slot's claim at the broker",
+                interval=0.02,
+            )[-1].removeprefix(brokers.CLAIM_PREFIX)
+            lock = redis.Redis.from_url(redis_server.url, decode_responses=True)
+            try:
+                holder = lock.get(slot_keys.slot_key(pushed)) or "?:"
+            finally:
+                lock.close()
+            killed = holder.split(":")[0]
+            operators[killed].kill()
+            killed_at = slot_of(pushed)
+            eventually(
+                lambda: any(
+                    slot_of(line["slot"]) >= killed_at + WINDOW for line in worker.recorded(job)
+                ),
+                timeout=60,
+                what=f"{WINDOW} of slots after the kill",
+            )
+            records, claimed = delete_then_drain(cluster, broker, worker, module_namespace, name)
+            survivors = {rid: lines for rid, lines in operators.problems().items() if rid != killed}
+        slots = [slot_of(line["slot"]) for line in records]
+        duplicates = sum(count - 1 for count in Counter(slots).values())
+        expected = every_second_between(slots)
+        lateness = lateness_ms([line for line in records if slot_of(line["slot"]) > killed_at])
+        report(
+            f"{framework} worker, 2 replicas, {killed} SIGKILLed after its push of {pushed}",
+            [
+                f"{len(records)} runs, {duplicates} duplicates, "
+                f"{len(set(expected) - set(slots))} missing; after the kill, scheduled time → "
+                f"task started: p50 {lateness[len(lateness) // 2]:.0f} ms, "
+                f"max {lateness[-1]:.0f} ms"
+            ],
+        )
+        assert duplicates == 0
+        assert sorted(slots) == expected
+        assert len(claimed) == len(records)
+        assert survivors == {}, f"see {operators.logs()}"
+
+
 class TestTheSameSlotPushedTwice:
     def test_yields_one_message(self, broker: LocalRedis, tmp_path: Path) -> None:
-        celery_worker = Worker("celery", broker, tmp_path)
+        celery_worker = Worker("celery", broker.url, tmp_path)
         try:
             slot_id = f"twice/pushed/uid/{int(datetime.now().timestamp() * 1000)}"
             task = task_models.CeleryTask.model_validate(
