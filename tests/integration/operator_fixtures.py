@@ -18,22 +18,26 @@ CRD_SERVED_TIMEOUT = 60.0
 
 @pytest.fixture(scope="session")
 def scheduled_job_crd(cluster: LocalCluster) -> list[Path]:
-    """The CRD from ``crds/``, applied once per session, Established and served.
+    """The CRDs from ``crds/`` (ScheduledJob, Calendar), applied once per session, Established
+    and served.
 
     Established is not quite enough: for a moment after it, the API server answers LIST and
     WATCH with 429 "storage is (re)initializing", which an operator started then logs as an
-    error (and retries). Waiting for a LIST to succeed keeps that out of the operators' logs.
+    error (and retries). Waiting for a LIST of each to succeed keeps that out of the operators'
+    logs (an operator watches both).
     """
     files = manifests.install_crds(cluster)
     deadline = time.monotonic() + CRD_SERVED_TIMEOUT
-    while True:
-        try:
-            cluster.api.get(f"{API}/scheduledjobs")  # as kopf lists: no limit
-        except ApiError:
-            assert time.monotonic() < deadline, "scheduledjobs are not served"
-            time.sleep(0.2)
-            continue
-        return files
+    for plural in ("scheduledjobs", "calendars"):
+        while True:
+            try:
+                cluster.api.get(f"{API}/{plural}")  # as kopf lists: no limit
+            except ApiError:
+                assert time.monotonic() < deadline, f"{plural} are not served"
+                time.sleep(0.2)
+                continue
+            break
+    return files
 
 
 @pytest.fixture(scope="module")

@@ -85,7 +85,9 @@ def installed_chart_crds(cluster: LocalCluster, chart_crds: list[dict[str, Any]]
     """Those CRDs on the API server, for this module's tests alone."""
     names = install_crds(cluster, chart_crds)
     yield
-    cluster.kubectl("delete", "--wait", *names)
+    # Not waited for: the session's API server may take longer than a kubectl call allows to
+    # finish a CRD's deletion, and no later test depends on these kinds being gone.
+    cluster.kubectl("delete", "--wait=false", *names)
 
 
 def run(tool: Path, *args: str, stdin: str | None = None) -> "subprocess.CompletedProcess[str]":

@@ -2085,12 +2085,14 @@ def test_the_templated_crd_takes_over_a_crd_from_the_crds_folder_and_upgrades_it
         helm.install(
             release, release_namespace, {"crds": {"install": True}}, upgrade=True, wait=False
         )
-    cluster.kubectl("label", "crd", CRD_NAME, "app.kubernetes.io/managed-by=Helm")
-    cluster.kubectl(
-        "annotate", "crd", CRD_NAME,
-        f"meta.helm.sh/release-name={release}",
-        f"meta.helm.sh/release-namespace={release_namespace}",
-    )  # fmt: skip
+    # Both CRDs of crds/ are adopted, as the chart's README says (ScheduledJob and Calendar).
+    for name in (CRD_NAME, "calendars.punctual.dev"):
+        cluster.kubectl("label", "crd", name, "app.kubernetes.io/managed-by=Helm")
+        cluster.kubectl(
+            "annotate", "crd", name,
+            f"meta.helm.sh/release-name={release}",
+            f"meta.helm.sh/release-namespace={release_namespace}",
+        )  # fmt: skip
     helm.install(release, release_namespace, {"crds": {"install": True}}, upgrade=True, wait=False)
 
     crd = get_json(cluster, "crd", CRD_NAME)
