@@ -251,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--keep", action="store_true", help="keep the run directory (logs, kubeconfig) on exit"
     )
     args = parser.parse_args(argv)
-    processes.install_signal_handlers()
+    processes.stop_on_first_interrupt()
     run_dir = Path(tempfile.mkdtemp(prefix="punctual-local-"))
     say(f"run directory (logs, kubeconfig, PKI): {run_dir}")
     keep = args.keep

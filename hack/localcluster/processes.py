@@ -250,6 +250,29 @@ def install_signal_handlers() -> None:
             signal.signal(signum, _interrupt_on_signal)
 
 
+def stop_on_first_interrupt() -> None:
+    """For a program that runs until stopped (``make run``): Ctrl-C, SIGTERM or SIGHUP stop it
+    once. The first raises KeyboardInterrupt, so every ``with`` block stops what it started, in
+    order; later ones are ignored from then on. A second Ctrl-C arriving during that stop (a
+    terminal sends one to every process of its group, and ``uv run`` passes its own on) would
+    interrupt it wherever it stands, a child's wait left holding its lock, and the exit would
+    then wait on it for ever. The stop is bounded (``DEFAULT_GRACE_SECONDS`` per group, then
+    SIGKILL). Only possible from the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, _interrupt_once)
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _interrupt_once(_signum: int, _frame: FrameType | None) -> None:
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
 class Service:
     """A local service used in ``with``: started on entry, stopped on exit, and stopped again
     when its start fails half-way (whatever it started so far is not left behind)."""
