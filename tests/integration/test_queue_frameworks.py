@@ -12,7 +12,9 @@ task id derived from it; so too for Celery, RQ and BullMQ when the replica that 
 slot is SIGKILLed, the other going on alone. The claim and
 the push are one script on the broker: the same slot pushed twice yields one message, arq's own
 enqueue of the slot's job id is dropped by arq, and BullMQ itself drops a second copy of a job
-id.
+id. A broker that is a Redis Cluster node (one node holding every hash slot) takes no push of
+any format and makes the job ``Ready: False`` (``BrokerIsCluster``) until its Secret names a
+standalone Redis.
 """
 
 import asyncio
@@ -69,6 +71,26 @@ SECRET = "tenant-broker"
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRedis]:
     """The tenant's broker: a Redis of its own, with a password, not the lock's."""
     with LocalRedis(run_dir=tmp_path_factory.mktemp("broker"), password="tenant s3cret") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def cluster_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRedis]:
+    """A Redis Cluster of one node holding every hash slot: a real Cluster node, answering a
+    script whose keys hash to different slots with CROSSSLOT, as every node of a Cluster does."""
+    run_dir = tmp_path_factory.mktemp("cluster-node")
+    options = ["--cluster-enabled", "yes", "--cluster-config-file", str(run_dir / "nodes.conf")]
+    with LocalRedis(run_dir=run_dir, options=options) as server:
+        client = redis.Redis.from_url(server.url, decode_responses=True)
+        try:
+            client.execute_command("CLUSTER", "ADDSLOTSRANGE", "0", "16383")
+            eventually(
+                lambda: client.cluster("info")["cluster_state"] == "ok",
+                timeout=30,
+                what="the one-node cluster's state ok",
+            )
+        finally:
+            client.close()
         yield server
 
 
@@ -534,5 +556,91 @@ class TestEveryFormatsKeys:
                 # BullMQ's script also reads keys it writes only in other states (paused, active).
                 for kind, key in push.script.keys if push.script else ():
                     assert client.type(key) in (kind, "none"), push.description
+        finally:
+            client.close()
+
+
+class TestARedisClusterBroker:
+    def test_fails_every_formats_push_saying_so_and_writes_nothing(
+        self, cluster_node: LocalRedis
+    ) -> None:
+        every_push = pushes_of_every_format(f"cluster/job/uid/{int(datetime.now().timestamp())}")
+
+        async def push_each() -> list[str]:
+            clients = brokers.Brokers(guard=addresses.AddressGuard())
+            refused = []
+            try:
+                for push in every_push:
+                    with pytest.raises(brokers.BrokerIsClusterError) as raised:
+                        await clients.push(
+                            namespace="cluster",
+                            url=cluster_node.url,
+                            slot_id=push.message_id,
+                            push=push,
+                        )
+                    refused.append(str(raised.value))
+            finally:
+                await clients.close()
+            return refused
+
+        refused = asyncio.run(push_each())
+        assert all("is a Redis Cluster node (ClusterCrossSlotError)" in text for text in refused)
+        client = redis.Redis.from_url(cluster_node.url)
+        try:
+            assert client.dbsize() == 0
+        finally:
+            client.close()
+
+    def test_makes_the_job_not_ready_until_its_secret_names_a_standalone_redis(
+        self,
+        cluster: LocalCluster,
+        broker: LocalRedis,
+        cluster_node: LocalRedis,
+        module_namespace: str,
+        two_replicas: Operators,
+    ) -> None:
+        name, secret = "on-a-cluster", "cluster-broker"
+
+        def secret_naming(url: str) -> dict[str, Any]:
+            return {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": secret, "namespace": module_namespace},
+                "stringData": {"url": url},
+            }
+
+        def ready() -> dict[str, Any]:
+            return condition(read(cluster, module_namespace, name), "Ready") or {}
+
+        apply(
+            cluster,
+            secret_naming(cluster_node.url),
+            scheduled_job(
+                module_namespace,
+                name,
+                {"every": "1s", "target": {"queue": task_target("celery", name, secret=secret)}},
+            ),
+        )
+        not_ready = eventually(
+            lambda: (found := ready()).get("reason") == "BrokerIsCluster" and found,
+            timeout=60,
+            what="Ready False, BrokerIsCluster",
+        )
+        assert not_ready["status"] == "False"
+        assert "is a Redis Cluster node (ClusterCrossSlotError)" in not_ready["message"]
+        assert f"(URL from Secret {module_namespace}/{secret} key url)" in not_ready["message"]
+        assert "tenant s3cret" not in json.dumps(not_ready)
+
+        apply(cluster, secret_naming(broker.url))
+        ready_again = eventually(
+            lambda: (found := ready()).get("status") == "True" and found,
+            timeout=90,  # the Secret's value is cached for 30 s
+            what="Ready True once the Secret names a standalone Redis",
+        )
+        delete(cluster, module_namespace, name)
+        assert ready_again["reason"] == "Scheduled"
+        client = redis.Redis.from_url(cluster_node.url)
+        try:
+            assert client.dbsize() == 0
         finally:
             client.close()

@@ -22,7 +22,7 @@ from punctual.api import (
     status_reader,
 )
 from punctual.contracts import protocols
-from punctual.controller import arming, asked_runs, calendars, failures, validation
+from punctual.controller import arming, asked_runs, calendars, failures, readiness, validation
 from punctual.kube import objects, resources
 from punctual.locks import health
 from punctual.runtime import job_loop, supervisor
@@ -31,10 +31,9 @@ from punctual.scheduling.errors import InvalidSpecError
 from punctual.stores import status
 from punctual.targets import errors as target_errors
 from punctual.targets import kinds
+from punctual.targets import problems as target_problems
 
 logger = logging.getLogger(__name__)
-
-LOCK_BACKEND_UNAVAILABLE = "LockBackendUnavailable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +66,10 @@ class Reconciler:
         lock_health: health.HealthTrackingLock | None = None,
         pause: failures.FailurePause | None = None,
         bounds: spec_bounds.Bounds = spec_bounds.DEFAULT_BOUNDS,
+        problems: target_problems.TargetProblems | None = None,
     ) -> None:
-        """``bounds``: the platform's, a spec past them ``InvalidSpec`` (as at admission)."""
+        """``bounds``: the platform's, a spec past them ``InvalidSpec`` (as at admission);
+        ``problems``: what the targets' runs found of jobs' destinations (Ready False)."""
         self._scheduler = scheduler
         self._bounds = bounds
         self._store = store
@@ -91,6 +92,9 @@ class Reconciler:
         so until the next generation arms them again."""
         if lock_health is not None:
             lock_health.subscribe(self._lock_backend_changed)
+        self._problems = problems
+        if problems is not None:
+            problems.subscribe(self._target_problem_changed)
         scheduler.when_stopped(self._scheduling_stopped)
 
     async def observe(self, body: resources.Body) -> None:
@@ -132,6 +136,8 @@ class Reconciler:
             await self._pause_after_failures(body, seen, previous=previous_failures)
             return  # a status change: nothing for the scheduler
         self._stopped.pop(job, None)
+        if self._problems is not None:
+            self._problems.forget(job)  # the runs of the new spec tell again
         try:
             checked = validation.check(
                 body.get("spec") or {},
@@ -236,6 +242,8 @@ class Reconciler:
         self._asked.forget(job)
         self._scheduling.pop(job, None)
         self._stopped.pop(job, None)
+        if self._problems is not None:
+            self._problems.forget(job)
         self._store.forget(job)
         self._cache.forget(job)
 
@@ -297,46 +305,32 @@ class Reconciler:
             self._warn(job, reason=reason, message=message)
 
     def _ready(self, job: slots.JobRef, scheduling: _Scheduling) -> None:
-        """Ready for a job being scheduled: True, unless its loop stopped by itself (``Ended``:
-        True with that reason) or the lock backend does not answer (then no slot can be claimed,
-        and users must see why nothing runs). Its message says where the runs' work goes when
-        the spec alone does not (a queue target's stream key)."""
-        generation = scheduling.generation
-        stopped = self._stopped.get(job)
-        if stopped is not None:
-            reason, message = stopped
-            ok = reason == job_loop.ENDED
-            self._condition(
-                job,
-                condition_models.READY,
-                ok=ok,
-                reason=reason,
-                message=message,
-                generation=generation,
-            )
-            return
+        """Ready for a job being scheduled (``readiness.ready``): users must see why nothing
+        runs, or nothing can succeed."""
         lock = self._lock_health
-        if lock is not None and not lock.available:
-            self._condition(
-                job,
-                condition_models.READY,
-                ok=False,
-                reason=LOCK_BACKEND_UNAVAILABLE,
-                message=lock.message,
-                generation=generation,
-            )
-            return
+        problem = self._problems.of(job) if self._problems is not None else None
+        verdict = readiness.ready(
+            stopped=self._stopped.get(job),
+            lock_unavailable=lock.message if lock is not None and not lock.available else None,
+            problem=problem,
+            destination=scheduling.destination,
+        )
         self._condition(
             job,
             condition_models.READY,
-            ok=True,
-            reason="Scheduled",
-            message="; ".join(filter(None, ["scheduling slots", scheduling.destination])),
-            generation=generation,
+            ok=verdict.ok,
+            reason=verdict.reason,
+            message=verdict.message,
+            generation=scheduling.generation,
         )
 
     def _lock_backend_changed(self, available: bool, message: str) -> None:
         for job, scheduling in self._scheduling.items():
+            self._ready(job, scheduling)
+
+    def _target_problem_changed(self, job: slots.JobRef) -> None:
+        scheduling = self._scheduling.get(job)
+        if scheduling is not None:
             self._ready(job, scheduling)
 
     def _show_schedule(self, job: slots.JobRef, text: str | None) -> None:

@@ -55,6 +55,7 @@ from punctual.replica import settings as replica_settings
 from punctual.runtime import clocks
 from punctual.stores import fanout
 from punctual.targets import addresses, kinds, plugin
+from punctual.targets import problems as target_problems
 from punctual.targets.job import requests as batch_job_requests
 
 
@@ -129,6 +130,7 @@ class Replica:
                 bounds=settings.bounds,
                 warm_start_gate_image=settings.warm_start_gate_image,
             )
+        problems = target_problems.TargetProblems()
         targets = await kinds.Targets.start(
             plugin.Resources(
                 api=api,
@@ -142,6 +144,7 @@ class Replica:
                 http_connections_per_namespace=settings.http_connections_per_namespace,
                 queue_max_len=settings.queue_max_len,
                 warm_start_gate_image=settings.warm_start_gate_image,
+                problems=problems,
             ),
             stack,
             meter_lock=lambda lock: metered.MeteredLock(
@@ -160,6 +163,7 @@ class Replica:
             lock_health=lock.tracked if settings.lock_backend == "redis" else None,
             pause=failures.FailurePause(api=spec_api.SpecApi(api), warnings=stores.warnings),
             bounds=settings.bounds,
+            problems=problems,
         )
         await self._arm_listed(stores.api)
         if members is not None:

@@ -12,6 +12,10 @@ MAX_LEN_ABOVE_LIMIT = "MaxLenAboveLimit"
 """A queue target whose ``maxLen`` is above what this operator allows (``--queue-max-len``)."""
 JOBS_UNAVAILABLE = "JobsUnavailable"
 """A job target, and this operator does not create batch Jobs."""
+BROKER_IS_CLUSTER = "BrokerIsCluster"
+"""A queue job whose broker turned out, at a run, to be a Redis Cluster node, where the slot's
+claim and the framework's keys cannot be one script (``targets.problems``: Ready False until a
+run finds a standalone Redis or a primary there)."""
 
 
 class TargetUnavailableError(Exception):

@@ -17,6 +17,7 @@ from punctual.kube import client, secrets
 from punctual.redis_io import connections, replication
 from punctual.scheduling import slots
 from punctual.targets import addresses
+from punctual.targets import problems as target_problems
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,8 @@ class Resources:
     """The Redis replicas that must have a claim before it counts."""
     warm_start_reports: protocols.WarmStartReports | None = None
     """Where a warm start's check at each slot goes (the status and Event writers)."""
+    problems: target_problems.TargetProblems | None = None
+    """Where runs tell what they found wrong with a job's destination (Ready False)."""
     http_connections_per_namespace: int
     queue_max_len: int
     warm_start_gate_image: str | None = None

@@ -15,7 +15,8 @@ anything is written. The claim key outlives the slot by a day
 **Not a Redis Cluster.** The claim and the framework's keys cannot share a hash slot (the
 frameworks name their keys without a hash tag), so only a standalone Redis (or a primary
 endpoint) works. A Cluster node answers the script with ``CROSSSLOT``, ``MOVED``, ``ASK`` or
-``CLUSTERDOWN``: the run fails with ``BrokerIsClusterError``, saying so, and nothing is written.
+``CLUSTERDOWN``: the run fails with ``BrokerIsClusterError``, saying so, and nothing is written;
+the executor makes it the job's ``Ready: False`` (``BrokerIsCluster``, ``targets.problems``).
 
 **Outside input.** The URL is the tenant's: ``redis://`` or ``rediss://`` (TLS, verified against
 the operator's CA bundle) only, with no query options (the driver would let them override the

@@ -15,6 +15,8 @@ from typing import Protocol
 from punctual.api import queue_models
 from punctual.contracts import records
 from punctual.kube import secrets
+from punctual.targets import errors
+from punctual.targets import problems as target_problems
 from punctual.targets.queue import brokers, pushes
 
 
@@ -47,7 +49,9 @@ MessageBuilder = Callable[[records.RunContext, datetime], pushes.Push]
 class BrokerExecutor:
     """``protocols.Executor`` of one job whose task goes to the tenant's broker: reads the
     broker's URL from the job's Secret at each run (cached by the reader, so a rotated Secret
-    is picked up), then pushes the slot's message, once per slot at the broker."""
+    is picked up), then pushes the slot's message, once per slot at the broker. A broker found
+    to be a Redis Cluster node is told to ``problems`` (``BrokerIsCluster``: Ready False), and
+    a later run that gets past it takes that back."""
 
     def __init__(
         self,
@@ -57,12 +61,14 @@ class BrokerExecutor:
         reader: secrets.SecretReader,
         namespace: str,
         source: queue_models.BrokerSource,
+        problems: target_problems.TargetProblems | None = None,
     ) -> None:
         self._build = build
         self._brokers = brokers
         self._reader = reader
         self._namespace = namespace
         self._source = source
+        self._problems = problems
 
     def __repr__(self) -> str:
         return f"BrokerExecutor({self._namespace}/{self._source.secret_name})"
@@ -72,18 +78,40 @@ class BrokerExecutor:
         values = await self._reader.read(namespace=self._namespace, name=self._source.secret_name)
         url = values.get(self._source.key, "").strip()
         if not url:
-            return records.Outcome(
-                False, f"{where} has no key {self._source.key!r} (the broker's URL): nothing sent"
+            return self._found(
+                context,
+                records.Outcome(
+                    False,
+                    f"{where} has no key {self._source.key!r} (the broker's URL): nothing sent",
+                ),
             )
         push = self._build(context, datetime.now(UTC))
         try:
             pushed = await self._brokers.push(
                 namespace=self._namespace, url=url, slot_id=context.slot_id, push=push
             )
+        except brokers.BrokerIsClusterError as error:
+            message = f"{error} (URL from {where} key {self._source.key})"
+            problem = target_problems.Problem(errors.BROKER_IS_CLUSTER, message)
+            return self._found(context, records.Outcome(False, message), problem)
         except (brokers.BrokerRefusedError, brokers.BrokerUnavailableError) as error:
-            return records.Outcome(False, f"{error} (URL from {where})")
+            return self._found(context, records.Outcome(False, f"{error} (URL from {where})"))
         if not pushed:
-            return records.Outcome(
-                True, f"{push.description}: pushed before for this slot, not pushed again"
+            return self._found(
+                context,
+                records.Outcome(
+                    True, f"{push.description}: pushed before for this slot, not pushed again"
+                ),
             )
-        return records.Outcome(True, f"enqueued {push.description}")
+        return self._found(context, records.Outcome(True, f"enqueued {push.description}"))
+
+    def _found(
+        self,
+        context: records.RunContext,
+        outcome: records.Outcome,
+        problem: target_problems.Problem | None = None,
+    ) -> records.Outcome:
+        """``outcome``, after telling ``problems`` what this run found of the broker."""
+        if self._problems is not None:
+            self._problems.found(context.job, problem)
+        return outcome

@@ -39,6 +39,7 @@ class QueueKind:
             max_len_limit=resources.queue_max_len,
             brokers=tenants,
             secrets=resources.secrets,
+            problems=resources.problems,
         )
 
 

@@ -16,6 +16,7 @@ from punctual.kube import secrets
 from punctual.redis_io import namespace_keys
 from punctual.scheduling import slots
 from punctual.targets import errors, plugin
+from punctual.targets import problems as target_problems
 from punctual.targets.queue import (
     arq_jobs,
     brokers,
@@ -36,8 +37,9 @@ DEFAULT_MAX_LEN_LIMIT = 100_000
 
 class QueueTargets:
     """The queue targets of this operator: the stream claims on its Redis (``None``: it has
-    none), the longest stream a job may ask for, and the tenants' brokers with the Secrets
-    that name them (``None``: no broker tasks)."""
+    none), the longest stream a job may ask for, the tenants' brokers with the Secrets
+    that name them (``None``: no broker tasks), and where their runs tell a broker that cannot
+    work (``problems``: a Redis Cluster node)."""
 
     def __init__(
         self,
@@ -46,11 +48,13 @@ class QueueTargets:
         max_len_limit: int = DEFAULT_MAX_LEN_LIMIT,
         brokers: brokers.Brokers | None = None,
         secrets: secrets.SecretReader | None = None,
+        problems: target_problems.TargetProblems | None = None,
     ) -> None:
         self._streams = streams
         self._max_len_limit = max_len_limit
         self._brokers = brokers
         self._secrets = secrets
+        self._problems = problems
 
     def wire(self, job: slots.JobRef, spec: models.ScheduledJobSpec) -> plugin.Wiring:
         """The job's executor, and a stream's own slot lock, which appends the slot's entry to
@@ -93,6 +97,7 @@ class QueueTargets:
                 reader=self._secrets,
                 namespace=job.namespace,
                 source=source,
+                problems=self._problems,
             ),
             None,
             f"{what}, on the broker of Secret {job.namespace}/{source.secret_name} "
