@@ -506,6 +506,7 @@ class TestStatusAndColumns:
                     }
                 ],
                 "schedule": "30 2 * * *",
+                "target": "http",
                 "nextRunTime": "2026-12-01T01:30:12Z",
                 "lastScheduleTime": "2026-11-30T01:30:00Z",
                 "lastRun": {
@@ -533,18 +534,18 @@ class TestStatusAndColumns:
         assert status_models.ScheduledJobStatus.model_validate(stored) == status
         table = cluster.kubectl("get", "sj", "nightly", "-n", namespace).stdout.splitlines()
         assert re.split(r"\s{2,}", table[0].strip()) == [
-            "NAME", "SCHEDULE", "SUSPEND", "ACTIVE", "NEXT", "LAST", "LATENESS(MS)",
+            "NAME", "SCHEDULE", "TARGET", "SUSPEND", "ACTIVE", "NEXT", "LAST", "LATENESS(MS)",
             "LAST RESULT", "READY",
         ]  # fmt: skip
         row = table[1]
-        for value in ("30 2 * * *", "false", "2026-12-01T01:30:12Z"):
+        for value in ("30 2 * * *", "http", "false", "2026-12-01T01:30:12Z"):
             assert value in row
         assert row[table[0].index("ACTIVE") : table[0].index("NEXT")].strip() == ""  # none runs
         assert row.split()[-3:] == ["3", "Succeeded", "True"]
         wide = cluster.kubectl("get", "sj", "nightly", "-n", namespace, "-o", "wide").stdout
         header, row = wide.splitlines()
         assert re.split(r"\s{2,}", header.strip()) == [
-            "NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "NEXT", "LAST",
+            "NAME", "SCHEDULE", "TARGET", "TIMEZONE", "SUSPEND", "ACTIVE", "NEXT", "LAST",
             "LATENESS(MS)", "LAST RESULT", "READY", "AGE",
         ]  # fmt: skip
         assert "Europe/Copenhagen" in row

@@ -194,6 +194,7 @@ class TestAJobAppliedWithKubectl:
         assert list(row) == [
             "NAME",
             "SCHEDULE",
+            "TARGET",
             "SUSPEND",
             "ACTIVE",
             "NEXT",
@@ -202,7 +203,12 @@ class TestAJobAppliedWithKubectl:
             "LAST RESULT",
             "READY",
         ]
-        assert (row["NAME"], row["SCHEDULE"], row["SUSPEND"]) == (name, "every 2s", "false")
+        assert (row["NAME"], row["SCHEDULE"], row["TARGET"], row["SUSPEND"]) == (
+            name,
+            "every 2s",
+            "http",
+            "false",
+        )
         assert (row["LAST RESULT"], row["READY"]) == ("Succeeded", "True")
         # The age of the slot of a run in progress; a 204 answers fast, so mostly empty.
         assert re.fullmatch(r"(\d+(ms|s))?", row["ACTIVE"]), row
@@ -215,6 +221,7 @@ class TestAJobAppliedWithKubectl:
         assert list(wide) == [
             "NAME",
             "SCHEDULE",
+            "TARGET",
             "TIMEZONE",
             "SUSPEND",
             "ACTIVE",

@@ -65,6 +65,13 @@ PRINTER_COLUMNS = [
         "jsonPath": ".status.schedule",
         "description": "The schedule: the cron text, every <interval>, or once at <instant>",
     },
+    # The same for what a run does: the queue target's format is which of its fields is set.
+    {
+        "name": "Target",
+        "type": "string",
+        "jsonPath": ".status.target",
+        "description": "What a run does: http, job, or queue:<format> (queue:celery, ...)",
+    },
     # Priority 1: shown by `kubectl get -o wide` only, so that `kubectl get sj` fits a terminal.
     {
         "name": "TimeZone",

@@ -152,6 +152,21 @@ def shown_schedule(spec: models.ScheduledJobSpec) -> str:
     return f"once at {timeline.rfc3339(spec.starts_at)}"
 
 
+def shown_target(spec: models.ScheduledJobSpec) -> str:
+    """What a run does, as ``kubectl get``'s TARGET column (``status.target``) and ``punctual
+    next`` show it: the kind under ``spec.target`` (``http``, ``job``), and for the queue
+    target its format too (``queue:stream``, ``queue:celery``, ``queue:bullmq``, ...).
+
+    A printer column reads one field, and the format is which field of ``spec.target.queue``
+    is set: the operator states it in status, as it does the schedule."""
+    kind = next(name for name in models.Target.model_fields if getattr(spec.target, name))
+    queue = spec.target.queue
+    if queue is None:
+        return kind
+    task = queue.task()
+    return f"{kind}:{task[0] if task is not None else 'stream'}"
+
+
 def _schedule(
     spec: models.ScheduledJobSpec, *, hash_key: str | None
 ) -> tuple[timeline.Schedule, merged.Merged | None]:

@@ -14,6 +14,8 @@ from punctual.contracts import records
 
 SCHEDULE_SHOWN_MAX = 256
 """The longest ``status.schedule``: room for the longest ``spec.schedule`` and a prefix."""
+TARGET_SHOWN_MAX = 64
+"""The longest ``status.target``: a kind, and for the queue target ``:`` and its format."""
 
 
 class RunRecord(fields.ApiModel):
@@ -238,6 +240,13 @@ class ScheduledJobStatus(fields.ApiModel):
         description="The schedule as people read it (kubectl get's SCHEDULE column): "
         "spec.schedule as written, every <spec.every>, or once at <spec.startsAt>. Absent "
         "while the spec is invalid.",
+    )
+    target: str | None = pydantic.Field(
+        default=None,
+        max_length=TARGET_SHOWN_MAX,
+        description="What a run does (kubectl get's TARGET column): http, job, or queue with "
+        "its format (queue:stream, queue:celery, queue:rq, queue:arq, queue:dramatiq, "
+        "queue:taskiq, queue:sidekiq, queue:bullmq). Absent while the spec is invalid.",
     )
     next_run_time: fields.Timestamp | None = pydantic.Field(
         default=None,

@@ -1,6 +1,7 @@
 """``punctual next``: the next fire times of a schedule, with notes on DST adjustments; of a
 ScheduledJob's manifest (``-f``), with the entries of ``spec.schedules`` that fire each slot
-and the slots its exclusions leave out (marked, not run).
+and the slots its exclusions leave out (marked, not run), after what its runs do (its target,
+and a queue target's format, as ``kubectl get``'s TARGET column shows it) on stderr.
 
 The Calendars a job names (``spec.exclude.calendars``) come with it: several ``-f``, or
 several documents in one file, as ``kubectl get sj,calendar -o yaml`` writes them. A Calendar
@@ -119,7 +120,7 @@ def _run_manifest(arguments: argparse.Namespace) -> int:
         if arguments.schedule is not None or arguments.every is not None:
             raise InvalidSpecError("--file", "give SCHEDULE, --every or --file, not several")
         job, calendars = _manifests([convert.read(name) for name in arguments.file])
-        plan, zone = plan_of(job, calendars=calendars)
+        plan, zone, target = plan_of(job, calendars=calendars)
         after = _parse_after(arguments.after)
         if arguments.count < 1:
             raise InvalidSpecError("-n", "must be at least 1")
@@ -136,6 +137,8 @@ def _run_manifest(arguments: argparse.Namespace) -> int:
     except convert.UnreadableInputError as error:
         print(f"punctual next: {error}", file=sys.stderr)
         return 2
+    name = (job.get("metadata") or {}).get("name")
+    print(f"punctual next: {_namespace(job)}/{name}: target {target}", file=sys.stderr)
     found = slots_of(plan, after=after, count=arguments.count)
     if arguments.output == "json":
         print(json.dumps([_slot_json(slot, zone) for slot in found], indent=2))
@@ -204,10 +207,10 @@ def _namespace(document: Mapping[str, Any]) -> str:
 
 def plan_of(
     manifest: Mapping[str, Any], *, calendars: Mapping[str, Mapping[str, object]]
-) -> tuple[plans.JobPlan, ZoneInfo]:
+) -> tuple[plans.JobPlan, ZoneInfo, str]:
     """The plan the operator would arm for ``manifest`` (with its ``H`` values and the slots
-    its ``punctual.dev/skip`` annotation and the ``calendars`` it names leave out), and the
-    zone to show its slots in."""
+    its ``punctual.dev/skip`` annotation and the ``calendars`` it names leave out), the
+    zone to show its slots in, and its target as ``status.target`` shows it."""
     metadata = manifest.get("metadata") or {}
     spec = spec_parsing.parse_spec(manifest.get("spec") or {})
     skip = (metadata.get("annotations") or {}).get(annotations.SKIP)
@@ -223,7 +226,8 @@ def plan_of(
         skipped=skipped,
         calendars=calendars,
     )
-    return plan, zones.parse(spec.time_zone, field="spec.timeZone")
+    zone = zones.parse(spec.time_zone, field="spec.timeZone")
+    return plan, zone, planning.shown_target(spec)
 
 
 def slots_of(plan: plans.JobPlan, *, after: datetime, count: int) -> list[Slot]:

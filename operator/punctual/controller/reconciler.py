@@ -49,8 +49,8 @@ class _Scheduling:
     generation: int
     destination: str = ""
     """Where its runs' work goes, for the Ready message (``targets.plugin.Wiring.destination``)."""
-    schedule: str = ""
-    """Its schedule as ``status.schedule`` shows it (``planning.shown_schedule``)."""
+    shown: status.Shown = status.NOTHING_SHOWN
+    """Its schedule and target as ``status.schedule`` and ``status.target`` show them."""
 
 
 class Reconciler:
@@ -162,7 +162,7 @@ class Reconciler:
             await self._scheduler.disarm(job)
             self._scheduling.pop(job, None)
             self._seen[job] = arming.Seen(generation=generation, suspended=False, inputs=inputs)
-            self._show_schedule(job, None)
+            self._show(job, status.NOTHING_SHOWN)
             self._condition(
                 job,
                 condition_models.READY,
@@ -174,7 +174,10 @@ class Reconciler:
             self._warn(job, reason=reason, message=str(error))
             return
         executor, lock = wiring.executor, wiring.lock
-        self._show_schedule(job, shown := planning.shown_schedule(spec))
+        shown = status.Shown(
+            schedule=planning.shown_schedule(spec), target=planning.shown_target(spec)
+        )
+        self._show(job, shown)
         self._store.configure(job, history=plan.history)
         threshold = spec.suspend_after_failures
         decision = arming.decide(
@@ -226,7 +229,7 @@ class Reconciler:
                 )
                 self._active(job, generation)
                 self._scheduling[job] = scheduling = _Scheduling(
-                    generation, wiring.destination, schedule=shown
+                    generation, wiring.destination, shown=shown
                 )
                 self._ready(job, scheduling)
             case _:
@@ -278,7 +281,7 @@ class Reconciler:
         for job in self._scheduler.members_changed(members):
             scheduling = self._scheduling.get(job)
             if scheduling is not None:
-                self._show_schedule(job, scheduling.schedule)
+                self._show(job, scheduling.shown)
                 self._active(job, scheduling.generation)
                 self._ready(job, scheduling)
 
@@ -333,10 +336,11 @@ class Reconciler:
         if scheduling is not None:
             self._ready(job, scheduling)
 
-    def _show_schedule(self, job: slots.JobRef, text: str | None) -> None:
-        """``status.schedule``, for ``kubectl get``'s SCHEDULE column; None removes it."""
+    def _show(self, job: slots.JobRef, shown: status.Shown) -> None:
+        """``status.schedule`` and ``status.target``, for ``kubectl get``'s SCHEDULE and TARGET
+        columns; ``NOTHING_SHOWN`` removes them."""
         if self._scheduler.leads(job):
-            self._store.show_schedule(job, text)
+            self._store.show(job, shown)
 
     def _condition(
         self,

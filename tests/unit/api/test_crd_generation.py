@@ -123,6 +123,7 @@ class TestTheResourceIsNamedAsDesigned:
         # Priority 1: only with `kubectl get -o wide`.
         assert columns == [
             ("Schedule", "string", ".status.schedule", 0),
+            ("Target", "string", ".status.target", 0),
             ("TimeZone", "string", ".spec.timeZone", 1),
             ("Suspend", "boolean", ".spec.suspend", 0),
             ("Active", "date", ".status.active[0].slot", 0),

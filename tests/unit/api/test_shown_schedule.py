@@ -1,5 +1,6 @@
-"""``status.schedule``: the schedule as ``kubectl get sj``'s SCHEDULE column shows it, whichever
-field holds it (a printer column reads one field)."""
+"""``status.schedule`` and ``status.target``: the schedule as ``kubectl get sj``'s SCHEDULE
+column shows it, whichever field holds it, and what a run does as its TARGET column shows it,
+with a queue target's format (a printer column reads one field)."""
 
 import pytest
 
@@ -52,3 +53,31 @@ def test_the_longest_schedule_fits_the_status_field() -> None:
 
     assert len(longest) == 128 < status_models.SCHEDULE_SHOWN_MAX
     assert shown(schedule=longest) == longest
+
+
+BROKER = {"brokerFrom": {"secretName": "broker", "key": "url"}}
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        (TARGET, "http"),
+        ({"job": {"template": {"spec": {"template": {"spec": {"containers": [
+            {"name": "c", "image": "busybox"}]}}}}}}, "job"),
+        ({"queue": {"stream": "reports"}}, "queue:stream"),
+        ({"queue": {**BROKER, "celery": {"task": "t.nightly"}}}, "queue:celery"),
+        ({"queue": {**BROKER, "rq": {"function": "m.f"}}}, "queue:rq"),
+        ({"queue": {**BROKER, "arq": {"function": "f"}}}, "queue:arq"),
+        ({"queue": {**BROKER, "dramatiq": {"actor": "a"}}}, "queue:dramatiq"),
+        ({"queue": {**BROKER, "taskiq": {"task": "m:t", "brokerClass": "RedisStreamBroker"}}},
+         "queue:taskiq"),
+        ({"queue": {**BROKER, "sidekiq": {"class": "Reports::Job"}}}, "queue:sidekiq"),
+        ({"queue": {**BROKER, "bullmq": {"queue": "q", "name": "n"}}}, "queue:bullmq"),
+    ],
+    ids=lambda value: value if isinstance(value, str) else None,
+)  # fmt: skip
+def test_the_target_as_people_read_it(target: dict[str, object], expected: str) -> None:
+    spec = spec_parsing.parse_spec({"every": "1m", "target": target})
+
+    assert planning.shown_target(spec) == expected
+    assert len(expected) <= status_models.TARGET_SHOWN_MAX

@@ -135,6 +135,37 @@ class TestAJobsManifest:
             "2026-12-26T08:00:00+01:00  CET    2026-12-26T07:00:00Z  [morning]",
         ]
 
+    @pytest.mark.parametrize(
+        ("target", "shown"),
+        [
+            ('{http: {url: "http://example.test/run"}}', "http"),
+            ("{job: {template: {spec: {template: {spec: {containers: [{name: c, image: i}]}}}}}}",
+             "job"),
+            ("{queue: {stream: reports}}", "queue:stream"),
+            ("{queue: {brokerFrom: {secretName: b, key: url}, celery: {task: t.nightly}}}",
+             "queue:celery"),
+            ("{queue: {brokerFrom: {secretName: b, key: url}, rq: {function: m.f}}}", "queue:rq"),
+            ("{queue: {brokerFrom: {secretName: b, key: url}, "
+             "taskiq: {task: 'm:t', brokerClass: ListQueueBroker}}}", "queue:taskiq"),
+            ("{queue: {brokerFrom: {secretName: b, key: url}, bullmq: {queue: q, name: n}}}",
+             "queue:bullmq"),
+        ],
+        ids=["http", "job", "stream", "celery", "rq", "taskiq", "bullmq"],
+    )  # fmt: skip
+    def test_it_says_what_the_runs_do_on_stderr_and_the_slots_stay_alone_on_stdout(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str, shown: str
+    ) -> None:
+        manifest = tmp_path / "report.yaml"
+        text = MANIFEST.replace('{http: {url: "http://example.test/run"}}', target)
+        manifest.write_text(text)
+
+        status = main.main(["next", "-f", str(manifest), "--after", "2026-12-24T00:00:00Z"])
+
+        out, err = capsys.readouterr()
+        assert status == 0
+        assert err == f"punctual next: reports/report: target {shown}\n"
+        assert len(out.splitlines()) == 5
+
     def test_as_json(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         manifest = tmp_path / "report.yaml"
         manifest.write_text(MANIFEST)

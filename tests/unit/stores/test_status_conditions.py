@@ -1,5 +1,5 @@
-"""The status store writes a condition, or the schedule it shows (``status.schedule``), only
-when the object does not already say it.
+"""The status store writes a condition, or the schedule and target it shows (``status.schedule``,
+``status.target``), only when the object does not already say it.
 
 An operator restart re-observes every object and sets the conditions it had; writing them again
 would cost an API write per object, and a watch event per object on every replica, for nothing.
@@ -313,7 +313,7 @@ class TestWritesPerSecondAreCapped:
 
 
 async def schedule_writes_after(
-    known: dict[str, Any], shown: str | None, *, with_ready: bool = False
+    known: dict[str, Any], shown: status.Shown, *, with_ready: bool = False
 ) -> list[Mapping[str, Any]]:
     api = FakeStatusApi(known)
     cache = objects.ObjectCache()
@@ -325,7 +325,7 @@ async def schedule_writes_after(
         wall=lambda: NOW,
         tick=timedelta(milliseconds=1),
     )
-    store.show_schedule(JOB, shown)
+    store.show(JOB, shown)
     if with_ready:
         store.set_condition(JOB, READY, generation=1)
     writer = asyncio.create_task(store.run())
@@ -335,41 +335,47 @@ async def schedule_writes_after(
     return api.patches
 
 
-def showing(schedule: str | None) -> dict[str, Any]:
+def showing(schedule: str | None, target: str | None = "http") -> dict[str, Any]:
     known = body(generation=1)
     if schedule is not None:
-        known["status"] = {"schedule": schedule}
+        known["status"] = {"schedule": schedule, "target": target}
     return known
+
+
+EVERY_10S = status.Shown(schedule="every 10s", target="http")
 
 
 @pytest.mark.parametrize(
     ("known", "shown", "written"),
     [
-        (None, "every 10s", ["every 10s"]),
-        ("30 2 * * *", "every 10s", ["every 10s"]),
-        ("every 10s", "every 10s", []),
-        ("every 10s", None, [None]),
-        (None, None, []),
+        (showing(None), EVERY_10S, [("every 10s", "http")]),
+        (showing("30 2 * * *"), EVERY_10S, [("every 10s", "http")]),
+        (showing("every 10s", "queue:celery"), EVERY_10S, [("every 10s", "http")]),
+        (showing("every 10s"), EVERY_10S, []),
+        (showing("every 10s"), status.NOTHING_SHOWN, [(None, None)]),
+        (showing(None), status.NOTHING_SHOWN, []),
     ],
     ids=[
-        "a new schedule is written",
+        "a new schedule and target are written",
         "a changed schedule is written",
-        "the schedule the object shows is not written again",
-        "an invalid spec removes it",
+        "a changed target is written",
+        "what the object shows is not written again",
+        "an invalid spec removes both",
         "nothing to remove: no write",
     ],
 )
-async def test_the_schedule_is_written_when_the_object_does_not_show_it(
-    known: str | None, shown: str | None, written: list[str | None]
+async def test_the_schedule_and_target_are_written_when_the_object_does_not_show_them(
+    known: dict[str, Any], shown: status.Shown, written: list[tuple[str | None, str | None]]
 ) -> None:
-    patches = await schedule_writes_after(showing(known), shown)
+    patches = await schedule_writes_after(known, shown)
 
-    assert [patch["schedule"] for patch in patches] == written
+    assert [(patch["schedule"], patch["target"]) for patch in patches] == written
 
 
-async def test_it_goes_out_in_the_same_write_as_the_ready_condition() -> None:
-    patches = await schedule_writes_after(showing(None), "30 2 * * *", with_ready=True)
+async def test_they_go_out_in_the_same_write_as_the_ready_condition() -> None:
+    shown = status.Shown(schedule="30 2 * * *", target="queue:rq")
+    patches = await schedule_writes_after(showing(None), shown, with_ready=True)
 
     assert len(patches) == 1
-    assert patches[0]["schedule"] == "30 2 * * *"
+    assert (patches[0]["schedule"], patches[0]["target"]) == ("30 2 * * *", "queue:rq")
     assert patches[0]["conditions"][0]["type"] == "Ready"

@@ -27,4 +27,6 @@ ACTIVE_HEARTBEAT = write_pacing.ACTIVE_HEARTBEAT
 AT_GATE_MESSAGE = conditions.AT_GATE_MESSAGE
 MIN_BATCH = write_pacing.MIN_BATCH
 Condition = ledger.Condition
+NOTHING_SHOWN = ledger.NOTHING_SHOWN
+Shown = ledger.Shown
 StatusStore = writer.StatusStore

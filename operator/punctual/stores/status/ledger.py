@@ -31,6 +31,21 @@ class Condition:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """What ``kubectl get``'s columns read from status because no one field of the spec says
+    it: the schedule (``status.schedule``, ``planning.shown_schedule``) and what a run does
+    (``status.target``, ``planning.shown_target``). The empty text removes a field (the spec
+    is invalid)."""
+
+    schedule: str = ""
+    target: str = ""
+
+
+NOTHING_SHOWN = Shown()
+"""What an invalid spec shows: neither field."""
+
+
 @dataclass
 class Pending:
     """What this replica has to say about one job since its last write."""
@@ -49,9 +64,9 @@ class Pending:
     (``lastRunNowToken``)."""
     backfill: records.BackfillProgress | None = None
     """The newest progress of a backfill this replica carries out."""
-    schedule: str | None = None
-    """The schedule to show in ``status.schedule`` (``planning.shown_schedule``); the empty
-    text removes it (the spec is invalid); None says nothing of it."""
+    shown: Shown | None = None
+    """What ``status.schedule`` and ``status.target`` are to show; None says nothing of
+    them."""
     set_aside: collections.Counter[records.MissedReason] = field(
         default_factory=collections.Counter
     )
@@ -77,7 +92,7 @@ class Pending:
         self.urgent = self.urgent or older.urgent
         self.heartbeat = self.heartbeat or older.heartbeat
         self.failures_reset = self.failures_reset or older.failures_reset
-        self.schedule = older.schedule if self.schedule is None else self.schedule
+        self.shown = older.shown if self.shown is None else self.shown
         self.run_now_token = self.run_now_token or older.run_now_token
         self.backfill = self.backfill or older.backfill
         self.in_doubt[:0] = older.in_doubt
@@ -93,7 +108,7 @@ class Pending:
             or self.observed_generation is not None
             or self.heartbeat
             or self.failures_reset
-            or self.schedule is not None
+            or self.shown is not None
             or self.run_now_token is not None
             or self.backfill is not None
         )
@@ -114,7 +129,7 @@ class Pending:
             urgent=self.urgent,
             heartbeat=self.heartbeat,
             failures_reset=self.failures_reset,
-            schedule=self.schedule,
+            shown=self.shown,
             run_now_token=self.run_now_token,
             backfill=self.backfill,
         )
@@ -224,11 +239,11 @@ class Ledger:
         pending.urgent = True
         self.urgent.add(job)
 
-    def schedule(self, job: slots.JobRef, text: str) -> None:
-        """``status.schedule`` is to be ``text`` (removed when empty), at the next tick with
-        the conditions the controller sets beside it."""
+    def show(self, job: slots.JobRef, shown: Shown) -> None:
+        """``status.schedule`` and ``status.target`` are to show ``shown``, at the next tick
+        with the conditions the controller sets beside them."""
         pending = self.note(job)
-        pending.schedule = text
+        pending.shown = shown
         pending.urgent = True
         self.urgent.add(job)
 

@@ -121,11 +121,14 @@ def compose(
             else None
         ),
     }
-    # The empty text says the schedule is to go: null removes it from the merge patch.
+    # The empty text says a field is to go: null removes it from the merge patch.
     shown = (
         {}
-        if pending.schedule is None
-        else {_wire(status_models.ScheduledJobStatus, "schedule"): pending.schedule or None}
+        if pending.shown is None
+        else {
+            _wire(status_models.ScheduledJobStatus, "schedule"): pending.shown.schedule or None,
+            _wire(status_models.ScheduledJobStatus, "target"): pending.shown.target or None,
+        }
     )
     return (
         stated
@@ -147,9 +150,11 @@ def shows(current: Mapping[str, Any], batch: ledger.Pending) -> bool:
     return any(entry.items() <= run.items() for entry in entries for run in runs)
 
 
-def shows_schedule(current: Mapping[str, Any], text: str) -> bool:
-    """Whether ``current`` shows the schedule ``text`` (none at all, for the empty text)."""
-    return (current.get("schedule") or "") == text
+def shows_columns(current: Mapping[str, Any], shown: ledger.Shown) -> bool:
+    """Whether ``current`` shows ``shown`` (no field at all, for an empty text)."""
+    return (current.get("schedule") or "") == shown.schedule and (
+        current.get("target") or ""
+    ) == shown.target
 
 
 def _run_entry(record: records.RunRecord) -> dict[str, Any]:

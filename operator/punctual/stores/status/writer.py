@@ -156,17 +156,17 @@ class StatusStore(protocols.RunStore):
             return
         self._ledger.condition(job, condition, generation=generation)
 
-    def show_schedule(self, job: slots.JobRef, text: str | None) -> None:
-        """Show ``text`` as ``status.schedule`` (None: remove it, the spec is invalid) at the
-        next tick, unless the object already shows it: as for conditions, an operator restart
-        must not cost one write per object to say nothing new."""
-        shown = text or ""
+    def show(self, job: slots.JobRef, shown: ledger.Shown) -> None:
+        """Show ``shown`` as ``status.schedule`` and ``status.target`` (``NOTHING_SHOWN``:
+        remove them, the spec is invalid) at the next tick, unless the object already shows
+        them: as for conditions, an operator restart must not cost one write per object to say
+        nothing new."""
         pending = self._ledger.pending.get(job)
-        if (pending is None or pending.schedule is None) and patch.shows_schedule(
+        if (pending is None or pending.shown is None) and patch.shows_columns(
             self._known_status(job), shown
         ):
             return
-        self._ledger.schedule(job, shown)
+        self._ledger.show(job, shown)
 
     def reset_failures(self, job: slots.JobRef) -> None:
         """Write ``consecutiveFailures: 0`` at the next tick (the job was resumed)."""
