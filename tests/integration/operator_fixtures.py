@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from operator_harness import API, Receiver, new_namespace
 
-from localcluster import LocalCluster, manifests
+from localcluster import LocalCluster, manifests, processes
 from localcluster.api import ApiError
+from localcluster.sentinel import LocalSentinelRedis
 
 CRD_SERVED_TIMEOUT = 60.0
 
@@ -51,3 +52,11 @@ def module_namespace(cluster: LocalCluster, request: pytest.FixtureRequest) -> I
 def receiver() -> Iterator[Receiver]:
     with Receiver() as started:
         yield started
+
+
+@pytest.fixture(scope="module")
+def sentinel_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSentinelRedis]:
+    """A primary, two replicas and three Sentinels (``LocalSentinelRedis``), gone afterwards."""
+    with LocalSentinelRedis(run_dir=tmp_path_factory.mktemp("sentinel")) as local:
+        yield local
+    assert processes.alive(local.pids) == []

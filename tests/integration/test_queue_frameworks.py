@@ -14,7 +14,8 @@ the push are one script on the broker: the same slot pushed twice yields one mes
 enqueue of the slot's job id is dropped by arq, and BullMQ itself drops a second copy of a job
 id. A broker that is a Redis Cluster node (one node holding every hash slot) takes no push of
 any format and makes the job ``Ready: False`` (``BrokerIsCluster``) until its Secret names a
-standalone Redis.
+standalone Redis; a broker named through Sentinel (``redis+sentinel://``) gets every slot's
+Celery and RQ message on its primary, run once by the worker.
 """
 
 import asyncio
@@ -46,6 +47,7 @@ from queue_framework_workers import FRAMEWORKS, Worker, task_target
 from queue_workers import arq_worker
 
 from localcluster import LocalCluster, LocalRedis
+from localcluster.sentinel import LocalSentinelRedis
 from punctual.api import task_models
 from punctual.redis_io import slot_keys
 from punctual.targets import addresses
@@ -126,17 +128,24 @@ def slot_of(slot_id: str) -> datetime:
 
 
 def apply_every_second_job(
-    cluster: LocalCluster, broker: LocalRedis, namespace: str, framework: str, name: str
+    cluster: LocalCluster,
+    url: str,
+    namespace: str,
+    framework: str,
+    name: str,
+    *,
+    secret: str = SECRET,
 ) -> None:
-    """The Secret naming the tenant's broker, and a job every second calling the recording task
-    of ``framework``'s worker on it."""
+    """The Secret ``secret`` naming the tenant's broker at ``url``, and a job every second
+    calling the recording task of ``framework``'s worker on it (applied again: the Secret
+    names ``url`` now, the job unchanged)."""
     apply(
         cluster,
         {
             "apiVersion": "v1",
             "kind": "Secret",
-            "metadata": {"name": SECRET, "namespace": namespace},
-            "stringData": {"url": broker.url},
+            "metadata": {"name": secret, "namespace": namespace},
+            "stringData": {"url": url},
         },
         scheduled_job(
             namespace,
@@ -144,7 +153,7 @@ def apply_every_second_job(
             {
                 "every": "1s",
                 "history": {"succeeded": 20, "failed": 20},
-                "target": {"queue": task_target(framework, name, secret=SECRET)},
+                "target": {"queue": task_target(framework, name, secret=secret)},
             },
         ),
     )
@@ -197,7 +206,7 @@ class TestEverySlotOnTheTenantsBroker:
         framework = worker.framework
         name = f"every-second-{framework}"
         job = f"{module_namespace}/{name}"
-        apply_every_second_job(cluster, broker, module_namespace, framework, name)
+        apply_every_second_job(cluster, broker.url, module_namespace, framework, name)
 
         def window() -> list[dict[str, Any]] | None:
             slots = sorted(slot_of(line["slot"]) for line in worker.recorded(job))
@@ -265,7 +274,7 @@ class TestEverySlotThroughAReplicaSigkill:
             extra_args=["--sharding", "off"],  # the survivor arms every job already
             redis_url=redis_server.url,
         ) as operators:
-            apply_every_second_job(cluster, broker, module_namespace, framework, name)
+            apply_every_second_job(cluster, broker.url, module_namespace, framework, name)
             eventually(lambda: len(worker.recorded(job)) >= 3, timeout=60, what="three runs")
             # Kill the replica that pushed a slot right after its push (its claim at the broker):
             # the next slot is a second away, so no push of the killed replica is half done.
@@ -601,25 +610,11 @@ class TestARedisClusterBroker:
     ) -> None:
         name, secret = "on-a-cluster", "cluster-broker"
 
-        def secret_naming(url: str) -> dict[str, Any]:
-            return {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": secret, "namespace": module_namespace},
-                "stringData": {"url": url},
-            }
-
         def ready() -> dict[str, Any]:
             return condition(read(cluster, module_namespace, name), "Ready") or {}
 
-        apply(
-            cluster,
-            secret_naming(cluster_node.url),
-            scheduled_job(
-                module_namespace,
-                name,
-                {"every": "1s", "target": {"queue": task_target("celery", name, secret=secret)}},
-            ),
+        apply_every_second_job(
+            cluster, cluster_node.url, module_namespace, "celery", name, secret=secret
         )
         not_ready = eventually(
             lambda: (found := ready()).get("reason") == "BrokerIsCluster" and found,
@@ -631,7 +626,7 @@ class TestARedisClusterBroker:
         assert f"(URL from Secret {module_namespace}/{secret} key url)" in not_ready["message"]
         assert "tenant s3cret" not in json.dumps(not_ready)
 
-        apply(cluster, secret_naming(broker.url))
+        apply_every_second_job(cluster, broker.url, module_namespace, "celery", name, secret=secret)
         ready_again = eventually(
             lambda: (found := ready()).get("status") == "True" and found,
             timeout=90,  # the Secret's value is cached for 30 s
@@ -644,3 +639,39 @@ class TestARedisClusterBroker:
             assert client.dbsize() == 0
         finally:
             client.close()
+
+
+class TestABrokerBehindSentinel:
+    @pytest.mark.parametrize("framework", ["celery", "rq"])
+    def test_every_slot_lands_on_the_primary_and_runs_once_in_the_frameworks_worker(  # noqa: PLR0917
+        self,
+        cluster: LocalCluster,
+        sentinel_redis: LocalSentinelRedis,
+        module_namespace: str,
+        two_replicas: Operators,
+        tmp_path: Path,
+        framework: str,
+    ) -> None:
+        primary = sentinel_redis.primary()
+        name, secret = f"via-sentinel-{framework}", f"sentinel-broker-{framework}"
+        job = f"{module_namespace}/{name}"
+        worker = Worker(framework, primary.url, tmp_path)  # the worker reads the primary itself
+        try:
+            apply_every_second_job(
+                cluster, sentinel_redis.url, module_namespace, framework, name, secret=secret
+            )
+            eventually(
+                lambda: len(worker.recorded(job)) >= 5,
+                timeout=60,
+                what=f"five slots pushed through Sentinel and run by {framework}'s worker",
+            )
+            records, claimed = delete_then_drain(cluster, primary, worker, module_namespace, name)
+        finally:
+            worker.stop()
+        slots = [slot_of(line["slot"]) for line in records]
+        report(
+            f"{framework} worker on a primary behind Sentinel",
+            [f"{len(records)} runs, claimed at the primary {len(claimed)}"],
+        )
+        assert sorted(slots) == every_second_between(slots)  # none twice, none missing
+        assert len(claimed) == len(records)

@@ -26,7 +26,6 @@ waits are on conditions: the Sentinels' agreement, the jobs' next slots.
 import os
 import signal
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -50,7 +49,7 @@ from operator_harness import (
     scheduled_job,
 )
 
-from localcluster import LocalCluster, processes
+from localcluster import LocalCluster
 from localcluster.redis import LocalRedis
 from localcluster.sentinel import LocalSentinelRedis, info
 
@@ -146,13 +145,6 @@ def _missed(operators: Operators) -> float:
         metric(replica.metrics(), "punctual_slots_missed_total")
         for replica in operators.replicas.values()
     )
-
-
-@pytest.fixture(scope="module")
-def sentinel_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSentinelRedis]:
-    with LocalSentinelRedis(run_dir=tmp_path_factory.mktemp("sentinel")) as local:
-        yield local
-    assert processes.alive(local.pids) == []
 
 
 @pytest.fixture(scope="module")

@@ -59,8 +59,11 @@ class BrokerSource(fields.ApiModel):
         min_length=1,
         max_length=253,
         description="The Secret's key whose value is the broker's URL: redis://[user:password@]"
-        "host[:port][/db] or rediss:// for TLS. The host must be one the operator may reach "
-        "(--http-allowed-hosts; link-local, metadata and API server addresses are refused).",
+        "host[:port][/db] or rediss:// for TLS; for a primary behind Sentinel, "
+        "redis+sentinel://[user:password@]host[:port][,host[:port]...]/service[?db=N] (or "
+        "rediss+sentinel://). Every host (the Sentinels', and the primary they name) must be "
+        "one the operator may reach (--http-allowed-hosts; link-local, metadata and API server "
+        "addresses are refused).",
     )
 
 

@@ -17,9 +17,13 @@ its next write (``READONLY``: the driver drops it) or on its timeout (a primary 
 every user of the client follows the failover within the timeouts below. The credentials and
 the TLS settings are the same for the Sentinels and the Redis servers (one secret for both, as
 Sentinel deployments usually set them up); the query options are redis-py's, as in a plain URL.
+For a Redis the operator does not trust (a tenant's broker: ``max_reply_bytes``,
+``admit_primary``), the Sentinels' replies are bounded as the servers' are, and each primary
+they name is checked before a connection is made to it.
 """
 
 import urllib.parse
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,12 +112,29 @@ def _host_port(address: str, description: str) -> tuple[str, int]:
     return host, int(port)
 
 
+AdmitPrimary = Callable[[str, int], Awaitable[None]]
+"""Checks the address of the primary the Sentinels name before a connection is made to it;
+raises to refuse it (for Sentinels the operator does not trust: a tenant's broker)."""
+
+
 class _BlockingSentinelPool(
     redis.asyncio.sentinel.SentinelConnectionPool, redis.asyncio.BlockingConnectionPool
 ):
     """A pool of connections to the service's current primary that waits for a free one (as
     the plain URL's ``BlockingConnectionPool`` does) rather than failing at the limit. Closing
-    the client closes the Sentinels' connections too (the client is all its users hold)."""
+    the client closes the Sentinels' connections too (the client is all its users hold). With
+    ``admit_primary``, every address the Sentinels name is checked before it is connected to."""
+
+    def __init__(self, *args: Any, admit_primary: AdmitPrimary | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
+        self._admit_primary = admit_primary
+
+    async def get_master_address(self) -> Any:
+        address = await super().get_master_address()  # type: ignore[no-untyped-call]
+        if self._admit_primary is not None:
+            host, port = address
+            await self._admit_primary(str(host), int(port))
+        return address
 
     async def disconnect(self, inuse_connections: bool = True) -> None:
         await super().disconnect(inuse_connections)
@@ -141,10 +162,12 @@ def connect(
     socket_timeout: float = DEFAULT_SOCKET_TIMEOUT,
     connect_timeout: float = DEFAULT_SOCKET_TIMEOUT,
     max_reply_bytes: int | None = None,
+    admit_primary: AdmitPrimary | None = None,
 ) -> Connection:
     """A client for ``url`` (connecting lazily) with the pool and timeouts described above;
-    with ``max_reply_bytes``, a reply larger than that fails its command
-    (``bounded_replies``: for a Redis the operator does not trust).
+    with ``max_reply_bytes``, a reply larger than that fails its command, the Sentinels' too
+    (``bounded_replies``: for a Redis the operator does not trust); behind Sentinel, each
+    primary they name is checked by ``admit_primary`` first.
 
     Raises ``ValueError`` for another scheme or a malformed URL (the message carries the
     redacted URL only).
@@ -174,7 +197,7 @@ def connect(
         if address is None:
             pool = redis.asyncio.BlockingConnectionPool.from_url(url, **options)
         else:
-            pool = _sentinel_pool(address, options)
+            pool = _sentinel_pool(address, options, admit_primary=admit_primary)
     except ValueError:
         raise ValueError(f"not a usable Redis URL: {description!r}") from None
     password = urllib.parse.unquote(parts.password) if parts.password else None
@@ -184,11 +207,11 @@ def connect(
 
 
 def _sentinel_pool(
-    address: SentinelAddress, options: dict[str, Any]
+    address: SentinelAddress, options: dict[str, Any], *, admit_primary: AdmitPrimary | None
 ) -> redis.asyncio.BlockingConnectionPool:
     """The pool of connections to ``address``'s primary: the plain URL's options for the Redis
-    servers and for the Sentinels (their credentials, TLS and timeouts), whose own
-    connections make no retries either."""
+    servers and for the Sentinels (their credentials, TLS and timeouts, and a bounded reply
+    parser when the servers have one), whose own connections make no retries either."""
     kwargs = dict(options)
     kwargs.update(redis.asyncio.connection.parse_url(address.plain_url))
     kwargs.pop("host", None)
@@ -203,6 +226,14 @@ def _sentinel_pool(
     sentinel = redis.asyncio.sentinel.Sentinel(  # type: ignore[no-untyped-call]
         list(address.sentinels), sentinel_kwargs=sentinel_options
     )
+    if "parser_class" in kwargs:
+        # The Sentinels' clients take no parser of their own: their pools hand it to each
+        # connection they make.
+        for client in sentinel.sentinels:
+            client.connection_pool.connection_kwargs["parser_class"] = kwargs["parser_class"]
     return sentinel.master_for(  # type: ignore[no-any-return]
-        address.service, connection_pool_class=_BlockingSentinelPool, **kwargs
+        address.service,
+        connection_pool_class=_BlockingSentinelPool,
+        admit_primary=admit_primary,
+        **kwargs,
     ).connection_pool

@@ -25,7 +25,12 @@ admitted by the operator's allowlist (``--http-allowed-hosts``) and refused, lik
 target's, when it is, or resolves to, a link-local, metadata or API server address
 (``punctual.targets.addresses``). The name is resolved and its addresses checked before each
 push; the driver then resolves it again to connect (a name that changes its answer in between is
-the cluster DNS owner's business, as for the allowlist).
+the cluster DNS owner's business, as for the allowlist). A primary behind Sentinel is named as
+the operator's own Redis is (``redis_io.connections``: ``redis+sentinel://`` or
+``rediss+sentinel://``, the Sentinels' addresses and the service; ``?db=N`` its one query
+option): each Sentinel's address is checked so before each push, and the primary they name
+before each connection to it (a Sentinel is the tenant's too, and could name any address); the
+Sentinels' replies are bounded like the broker's.
 
 **Bounded.** One client per namespace and URL (a rotated Secret's new URL gets a new one), at
 most ``MAX_CLIENTS`` of them (the least recently used is closed), each with a pool of at most
@@ -40,6 +45,7 @@ announcing a larger one fails the run, its connection dropped with the rest unre
 import asyncio
 import collections
 import logging
+import re
 import socket
 import urllib.parse
 
@@ -67,6 +73,8 @@ PUSH_TIMEOUT = 8.0
 MAX_REPLY_BYTES = 64 * 1024
 """The largest reply read from a broker: the push's are an integer, a script's SHA or an
 error line."""
+SENTINEL_QUERY = re.compile(r"db=[0-9]{1,5}")
+"""The one query option of a Sentinel URL: the database (which a plain URL names by its path)."""
 CLUSTER_ERRORS = (
     redis.exceptions.ClusterCrossSlotError,
     redis.exceptions.AskError,  # and MovedError
@@ -227,10 +235,27 @@ class Brokers:
         )
 
     async def _check(self, url: str, description: str) -> None:
+        """Refuse ``url`` unless its scheme, form and every address it names (a server, or the
+        Sentinels) are ones this operator connects to."""
         parts = urllib.parse.urlsplit(url)
+        if parts.scheme in connections.SENTINEL_SCHEMES:
+            try:
+                address = connections.sentinel_address(url)
+            except ValueError as error:
+                raise BrokerRefusedError(f"broker {description}: {error}") from None
+            assert address is not None  # a Sentinel scheme
+            if parts.query and not SENTINEL_QUERY.fullmatch(parts.query):
+                raise BrokerRefusedError(
+                    f"broker {description}: no query options but ?db=N: redis[s]+sentinel://"
+                    "[user:password@]host[:port][,host[:port]...]/service[?db=N] only"
+                )
+            for sentinel_host, sentinel_port in address.sentinels:
+                await self._admit(sentinel_host, sentinel_port, description, what="the Sentinel ")
+            return
         if parts.scheme not in connections.SCHEMES:
             raise BrokerRefusedError(
-                f"broker {description}: the URL must start with redis:// or rediss://"
+                f"broker {description}: the URL must start with redis://, rediss://, "
+                "redis+sentinel:// or rediss+sentinel://"
             )
         try:
             host, port = parts.hostname, parts.port or addresses.DEFAULT_PORTS[parts.scheme]
@@ -245,10 +270,18 @@ class Brokers:
                 f"broker {description}: no query options: redis[s]://[user:password@]host"
                 "[:port][/db] only"
             )
+        await self._admit(host, port, description)
+
+    async def _admit(self, host: str, port: int, description: str, *, what: str = "") -> None:
+        """Refuse ``host`` at ``port`` (the URL's, a Sentinel's, ``what`` says which, or the
+        primary the Sentinels name) unless the allowlist admits it and none of its addresses
+        is refused."""
         allowed = self._guard.allowed
-        if allowed is not None and not allowed.admits(url):
+        netloc = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        if allowed is not None and not allowed.admits(f"redis://{netloc}"):
+            subject = f"{what}{netloc} is " if what else ""
             raise BrokerRefusedError(
-                f"broker {description}: not a host this operator may reach "
+                f"broker {description}: {subject}not a host this operator may reach "
                 f"(--http-allowed-hosts {allowed})"
             )
         loop = asyncio.get_running_loop()
@@ -256,14 +289,14 @@ class Brokers:
             found = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except OSError as error:
             raise BrokerUnavailableError(
-                f"broker {description}: cannot resolve {host}: {error}"
+                f"broker {description}: cannot resolve {what}{host}: {error}"
             ) from None
         for *_, address in found:
             refusal = self._guard.refusal(str(address[0]), port)
             if refusal is not None:
                 raise BrokerRefusedError(
-                    f"broker {description}: {host} is {refusal}: this operator reaches it only "
-                    "if --http-allowed-hosts names it"
+                    f"broker {description}: {what}{host} is {refusal}: this operator reaches it "
+                    "only if --http-allowed-hosts names it"
                 )
 
     async def _client(
@@ -276,6 +309,11 @@ class Brokers:
         if found is not None:
             self._clients.move_to_end(key)
             return found[0].client, found[1]
+        description = connections.redact_url(url)
+
+        async def admit_primary(host: str, port: int) -> None:
+            await self._admit(host, port, description, what="the primary its Sentinels name, ")
+
         try:
             connection = connections.connect(
                 url,
@@ -284,6 +322,7 @@ class Brokers:
                 socket_timeout=REPLY_TIMEOUT,
                 connect_timeout=CONNECT_TIMEOUT,
                 max_reply_bytes=MAX_REPLY_BYTES,
+                admit_primary=admit_primary,
             )
         except ValueError as error:
             raise BrokerRefusedError(str(error)) from None

@@ -77,14 +77,13 @@ async def broker() -> AsyncIterator[Callable[..., FakeBroker]]:
 
 
 async def push_to(fake: FakeBroker) -> bool:
-    clients = brokers.Brokers(guard=addresses.AddressGuard())
+    return await push_to_url(f"redis://127.0.0.1:{fake.port}/0")
+
+
+async def push_to_url(url: str, guard: addresses.AddressGuard | None = None) -> bool:
+    clients = brokers.Brokers(guard=guard or addresses.AddressGuard())
     try:
-        return await clients.push(
-            namespace="ns",
-            url=f"redis://127.0.0.1:{fake.port}/0",
-            slot_id="ns/job/uid/1",
-            push=PUSH,
-        )
+        return await clients.push(namespace="ns", url=url, slot_id="ns/job/uid/1", push=PUSH)
     finally:
         await clients.close()
 
@@ -165,3 +164,66 @@ class TestARedisCluster:
         fake = await broker(answer)
         with pytest.raises(brokers.BrokerIsClusterError, match="is a Redis Cluster node"):
             await push_to(fake)
+
+
+def bulk(text: str) -> bytes:
+    return b"$%d\r\n%s\r\n" % (len(text), text.encode())
+
+
+def masters_reply(ip: str, port: int) -> bytes:
+    """``SENTINEL MASTERS`` naming ``mymaster`` at ``ip``:``port``, up and a primary: a RESP3
+    map, as a Sentinel answers the driver (which says ``HELLO 3``)."""
+    fields = {"name": "mymaster", "ip": ip, "port": str(port), "flags": "master"}
+    fields["num-other-sentinels"] = "2"
+    pairs = b"".join(bulk(key) + bulk(value) for key, value in fields.items())
+    return b"*1\r\n%%%d\r\n" % len(fields) + pairs
+
+
+async def serve_sentinel(
+    answer: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    """Just enough of a Sentinel: ``answer`` to ``SENTINEL ...``, OK to the rest."""
+    try:
+        while command := await read_command(reader):
+            writer.write(answer if command[0].upper() == b"SENTINEL" else b"+OK\r\n")
+            await writer.drain()
+    except (ConnectionError, asyncio.IncompleteReadError):
+        pass
+    finally:
+        writer.close()
+
+
+async def push_through_sentinel(answer: bytes, guard: addresses.AddressGuard) -> bool:
+    """A push to ``mymaster`` behind one Sentinel that answers ``SENTINEL MASTERS`` so."""
+    server = await asyncio.start_server(
+        lambda reader, writer: serve_sentinel(answer, reader, writer), "127.0.0.1", 0
+    )
+    port = server.sockets[0].getsockname()[1]
+    try:
+        return await push_to_url(f"redis+sentinel://127.0.0.1:{port}/mymaster", guard)
+    finally:
+        server.close()
+
+
+class TestASentinel:
+    @pytest.mark.parametrize(
+        ("primary", "problem"),
+        [
+            ("169.254.169.254", "169.254.169.254 is link-local"),
+            ("127.0.0.1", "127.0.0.1 is the Kubernetes API server"),
+        ],
+        ids=["a link-local primary", "the API server as the primary"],
+    )
+    async def test_naming_a_primary_that_must_not_be_reached_fails_the_push(
+        self, primary: str, problem: str
+    ) -> None:
+        guard = addresses.AddressGuard.default(api_server=[("127.0.0.1", 6443)], allowed=None)
+        with pytest.raises(
+            brokers.BrokerRefusedError, match=f"the primary its Sentinels name, {problem}"
+        ):
+            await push_through_sentinel(masters_reply(primary, 6443), guard)
+
+    async def test_a_huge_reply_of_a_sentinel_fails_the_push(self) -> None:
+        answer = b"$%d\r\n" % GIB + b"x" * 65536
+        with pytest.raises(brokers.BrokerUnavailableError, match="a reply larger than"):
+            await push_through_sentinel(answer, addresses.AddressGuard())

@@ -28,12 +28,30 @@ async def push(url: str, guard: addresses.AddressGuard | None = None) -> bool:
 @pytest.mark.parametrize(
     ("url", "problem"),
     [
-        ("http://10.0.0.1/", "must start with redis:// or rediss://"),
+        ("http://10.0.0.1/", "must start with redis://, rediss://, redis\\+sentinel://"),
         ("redis://169.254.169.254:6379/0", "link-local"),
         ("redis://[::ffff:169.254.169.254]/0", "link-local"),
         ("redis://:secret@[fd00:ec2::254]:6379", "a cloud metadata endpoint"),
         ("redis://10.0.0.1/0?ssl_keyfile=/etc/key", "no query options"),
         ("redis:///0", "names no host"),
+        ("redis+sentinel://:secret@10.0.0.1,169.254.169.254/mymaster", "the Sentinel 169.254"),
+        ("redis+sentinel://[fd00:ec2::254]:26379/mymaster", "a cloud metadata endpoint"),
+        ("redis+sentinel://:secret@10.0.0.1:26379/", "ends with the service's name"),
+        ("redis+sentinel://10.0.0.1/m?db=1&ssl_keyfile=/etc/key", "no query options but"),
+        ("rediss+sentinel://10.0.0.1:99999/m", "not a Sentinel address"),
+    ],
+    ids=[
+        "http",
+        "link-local",
+        "link-local in IPv6",
+        "metadata endpoint",
+        "query options",
+        "no host",
+        "a Sentinel link-local",
+        "a Sentinel at a metadata endpoint",
+        "a Sentinel URL without its service",
+        "a Sentinel URL with options besides db",
+        "a Sentinel at no port",
     ],
 )
 async def test_a_broker_url_that_must_not_be_reached_is_refused(url: str, problem: str) -> None:
@@ -46,6 +64,15 @@ async def test_a_broker_outside_the_allowlist_is_refused() -> None:
     guard = addresses.AddressGuard(allowed=addresses.HostAllowlist.parse(["*.svc"]))
     with pytest.raises(brokers.BrokerRefusedError, match="--http-allowed-hosts"):
         await push("redis://10.0.0.1:6379/0", guard)
+
+
+async def test_a_sentinel_outside_the_allowlist_is_refused() -> None:
+    guard = addresses.AddressGuard(allowed=addresses.HostAllowlist.parse(["10.0.0.1"]))
+    with pytest.raises(
+        brokers.BrokerRefusedError,
+        match=r"the Sentinel 10\.0\.0\.2:26379 is not a host this operator may reach",
+    ):
+        await push("redis+sentinel://10.0.0.1,10.0.0.2/mymaster?db=2", guard)
 
 
 async def test_the_api_server_is_refused_as_a_broker() -> None:
