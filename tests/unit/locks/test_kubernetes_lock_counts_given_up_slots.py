@@ -119,13 +119,19 @@ class TestSlotsCountedTogether:
         assert api.landed == []
 
 
+async def counting_on_a_slow_write(api: FakeStatusApi) -> list["asyncio.Future[bool]"]:
+    """The given-up slots' claims, counted together, their one write on the wire."""
+    lock = lock_on(api)
+    api.faults = ["slow"]
+    claims = [asyncio.ensure_future(lock.claim(counted(slot))) for slot in GIVEN_UP]
+    await api.held.wait()
+    return claims
+
+
 class TestACancelledCount:
     async def test_its_write_goes_to_its_end_and_answers_the_others(self) -> None:
         api = marked_at(MARK)
-        lock = lock_on(api)
-        api.faults = ["slow"]
-        claims = [asyncio.ensure_future(lock.claim(counted(slot))) for slot in GIVEN_UP]
-        await api.held.wait()
+        claims = await counting_on_a_slow_write(api)
 
         claims[0].cancel()  # the one whose write is on the wire
         await asyncio.sleep(0.01)
@@ -139,10 +145,7 @@ class TestACancelledCount:
 
     async def test_one_waiting_for_the_write_leaves_the_others_answered(self) -> None:
         api = marked_at(MARK)
-        lock = lock_on(api)
-        api.faults = ["slow"]
-        claims = [asyncio.ensure_future(lock.claim(counted(slot))) for slot in GIVEN_UP]
-        await api.held.wait()
+        claims = await counting_on_a_slow_write(api)
 
         claims[1].cancel()
         api.release.set()
