@@ -1,14 +1,14 @@
 """The command line: ``python -m localcluster up`` and ``python -m localcluster run``.
 
-``up`` starts the control plane and Redis (with ``--real-node`` a real node too, whose
-containers run), says how to reach them, and waits for Ctrl-C. ``run`` (what ``make run`` calls)
-builds (or reuses) the operator's, its gate's and the bundled Redis's images, starts the control
-plane with a real node that loads them, installs Punctual with Helm from ``charts/punctual`` (the
-bundled Redis as lock backend: ``helm_release.LOCAL_VALUES``), makes the Service ``echo`` that the
-HTTP examples call (a receiver on this machine printing each call), applies ``examples/`` and shows
-``kubectl get sj`` and the operator pods' log as they change. Both stop everything they started
-(``run``: ``helm uninstall`` first) on Ctrl-C, SIGTERM, or when a component dies (showing its
-log tail).
+``up`` starts the control plane and Redis (with ``--real-node`` a real node too, whose containers
+run), says how to reach them, and waits for Ctrl-C. ``run`` (what ``make run`` calls) builds (or
+reuses) the operator's, its gate's and the bundled Redis's images, starts the control plane with a
+real node that loads them, installs Punctual with Helm from ``charts/punctual`` (its default lock
+backend, redis, on the bundled Redis: ``helm_release.LOCAL_VALUES``), makes the Service ``echo``
+that the HTTP examples call (a receiver on this machine printing each call), applies ``examples/``
+and shows ``kubectl get sj`` and the operator pods' log as they change. Both stop everything they
+started (``run``: ``helm uninstall`` first) on Ctrl-C, SIGTERM, or when a component dies (showing
+its log tail).
 """
 
 import argparse

@@ -7,8 +7,8 @@ default ``image: punctual:<appVersion>`` resolves to), its gate image for warm J
 ``warmStart.gateImage``, pulled IfNotPresent) and the bundled Redis's
 (``hack/image/build-redis.sh``: ``localhost/punctual-redis:local``), all loaded into the node
 (``LocalCluster(real_node=True, images=local_image_archives())``). ``LOCAL_VALUES`` are the
-values that differ from the chart's defaults for that: the Redis lock backend on the bundled
-Redis, and its image.
+values that differ from the chart's defaults for that: the bundled Redis's image (the lock
+backend is the chart's default, redis, on the bundled Redis the chart deploys for it).
 
 ``HelmRelease`` is one release: ``install`` (waiting until every Deployment is Available through
 its real probes), ``upgrade``, ``test`` (the chart's ``helm test`` hook) and ``uninstall``, with
@@ -31,10 +31,7 @@ IMAGE_BUILDS = [IMAGE_SCRIPTS / "build.sh", GATE_IMAGE_BUILD, IMAGE_SCRIPTS / "b
 IMAGE_BUILD_TIMEOUT = 1800.0
 """Cold, on two cores: about 1.5 minutes for the operator, seconds for the gate, 1 for Redis."""
 LOCAL_REDIS_IMAGE = {"repository": "localhost/punctual-redis", "tag": "local"}
-LOCAL_VALUES: dict[str, Any] = {
-    "lock": {"backend": "redis"},
-    "redis": {"bundled": {"enabled": True, "image": LOCAL_REDIS_IMAGE}},
-}
+LOCAL_VALUES: dict[str, Any] = {"redis": {"bundled": {"image": LOCAL_REDIS_IMAGE}}}
 INSTALL_TIMEOUT = "180s"
 
 

@@ -461,7 +461,14 @@ class TestRendering:
     @pytest.mark.parametrize(
         ("values", "complaint"),
         [
-            ({"lock": {"backend": "redis"}}, "lock.backend=redis needs a Redis URL"),
+            (
+                {"lock": {"backend": "redis"}, "redis": {"bundled": {"enabled": False}}},
+                "lock.backend=redis needs a Redis URL",
+            ),
+            (
+                {"lock": {"redis": {"url": REDIS_URL}}, "redis": {"bundled": {"enabled": True}}},
+                "choose one Redis URL source",
+            ),
             (
                 {"lock": {"backend": "redis", "redis": {"url": REDIS_URL, "existingSecret": "s"}}},
                 "choose one Redis URL source",
@@ -473,8 +480,11 @@ class TestRendering:
             ),
             ({"serviceAccount": {"create": False}}, "serviceAccount.name is required"),
             (
-                {"redis": {"bundled": {"sentinel": {"enabled": True}}}},
-                "redis.bundled.sentinel.enabled needs redis.bundled.enabled",
+                {
+                    "lock": {"backend": "kubernetes"},
+                    "redis": {"bundled": {"sentinel": {"enabled": True}}},
+                },
+                "redis.bundled.sentinel.enabled needs the bundled Redis",
             ),
             (
                 MATRIX["sentinel-redis"]
@@ -520,7 +530,7 @@ class TestRendering:
         }
         assert container["resources"]["requests"]
         assert container["resources"]["limits"]
-        assert one(objects, "Deployment")["spec"]["replicas"] == 2
+        assert one(objects, "Deployment", "punctual")["spec"]["replicas"] == 2
         assert (
             "preferredDuringSchedulingIgnoredDuringExecution" in pod["affinity"]["podAntiAffinity"]
         )
@@ -536,7 +546,7 @@ class TestRendering:
         self, helm: Helm
     ) -> None:
         def strategy(values: dict[str, Any]) -> Any:
-            return one(helm.template(values), "Deployment")["spec"]["strategy"]
+            return one(helm.template(values), "Deployment", "punctual")["spec"]["strategy"]
 
         assert strategy({}) == {
             "type": "RollingUpdate",
@@ -557,7 +567,9 @@ class TestRendering:
 
         assert container["args"] == [
             "run",
-            "--lock-backend=kubernetes",
+            "--lock-backend=redis",
+            "--redis-wait-replicas=0",
+            "--redis-wait-timeout=500ms",
             f"--namespace={WATCHED[0]}",
             f"--namespace={WATCHED[1]}",
             "--replica-id=$(POD_NAME)",
@@ -710,6 +722,56 @@ def env_of(container: Mapping[str, Any], name: str) -> dict[str, Any]:
 def members(objects: list[dict[str, Any]]) -> dict[str, Any]:
     """The pod spec of the Sentinel-managed Redis' StatefulSet."""
     return dict(one(objects, "StatefulSet", "punctual-redis")["spec"]["template"]["spec"])
+
+
+class TestTheDefaultLock:
+    """The default lock backend is redis, on a Redis the chart deploys for it unless another is
+    named: the kubernetes lock collapses past about a hundred runs a second (the chart's
+    README), and a user following the README must get a lock that holds their load."""
+
+    @pytest.mark.parametrize(
+        ("values", "backend", "url_from"),
+        [
+            pytest.param({}, "redis", "bundled", id="defaults-the-bundled-redis"),
+            pytest.param(
+                {"lock": {"redis": {"url": REDIS_URL}}}, "redis", "secret", id="a-url-no-bundled"
+            ),
+            pytest.param(
+                {"lock": {"redis": {"existingSecret": "my-redis"}}},
+                "redis",
+                "secret",
+                id="an-existing-secret-no-bundled",
+            ),
+            pytest.param(
+                {"lock": {"backend": "kubernetes"}}, "kubernetes", None, id="kubernetes-no-redis"
+            ),
+            pytest.param(
+                {"lock": {"backend": "kubernetes"}, "redis": {"bundled": {"enabled": True}}},
+                "kubernetes",
+                "bundled",
+                id="kubernetes-with-the-bundled-redis-for-queues",
+            ),
+        ],
+    )
+    def test_the_bundled_redis_is_deployed_when_the_lock_needs_a_redis_and_none_is_named(
+        self, helm: Helm, values: dict[str, Any], backend: str, url_from: str | None
+    ) -> None:
+        objects = helm.template(values)
+        operator = operator_container(objects)
+        bundled = [o for o in objects if o["metadata"]["name"] == "punctual-redis"]
+        url = [e for e in operator["env"] if e["name"] == "PUNCTUAL_REDIS_URL"]
+
+        assert f"--lock-backend={backend}" in operator["args"]
+        assert bool(bundled) == (url_from == "bundled")
+        match url_from:
+            case "bundled":
+                [env] = url
+                assert env["value"].startswith("redis://:$(REDIS_PASSWORD)@punctual-redis.")
+            case "secret":
+                [env] = url
+                assert "secretKeyRef" in env["valueFrom"]
+            case _:
+                assert url == []
 
 
 class TestSentinelManagedRedis:
@@ -1665,7 +1727,12 @@ def installed(
     release = f"rbac-{mode}"
     namespace = f"{release}-system"
     create_namespace(chart_cluster, namespace)
-    values = {"watchNamespaces": list(WATCHED)} if mode == "namespaced" else {}
+    # The kubernetes lock: the operator these tests run on this machine with the chart's
+    # arguments and the ServiceAccount's token has no bundled Redis to reach (no pod runs
+    # here), and the claims' status writes are what the chart's RBAC must grant it.
+    values: dict[str, Any] = {"lock": {"backend": "kubernetes"}}
+    if mode == "namespaced":
+        values["watchNamespaces"] = list(WATCHED)
     helm.install(release, namespace, values)
     job_namespace = WATCHED[0] if mode == "namespaced" else f"{release}-jobs"
     if mode == "cluster-wide":

@@ -1,7 +1,8 @@
 """Punctual installed with Helm onto the real node, the way users install it, end to end.
 
 One release (``helm install`` of ``charts/punctual`` with the image ``make image`` builds, three
-replicas, the bundled Redis as lock backend: ``localcluster.helm_release``) is installed once for
+replicas, the chart's default lock backend, redis, on the bundled Redis it deploys for it:
+``localcluster.helm_release``) is installed once for
 the module on conftest's ``real_node_cluster`` and shared by its tests, in the order they are
 written: the install itself, each target kind, ``helm test``, exactly-once through a rolling
 ``helm upgrade``, a deleted pod and a SIGKILLed container, and last ``helm uninstall``. Nothing

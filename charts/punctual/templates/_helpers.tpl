@@ -241,7 +241,7 @@ yourself after changing such a Secret (README, The bundled Redis).
 
 {{/* The hash of the Redis password (or URL) the operator uses; "" when it uses no Redis. */}}
 {{- define "punctual.redisChecksum" -}}
-{{- if .Values.redis.bundled.enabled -}}
+{{- if include "punctual.redis.bundled" . -}}
 {{- include "punctual.redis.passwordChecksum" . -}}
 {{- else if .Values.lock.redis.url -}}
 {{- .Values.lock.redis.url | sha256sum | trunc 16 -}}
@@ -259,9 +259,21 @@ yourself after changing such a Secret (README, The bundled Redis).
 {{- end -}}
 {{- end -}}
 
+{{/*
+"true" when the chart deploys its own Redis, else "". redis.bundled.enabled null (the default):
+whenever lock.backend=redis and no Redis URL is given (lock.redis.existingSecret, lock.redis.url),
+so that the default lock backend needs nothing more; true or false: as set.
+*/}}
+{{- define "punctual.redis.bundled" -}}
+{{- $enabled := .Values.redis.bundled.enabled -}}
+{{- if kindIs "invalid" $enabled -}}
+{{- if and (eq .Values.lock.backend "redis") (not .Values.lock.redis.existingSecret) (not .Values.lock.redis.url) }}true{{ end -}}
+{{- else if $enabled }}true{{ end -}}
+{{- end -}}
+
 {{/* "true" when the bundled Redis is the Sentinel-managed one, else "". */}}
 {{- define "punctual.redis.sentinel" -}}
-{{- if and .Values.redis.bundled.enabled .Values.redis.bundled.sentinel.enabled }}true{{ end -}}
+{{- if and (include "punctual.redis.bundled" .) .Values.redis.bundled.sentinel.enabled }}true{{ end -}}
 {{- end -}}
 
 {{/* The members of the Sentinel-managed Redis: each pod a server and a Sentinel. */}}
@@ -356,12 +368,12 @@ Fails on contradictory settings, so a mistake shows at install time rather than 
 {{- $sources := 0 -}}
 {{- if $redis.existingSecret }}{{ $sources = add1 $sources }}{{ end -}}
 {{- if $redis.url }}{{ $sources = add1 $sources }}{{ end -}}
-{{- if .Values.redis.bundled.enabled }}{{ $sources = add1 $sources }}{{ end -}}
+{{- if include "punctual.redis.bundled" . }}{{ $sources = add1 $sources }}{{ end -}}
 {{- if gt $sources 1 -}}
-{{- fail "choose one Redis URL source: lock.redis.existingSecret, lock.redis.url or redis.bundled.enabled" -}}
+{{- fail "choose one Redis URL source: lock.redis.existingSecret, lock.redis.url or redis.bundled.enabled=true" -}}
 {{- end -}}
 {{- if and (eq .Values.lock.backend "redis") (eq $sources 0) -}}
-{{- fail "lock.backend=redis needs a Redis URL: set lock.redis.existingSecret, lock.redis.url or redis.bundled.enabled=true" -}}
+{{- fail "lock.backend=redis needs a Redis URL: set lock.redis.existingSecret or lock.redis.url, or leave redis.bundled.enabled unset (or true) for the bundled Redis" -}}
 {{- end -}}
 {{- if $redis.existingSecret -}}
 {{- printf "%s/%s" $redis.existingSecret $redis.existingSecretKey -}}
@@ -382,11 +394,11 @@ Fails on contradictory settings, so a mistake shows at install time rather than 
 {{- if and .Values.metrics.serviceMonitor.enabled .Values.metrics.podMonitor.enabled -}}
 {{- fail "choose one of metrics.serviceMonitor.enabled and metrics.podMonitor.enabled: both would scrape every replica twice" -}}
 {{- end -}}
-{{- if and .Values.redis.bundled.auth.existingSecret (not .Values.redis.bundled.enabled) -}}
-{{- fail "redis.bundled.auth.existingSecret needs redis.bundled.enabled (for an external Redis use lock.redis.existingSecret, which holds the whole URL)" -}}
+{{- if and .Values.redis.bundled.auth.existingSecret (not (include "punctual.redis.bundled" .)) -}}
+{{- fail "redis.bundled.auth.existingSecret needs the bundled Redis (lock.backend=redis with no other Redis URL, or redis.bundled.enabled=true; for an external Redis use lock.redis.existingSecret, which holds the whole URL)" -}}
 {{- end -}}
-{{- if and .Values.redis.bundled.sentinel.enabled (not .Values.redis.bundled.enabled) -}}
-{{- fail "redis.bundled.sentinel.enabled needs redis.bundled.enabled" -}}
+{{- if and .Values.redis.bundled.sentinel.enabled (not (include "punctual.redis.bundled" .)) -}}
+{{- fail "redis.bundled.sentinel.enabled needs the bundled Redis (lock.backend=redis with no other Redis URL, or redis.bundled.enabled=true)" -}}
 {{- end -}}
 {{- if and (include "punctual.redis.sentinel" .) (gt (int (include "punctual.redis.waitReplicas" .)) 2) -}}
 {{- fail "lock.redis.waitReplicas: the bundled Sentinel-managed Redis has two replicas, so at most 2" -}}

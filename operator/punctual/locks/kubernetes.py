@@ -13,8 +13,11 @@ cancelled in flight waits for its answer before it stops: only the answer tells 
 it carried landed (counts are sums: neither lost nor written twice).
 
 Claims of one job take turns, in the order they were made: the high-water mark only moves
-forward, so a newer slot landing first would make the older ones unclaimable (slots given up
-are claimed oldest first, all at once, to be counted).
+forward, so a newer slot landing first would make the older ones unclaimable. Slots given up
+are claimed all at once, only to be counted (``CountedMissed``): the claims of one job waiting
+meanwhile are one write, of the newest of them, and each is won if it is past the mark that
+write replaced. Claimed one write each, a loop that fell behind wrote up to 16 slots given up
+before the slot it runs, and so fell further behind.
 
 A run asked for by hand (``punctual.dev/run-now``) is no slot of the schedule and moves no
 high-water mark: its claim is the same compare-and-swap of ``status.lastRunNowToken``, won by
@@ -27,8 +30,10 @@ written for it, and it moves no high-water mark.
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable
+import dataclasses
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, TypeVar, assert_never
 
 from punctual.api import status_reader
@@ -42,6 +47,9 @@ class _Turn:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     users: int = 0
     """Claims holding or waiting for ``lock``: the turn is dropped when none is left."""
+    counting: dict[datetime, "asyncio.Future[bool]"] = field(default_factory=dict)
+    """The slots claimed to be counted missed that wait for their answer: the first of them to
+    take the turn claims them all in one write."""
 
 
 class KubernetesLock:
@@ -63,6 +71,8 @@ class KubernetesLock:
         turn = self._turns.setdefault(claim.job, _Turn())
         turn.users += 1
         try:
+            if isinstance(claim.purpose, records.CountedMissed) and claim.slot not in turn.counting:
+                return await self._count(claim, turn)
             async with turn.lock:  # first come, first served
                 return await self._claim(claim)
         finally:
@@ -70,23 +80,92 @@ class KubernetesLock:
             if not turn.users:
                 del self._turns[claim.job]
 
+    async def _count(self, claim: records.Claim, turn: _Turn) -> bool:
+        """``claim``'s answer, from the one write that claims every slot of the job waiting to
+        be counted when the first of them takes the turn. That write goes to its end even when
+        its claimer is cancelled meanwhile: the others' answers are in it."""
+        answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        turn.counting[claim.slot] = answer
+        try:
+            async with turn.lock:
+                if not answer.done():
+                    await asyncio.sleep(0)  # the claims made together with this one join it
+                    waiting = {slot: a for slot, a in turn.counting.items() if not a.done()}
+                    await _to_the_end(self._answer(claim, waiting))
+            return await answer
+        finally:
+            del turn.counting[claim.slot]
+            if answer.done() and not answer.cancelled():
+                answer.exception()  # retrieved, also when this claim was cancelled
+            else:
+                answer.cancel()
+
+    async def _answer(
+        self, claim: records.Claim, waiting: dict[datetime, "asyncio.Future[bool]"]
+    ) -> None:
+        """Each of ``waiting``'s answers, or the one error of their claim."""
+        try:
+            won = await self._claim_past_mark(claim, waiting)
+        except protocols.LockUnavailableError as error:
+            for answer in waiting.values():
+                if not answer.done():
+                    answer.set_exception(protocols.LockUnavailableError(str(error)))
+            return
+        for slot, answer in waiting.items():
+            if not answer.done():
+                answer.set_result(slot in won)
+
+    async def _claim_past_mark(
+        self, claim: records.Claim, candidates: Collection[datetime]
+    ) -> frozenset[datetime]:
+        """Which of ``candidates`` are won by one write of the newest of those past the
+        high-water mark (``claim`` is one of them, to be counted missed)."""
+
+        def newest_past(status: status_reader.Status) -> records.Claim | None:
+            won = past_mark(candidates, high_water=status_reader.high_water(status))
+            return dataclasses.replace(claim, slot=max(won)) if won else None
+
+        replaced = await self._swap(claim, newest_past)
+        if replaced is None:
+            return frozenset()
+        return past_mark(candidates, high_water=status_reader.high_water(replaced))
+
     async def _claim(self, claim: records.Claim) -> bool:
+        if isinstance(claim.purpose, records.BackfilledSlot):
+            try:
+                body = self._cache.get(claim.job) or await self._read(claim)
+            except status_api.GoneError:
+                return False
+            except status_api.UnavailableError as error:
+                raise protocols.LockUnavailableError(str(error)) from error
+            return not _has_run(claim, body)
+        ahead = await self._swap(claim, lambda status: claim if _is_ahead(claim, status) else None)
+        return ahead is not None
+
+    async def _swap(
+        self,
+        claim: records.Claim,
+        decide: Callable[[status_reader.Status], records.Claim | None],
+    ) -> status_reader.Status | None:
+        """The status that the write of what ``decide`` makes of the object's status replaced
+        (None: ``decide`` wrote nothing, or the object is gone). A conflict only says the
+        object changed: decide again on a fresh read."""
         try:
             body = self._cache.get(claim.job) or await self._read(claim)
-            if isinstance(claim.purpose, records.BackfilledSlot):
-                return not _has_run(claim, body)
             for _ in range(self._attempts):
-                if not _is_ahead(claim, body):
-                    return False
+                status = status_reader.of(body)
+                writing = decide(status)
+                if writing is None:
+                    return None
                 try:
-                    body = await self._write(claim, body)
+                    body = await self._write(writing, body)
                 except status_api.ConflictError:
                     body = await self._read(claim)
                     continue
                 self._cache.remember(body)
-                return True
+                return status
         except status_api.GoneError:
-            return False
+            return None
         except status_api.UnavailableError as error:
             raise protocols.LockUnavailableError(str(error)) from error
         raise protocols.LockUnavailableError(f"{self._attempts} conflicting writes in a row")
@@ -153,12 +232,20 @@ def _with_claim(patch: dict[str, Any], claim: records.Claim) -> dict[str, Any]:
             assert_never(claim.purpose)
 
 
+def past_mark(
+    candidates: Collection[datetime], *, high_water: datetime | None
+) -> frozenset[datetime]:
+    """The slots a write moving the high-water mark from ``high_water`` to the newest of them
+    wins: those past it (all of them when there is no mark)."""
+    return frozenset(slot for slot in candidates if high_water is None or slot > high_water)
+
+
 def _has_run(claim: records.Claim, body: resources.Body) -> bool:
     """Whether the status shows a run of the claim's slot that started, or one in progress."""
     return status_reader.slot_started(status_reader.of(body), claim.slot)
 
 
-def _is_ahead(claim: records.Claim, body: resources.Body) -> bool:
+def _is_ahead(claim: records.Claim, status: status_reader.Status) -> bool:
     """Whether the slot is newer than the object's high-water mark.
 
     A mark this operator cannot read (written by hand, in a form the API server accepts but
@@ -166,7 +253,6 @@ def _is_ahead(claim: records.Claim, body: resources.Body) -> bool:
     write, under the version it read as precondition, replaces it with a readable one. Refusing
     instead would stop the job's slots for good, with nothing in its status to say why.
     """
-    status = status_reader.of(body)
     match claim.purpose:
         case records.WholeBackfill(token=token) | records.BackfilledSlot(token=token):
             return not status_reader.backfill_taken(status, token)
@@ -176,5 +262,4 @@ def _is_ahead(claim: records.Claim, body: resources.Body) -> bool:
             pass
         case _:
             assert_never(claim.purpose)
-    high_water = status_reader.high_water(status)
-    return high_water is None or claim.slot > high_water
+    return bool(past_mark((claim.slot,), high_water=status_reader.high_water(status)))
