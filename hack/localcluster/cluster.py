@@ -38,6 +38,14 @@ from localcluster.ports import LOOPBACK, free_port
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 APISERVER_STOP_GRACE_SECONDS = 3.0
+NODE_MONITOR_GRACE_SECONDS = 120
+"""How long the node lifecycle controller goes without seeing a node's heartbeat (its Lease)
+before it marks the node NotReady and its pods not ready (the default is 50 s). Tests stop the
+API server for 20 s (``test_apiserver_restart``), and after it is back the controller manager's
+watches reconnect with client-go's backoff (up to 30 s), so on two busy cores it saw no renewal
+of the kwok node's Lease for 51 s across such an outage: the node went NotReady for a moment and
+the pods on it stayed not ready (kwok, unlike a kubelet, never reports them ready again; see
+``kwok-stages.yaml``). Two minutes covers the outage, the restart and the reconnection."""
 DEFAULT_TIMEOUT = float(os.environ.get("PUNCTUAL_CLUSTER_START_TIMEOUT", "180"))
 
 Progress = Callable[[str], None]
@@ -420,6 +428,7 @@ class LocalCluster(processes.Service):
             f"--cluster-signing-key-file={certs.ca_key}",
             f"--service-cluster-ip-range={self.service_cidr}",
             "--profiling=false",
+            f"--node-monitor-grace-period={NODE_MONITOR_GRACE_SECONDS}s",
         ]
 
     def _scheduler_args(self) -> list[str]:

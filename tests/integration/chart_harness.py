@@ -142,16 +142,12 @@ class Helm:
         values: Mapping[str, Any],
         *,
         upgrade: bool = False,
-        wait: bool = True,
     ) -> None:
-        """``helm install`` (or ``upgrade``) and, with ``wait``, wait until every Deployment is
-        Available."""
+        """``helm install`` (or ``upgrade``) and wait until every Deployment is Available."""
         verb = "upgrade" if upgrade else "install"
         arguments = [verb, release, str(CHART), f"--namespace={namespace}", "--values=-"]
-        if wait:
-            arguments += ["--wait", "--timeout=90s"]
         try:
-            self.run_with_input(arguments, json.dumps(dict(values)))
+            self.run_with_input([*arguments, "--wait", "--timeout=90s"], json.dumps(dict(values)))
         except (HelmError, subprocess.TimeoutExpired) as error:
             # What --wait was waiting for, in the failure itself: pods, their node, events.
             state = self.cluster.kubectl(

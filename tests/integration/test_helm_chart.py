@@ -2139,8 +2139,7 @@ def test_the_templated_crd_takes_over_a_crd_from_the_crds_folder_and_upgrades_it
     """The documented path from crds/ (installed once, never upgraded) to crds.install."""
     cluster = chart_cluster
     release = "crd-adoption"
-    # What the CRD goes through is the point, not the operator's pods: no waiting for them.
-    helm.install(release, release_namespace, {}, wait=False)
+    helm.install(release, release_namespace, {})
     # A CRD older than the chart's: a printer column the chart does not have.
     cluster.kubectl(
         "patch", "crd", CRD_NAME, "--type=json",
@@ -2149,9 +2148,7 @@ def test_the_templated_crd_takes_over_a_crd_from_the_crds_folder_and_upgrades_it
     )  # fmt: skip
 
     with pytest.raises(AssertionError, match="install with --skip-crds; to adopt"):
-        helm.install(
-            release, release_namespace, {"crds": {"install": True}}, upgrade=True, wait=False
-        )
+        helm.install(release, release_namespace, {"crds": {"install": True}}, upgrade=True)
     # Both CRDs of crds/ are adopted, as the chart's README says (ScheduledJob and Calendar).
     for name in (CRD_NAME, "calendars.punctual.dev"):
         cluster.kubectl("label", "crd", name, "app.kubernetes.io/managed-by=Helm")
@@ -2160,7 +2157,7 @@ def test_the_templated_crd_takes_over_a_crd_from_the_crds_folder_and_upgrades_it
             f"meta.helm.sh/release-name={release}",
             f"meta.helm.sh/release-namespace={release_namespace}",
         )  # fmt: skip
-    helm.install(release, release_namespace, {"crds": {"install": True}}, upgrade=True, wait=False)
+    helm.install(release, release_namespace, {"crds": {"install": True}}, upgrade=True)
 
     crd = get_json(cluster, "crd", CRD_NAME)
     chart_crd = yaml.safe_load((CHART / "crds" / f"{CRD_NAME}.yaml").read_text())

@@ -281,6 +281,7 @@ def assert_every_slot_once(
 ) -> None:
     names = every_second_jobs(cluster, namespace, receiver)
     start = datetime.now(UTC)
+    # The window judged: slots on either side of the disruption, each of which must run once.
     time.sleep(SETTLE_SECONDS)
     disrupt()
     time.sleep(SETTLE_SECONDS)

@@ -149,7 +149,7 @@ class TestTheOperatorOnSentinel:
             what="a healthy primary",
         )
         start = datetime.now(UTC)
-        time.sleep(SETTLE_SECONDS)
+        time.sleep(SETTLE_SECONDS)  # slots before the failover: the window judged starts here
 
         real_node_cluster.kubectl("delete", "pod", f"--namespace={NAMESPACE}", primary, timeout=120)
         promoted = eventually(
@@ -168,7 +168,7 @@ class TestTheOperatorOnSentinel:
                 timeout=60,
                 what=f"a call to {path} after the failover",
             )
-        time.sleep(SETTLE_SECONDS)
+        time.sleep(SETTLE_SECONDS)  # slots after it, each of which must run once
         end = datetime.now(UTC) - timedelta(seconds=2)
         # The deleted pod came back under its own name, as a replica of the promoted one.
         assert (

@@ -140,6 +140,45 @@ class TestTheFakeNodeHasAHeartbeat:
             lambda: cluster.api.get(lease)["spec"]["renewTime"] != first, 30, "Lease renewal"
         )
 
+    def test_a_running_pod_marked_not_ready_by_the_node_controller_is_ready_again(
+        self, cluster: LocalCluster, namespace: str
+    ) -> None:
+        # What the node lifecycle controller does to every pod of a node whose heartbeat it
+        # missed: Ready=False, its containers still ready. A kubelet reports it ready again.
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "steady", "namespace": namespace},
+            "spec": {"containers": [{"name": "noop", "image": "noop:never-pulled"}]},
+        }
+        cluster.kubectl("apply", "-f", "-", input=json.dumps(pod))
+        path = f"/api/v1/namespaces/{namespace}/pods/steady"
+        eventually(lambda: ready(cluster.api.get(path)).get("status") == "True", 60, "Ready")
+        # An old transition time tells kwok's answer (its time now) from the pod left as it was.
+        marked = {"type": "Ready", "status": "False", "lastTransitionTime": LONG_AGO}
+        cluster.kubectl(
+            "patch", "pod", "steady", "-n", namespace, "--subresource=status",
+            "-p", json.dumps({"status": {"conditions": [marked]}}),
+        )  # fmt: skip
+
+        again = eventually(
+            lambda: (
+                (found := ready(cluster.api.get(path)))["lastTransitionTime"] != LONG_AGO and found
+            ),
+            30,
+            "the pod Ready again",
+        )
+        assert again["status"] == "True"
+        assert cluster.api.get(path)["status"]["phase"] == "Running"
+
+
+LONG_AGO = "2000-01-01T00:00:00Z"
+
+
+def ready(pod: dict[str, Any]) -> dict[str, Any]:
+    """A pod's Ready condition ({} before it has one)."""
+    return next((c for c in pod["status"].get("conditions", []) if c["type"] == "Ready"), {})
+
 
 class TestTheRealControllersRunCronJobsToCompletion:
     def test_an_every_minute_cronjob_gets_a_job_whose_pod_succeeds_on_the_fake_node(

@@ -28,7 +28,10 @@ from punctual.scheduling import timeline
 
 pytest_plugins = ["operator_fixtures", "replica_pairs"]
 
-PERIOD = timedelta(seconds=20)
+PERIOD = timedelta(seconds=10)
+LEAD = 6 * PERIOD
+"""From the first call to the slot skipped: four ``punctual`` commands (a process each, a few
+seconds on a busy machine) and their edits reach both replicas well within it."""
 
 
 def test_a_skipped_slot_never_runs_and_an_unskipped_one_runs(
@@ -36,12 +39,12 @@ def test_a_skipped_slot_never_runs_and_an_unskipped_one_runs(
 ) -> None:
     name = "skipping"
     job = f"{module_namespace}/{name}"
-    spec = {"every": "20s", "target": http_target(receiver, module_namespace, name)}
+    spec = {"every": "10s", "target": http_target(receiver, module_namespace, name)}
     apply(cluster, scheduled_job(module_namespace, name, spec))
     eventually(lambda: receiver.calls(job), timeout=30, what=f"a first call of {job}")
     # Slots far enough ahead that the commands (each a process of its own, on a machine that
     # may be busy) and the edits they make reach both replicas before them.
-    ahead = now() + 6 * PERIOD
+    ahead = now() + LEAD
     skipped, unskipped, after = every_slots(ahead, ahead + 3 * PERIOD, PERIOD)[:3]
 
     for at in (skipped, unskipped):

@@ -12,6 +12,7 @@ import subprocess
 import time
 from typing import Any
 
+from failure_harness import metric
 from operator_harness import (
     Operators,
     Receiver,
@@ -21,6 +22,7 @@ from operator_harness import (
     http_target,
     punctual,
     read,
+    read_all,
     recent_runs,
     scheduled_job,
     status,
@@ -32,6 +34,8 @@ pytest_plugins = ["operator_fixtures", "replica_pairs"]
 
 YEARLY = "0 0 1 1 *"
 """A schedule that does not fire while the test runs: every call is one asked for."""
+RUN_ARRIVES_WITHIN = 2.0
+"""Seconds from a replica arming a job to the call of a run it claimed as it read the job."""
 
 
 def start(
@@ -125,7 +129,16 @@ def test_a_token_runs_once_across_replicas_and_never_again_even_after_restarts(
     for replica_id in operators.replica_ids:  # every replica sees the annotation afresh
         operators[replica_id].terminate()
         operators.start(replica_id)
-    time.sleep(5)
+    jobs = len(read_all(cluster, module_namespace))
+    for replica_id in operators.replica_ids:
+        eventually(
+            lambda r=replica_id: metric(operators[r].metrics(), "punctual_scheduled_jobs") == jobs,
+            timeout=30,
+            what=f"every job armed again by {replica_id}",
+        )
+    # A replica claims a run asked for as it reads the job, just before arming it: a run of
+    # the taken token would have arrived by now, or in the moment after.
+    time.sleep(RUN_ARRIVES_WITHIN)
 
     keys = calls_of(receiver, module_namespace, name)
     assert [key.rsplit("/", 1)[1] for key in keys] == ["run-now-first", "run-now-second"]

@@ -11,7 +11,6 @@ The scenario runs once (module fixture ``outage``); each test reads one of its c
 """
 
 import os
-import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -32,6 +31,7 @@ from operator_harness import (
     Receiver,
     now,
     report,
+    sleep_until,
 )
 
 from localcluster import LocalCluster, LocalRedis
@@ -91,15 +91,15 @@ def outage(  # noqa: PLR0917 - fixtures
             own_redis.stop_server()
             down_at = now()
             # Claims already on their way when Redis stopped may still be counted as won.
-            _sleep_until(down_at + SETTLE)
+            sleep_until(down_at + SETTLE)
             won_before_down = lock_claims(operators, outcome="won")
-            _sleep_until(down_at + timedelta(seconds=OUTAGE))
+            sleep_until(down_at + timedelta(seconds=OUTAGE))
             errors_during = lock_claims(operators, outcome="error") - errors_before
             won_at_end = lock_claims(operators, outcome="won")
             restarted_at = now()
             own_redis.start_server()
             up_at = now()
-            _sleep_until(up_at + timedelta(seconds=AFTER))
+            sleep_until(up_at + timedelta(seconds=AFTER))
             missed_after = _slots_missed(operators)
         operators.stop()
         problems = operators.problems()
@@ -138,10 +138,6 @@ def _slots_missed(operators: Operators) -> float:
         for replica in operators.replicas.values()
         if replica.running()
     )
-
-
-def _sleep_until(instant: datetime) -> None:
-    time.sleep(max(0.0, (instant - now()).total_seconds()))
 
 
 def _latest_before(calls: list[Call], instant: datetime) -> str:

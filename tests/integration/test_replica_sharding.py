@@ -227,7 +227,7 @@ class TestEachSlotRunsOnceAcrossThreeShardedReplicas:
         most_per_run: float,
     ) -> None:
         claims_before, runs_before, skipped_before = claims_and_runs(three_replicas)
-        time.sleep(15)
+        time.sleep(15)  # the measurement: claims and runs over 15 s of steady running
         claims_after, runs_after, skipped_after = claims_and_runs(three_replicas)
         assert three_replicas.problems() == {}
         three_replicas.stop()
@@ -254,7 +254,7 @@ class TestAKilledOwnersSlotsRunByItsBackups:
     ) -> None:
         shares = owners(cluster, namespace)
         killed = Counter(share.owner for share in shares.values()).most_common(1)[0][0]
-        time.sleep(3)
+        time.sleep(3)  # a few slots of every job in steady running before the kill
         three_replicas[killed].kill()
         killed_at = now()
         survivors = [member for member in MEMBERS if member != killed]
@@ -265,6 +265,8 @@ class TestAKilledOwnersSlotsRunByItsBackups:
             interval=0.05,
         )
         reconverged = (now() - killed_at).total_seconds()
+        # Slots after the hand-over from the backups to the orphans' new owners, where a slot
+        # run by both would show as a duplicate.
         time.sleep(5)
         assert three_replicas.problems() == {}
         three_replicas.stop()
@@ -305,7 +307,7 @@ class TestAPausedReplicaRunsNoSlotTwice:
             timeout=15,
             what="r1 back among the members",
         )
-        time.sleep(3)
+        time.sleep(3)  # slots after r1's return, where one it still took for its own runs twice
         assert three_replicas.problems() == {}
         three_replicas.stop()
         calls = calls_in(receiver, namespace)

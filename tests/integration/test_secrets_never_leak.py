@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from failure_harness import HeaderRecorder, SilentListener, closed_port
+from failure_harness import HeaderRecorder, SilentListener, closed_port, lock_claims
 from operator_harness import (
     Operators,
     apply,
@@ -116,8 +116,13 @@ def evidence(
                 ),
             )
             time.sleep(RUN_FOR)
+            failed_before = lock_claims(operators, outcome="error")
             with password_redis.down():  # claims now fail, with the Redis URL in hand
-                time.sleep(3)
+                eventually(
+                    lambda: lock_claims(operators, outcome="error") >= failed_before + len(jobs),
+                    timeout=30,
+                    what="a failed claim per job",
+                )
             time.sleep(RUN_FOR)
 
             def every_job_failed_at_least_once() -> dict[str, dict[str, Any]] | None:

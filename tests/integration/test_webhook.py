@@ -774,13 +774,11 @@ def test_an_upgrade_keeps_the_generated_certificate_and_uninstall_removes_it(
             [webhook] = json.loads(cluster.kubectl("get", *configuration).stdout)["webhooks"]
             return json.loads(cluster.kubectl("get", *secret).stdout)["data"], webhook
 
-        # Not waiting for the pods: what is checked is what Helm writes (a kwok node gone
-        # NotReady late in a long run held --wait past its timeout).
-        helm.install("wh", namespace, values, wait=False)
+        helm.install("wh", namespace, values)
         try:
             before, webhook_before = installed()
             values["webhook"]["timeoutSeconds"] = 12
-            helm.install("wh", namespace, values, upgrade=True, wait=False)
+            helm.install("wh", namespace, values, upgrade=True)
             after, webhook_after = installed()
         finally:
             helm.uninstall("wh", namespace)
