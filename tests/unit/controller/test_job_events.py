@@ -54,6 +54,15 @@ def _call(what: str, body: resources.Body) -> tuple[str, str, str]:
     return what, metadata["name"], metadata["resourceVersion"]
 
 
+def held_at(name: str) -> tuple[Observer, job_events.JobEvents]:
+    """Events whose first version, of ``name``, is being observed until ``release`` is set."""
+    observer = Observer()
+    observer.release.clear()
+    events = job_events.JobEvents(observer)
+    events.on_event("MODIFIED", version(name, 2, echo=False) | {"slow": True})
+    return observer, events
+
+
 async def settled() -> None:
     for _ in range(10):
         await asyncio.sleep(0)
@@ -68,10 +77,7 @@ async def test_an_echo_is_taken_in_at_once_without_a_task() -> None:
 
 
 async def test_other_versions_and_a_deletion_are_observed_in_the_order_they_came() -> None:
-    observer = Observer()
-    observer.release.clear()
-    events = job_events.JobEvents(observer)
-    events.on_event("MODIFIED", version("report", 2, echo=False) | {"slow": True})
+    observer, events = held_at("report")
     events.on_event("MODIFIED", version("report", 3))  # an echo, but after the version before it
     events.on_event("DELETED", version("report", 4))
     await settled()
@@ -86,10 +92,7 @@ async def test_other_versions_and_a_deletion_are_observed_in_the_order_they_came
 
 
 async def test_a_job_at_work_does_not_hold_another() -> None:
-    observer = Observer()
-    observer.release.clear()
-    events = job_events.JobEvents(observer)
-    events.on_event("MODIFIED", version("slow", 2, echo=False) | {"slow": True})
+    observer, events = held_at("slow")
     events.on_event("MODIFIED", version("quick", 3, echo=False))
     await settled()
     events.on_event("MODIFIED", version("quick", 4))
@@ -116,10 +119,7 @@ async def test_a_failed_version_is_logged_and_the_next_one_observed(
 
 
 async def test_stopping_cancels_what_is_at_work() -> None:
-    observer = Observer()
-    observer.release.clear()
-    events = job_events.JobEvents(observer)
-    events.on_event("MODIFIED", version("report", 2, echo=False) | {"slow": True})
+    observer, events = held_at("report")
     events.on_event("MODIFIED", version("report", 3, echo=False))
     await settled()
     await events.stop()
