@@ -12,7 +12,9 @@ bodies (a Secret's data among them).
 
 import json
 import logging
+import re
 import sys
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, TextIO, get_args
@@ -90,10 +92,26 @@ class JsonFormatter(logging.Formatter):
 
 
 class TextFormatter(logging.Formatter):
-    """``<time> <level> <logger>: <message>``, then the record's fields as ``key=value``."""
+    """``<time> <level> <logger>: <message>``, then the record's fields as ``key=value``.
+
+    A line per run, a thousand runs a second: the time's text is made once per second, not
+    once per line (logging's handler formats one record at a time)."""
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+        self._second = -1
+        self._second_text = ""
+
+    def formatTime(  # noqa: N802 (logging's name)
+        self, record: logging.LogRecord, datefmt: str | None = None
+    ) -> str:
+        if datefmt is not None:
+            return super().formatTime(record, datefmt)
+        second = int(record.created)
+        if second != self._second:
+            self._second_text = time.strftime(self.default_time_format, self.converter(second))
+            self._second = second
+        return f"{self._second_text},{int(record.msecs):03d}"  # logging's own '%s,%03d'
 
     def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
         line = super().formatMessage(record)
@@ -106,8 +124,17 @@ def _timestamp(record: logging.LogRecord) -> str:
     return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+_BARE: Final = re.compile(r"[^\s\"'=]+")
+"""A field's text shown as it is: no space, quote or equals sign (else JSON-quoted)."""
+
+
 def _text_value(value: object) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    if text and not any(character.isspace() or character in "\"'=" for character in text):
+    if isinstance(value, str):
+        text = value
+    elif type(value) is int:  # as JSON writes it, without the encoder (a bool is not one)
+        text = str(value)
+    else:
+        text = json.dumps(value, default=str)
+    if _BARE.fullmatch(text):
         return text
     return json.dumps(text, ensure_ascii=False)

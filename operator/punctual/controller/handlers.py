@@ -1,6 +1,8 @@
-"""kopf handlers: watch events in, reconciler calls out; admission reviews in, the admission's
-verdict out (on kopf's server, which refuses a review of another namespace before any handler
-sees it); kopf's cleanup, the replica's stop. Nothing else.
+"""kopf handlers: Calendar watch events in, reconciler calls out; admission reviews in, the
+admission's verdict out (on kopf's server, which refuses a review of another namespace before any
+handler sees it); kopf's cleanup, the replica's stop. Nothing else. ScheduledJobs are watched
+beside kopf (``controller.job_events``): their status writes come back as an event to every
+replica, far too many for kopf's per-event and per-object costs.
 
 Only ``on.event`` handlers for objects, on purpose: they run on every replica for every event
 and persist nothing (no handler progress, no last-handled state, no finalizers), so replicas
@@ -52,16 +54,10 @@ def register(
         return await kopf.login_via_async_client(**kwargs)
 
     # kopf's handler context holds the event's cause (its body, patch, loggers and memo), and the
-    # job loop's tasks, created while arming, live as long as the job: detached, they keep one
-    # event's cause, not each an older copy of the body than the object cache keeps.
+    # job loop's tasks, created while a Calendar's change arms its jobs again, live as long as
+    # the job: detached, they keep one event's cause, not each an older copy of the body than
+    # the object cache keeps.
     detached = aio_context.Detached()
-
-    @kopf.on.event(models.GROUP, models.VERSION, models.PLURAL, registry=registry)
-    async def scheduled_job_event(type: str | None, body: kopf.Body, **_: Any) -> None:
-        if type == "DELETED":
-            await detached.run(scheduled_jobs.forget(body))
-        else:
-            await detached.run(scheduled_jobs.observe(body))
 
     @kopf.on.event(models.GROUP, models.VERSION, day_models.CALENDAR_PLURAL, registry=registry)
     async def calendar_event(type: str | None, body: kopf.Body, **_: Any) -> None:
@@ -172,8 +168,8 @@ class NoDiffBase(kopf.DiffBaseStorage):
     For every watch event, kopf builds the object's "essence" (a deep copy of the whole body,
     status and managedFields included, then trimmed) to diff it for ``on.create``/``on.update``
     handlers, whether there are any or not. Punctual has none: the copies were a share of an
-    operator restart's CPU worth saving (docs/benchmarks.md), and garbage for every status
-    write's watch event since.
+    operator restart's CPU worth saving (docs/benchmarks.md), when kopf still watched
+    ScheduledJobs.
     Set it as ``settings.persistence.diffbase_storage``.
     """
 

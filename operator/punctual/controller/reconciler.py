@@ -106,6 +106,28 @@ class Reconciler:
         for refused in self._asked.observe(body):
             self._warn(job, reason=refused.reason, message=refused.message)
 
+    def took_in(self, body: resources.Body) -> bool:
+        """What ``observe`` does with a version of a job that changes nothing for its scheduling
+        (the generation and the inputs of its plan as armed, no pause due): done at once, without
+        waiting for anything, and True. False, having done nothing: ``observe`` it.
+
+        Nearly every event is such a version: the echo of a status write, which every replica
+        sees for every job, owned or not."""
+        job = resources.job_ref(body)
+        seen = self._seen.get(job)
+        if (
+            seen is None
+            or seen.generation != int(body["metadata"].get("generation", 0))
+            or seen.inputs != self._inputs(body)
+            or self._pause_due(body, seen, previous=self._failures.get(job))
+        ):
+            return False
+        self._cache.remember(body)
+        self._failures[job] = status_reader.consecutive_failures(status_reader.of(body))
+        for refused in self._asked.observe(body):
+            self._warn(job, reason=refused.reason, message=refused.message)
+        return True
+
     def _inputs(self, body: resources.Body) -> _Inputs:
         return _Inputs(
             skip=(body["metadata"].get("annotations") or {}).get(annotations.SKIP),
@@ -270,10 +292,18 @@ class Reconciler:
         self, body: resources.Body, seen: arming.Seen, *, previous: int | None
     ) -> None:
         threshold = seen.suspend_after_failures
-        if self._pause is None or threshold is None or seen.suspended:
-            return
-        if failures.due(previous=previous, body=body, threshold=threshold):
+        if (
+            self._pause is not None
+            and threshold is not None
+            and self._pause_due(body, seen, previous=previous)
+        ):
             await self._pause.suspend(body, threshold=threshold)
+
+    def _pause_due(self, body: resources.Body, seen: arming.Seen, *, previous: int | None) -> bool:
+        threshold = seen.suspend_after_failures
+        if self._pause is None or threshold is None or seen.suspended:
+            return False
+        return failures.due(previous=previous, body=body, threshold=threshold)
 
     def members_changed(self, members: frozenset[str]) -> None:
         """The live replicas changed: the scheduler re-arms what moved; the jobs this replica

@@ -5,7 +5,7 @@ a replica never overwrites what another one wrote in between: it gets ``Conflict
 starts again from a fresh read.
 """
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, cast
 
 import aiohttp
@@ -13,7 +13,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from punctual.api import models
-from punctual.kube import resources
+from punctual.kube import resources, watching
 from punctual.scheduling import slots
 
 _MERGE_PATCH = "application/merge-patch+json"
@@ -37,34 +37,50 @@ class StatusApi:
         self._objects = client.CustomObjectsApi(api)
 
     async def pages(
-        self, *, namespaces: Sequence[str] = (), limit: int = LIST_PAGE
-    ) -> AsyncIterator[list[resources.Body]]:
-        """Every ScheduledJob in ``namespaces`` (none: all), ``limit`` at a time: 10,000
-        objects are never one answer held at once. Raises ``UnavailableError``."""
-        scopes: list[str | None] = [*namespaces] or [None]
-        for namespace in scopes:
-            token: str | None = None
-            while True:
-                options: dict[str, Any] = {"limit": limit, "_request_timeout": 60}
-                if token:
-                    options["_continue"] = token
-                try:
-                    if namespace is None:
-                        listing = await self._objects.list_cluster_custom_object(
-                            models.GROUP, models.VERSION, models.PLURAL, **options
-                        )
-                    else:
-                        listing = await self._objects.list_namespaced_custom_object(
-                            models.GROUP, models.VERSION, namespace, models.PLURAL, **options
-                        )
-                except ApiException as error:
-                    raise translate(error) from error
-                except (aiohttp.ClientError, OSError, TimeoutError) as error:
-                    raise UnavailableError(str(error) or type(error).__name__) from error
-                yield cast(list[resources.Body], listing.get("items") or [])
-                token = (listing.get("metadata") or {}).get("continue")
-                if not token:
-                    break
+        self, *, namespace: str | None = None, limit: int = LIST_PAGE
+    ) -> AsyncIterator[watching.Page]:
+        """Every ScheduledJob in ``namespace`` (None: all), ``limit`` at a time: 10,000
+        objects are never one answer held at once. Every page carries the listing's
+        resourceVersion, which a watch resumes from. Raises ``UnavailableError``."""
+        function, arguments = self.list_function(namespace)
+        token: str | None = None
+        while True:
+            options: dict[str, Any] = {"limit": limit, "_request_timeout": 60}
+            if token:
+                options["_continue"] = token
+            try:
+                listing = await function(*arguments, **options)
+            except ApiException as error:
+                raise translate(error) from error
+            except (aiohttp.ClientError, OSError, TimeoutError) as error:
+                raise UnavailableError(str(error) or type(error).__name__) from error
+            metadata = listing.get("metadata") or {}
+            token = metadata.get("continue") or ""
+            yield watching.Page(
+                items=cast(list[resources.Body], listing.get("items") or []),
+                resource_version=str(metadata.get("resourceVersion") or ""),
+                continue_token=token,
+            )
+            if not token:
+                return
+
+    def list_function(
+        self, namespace: str | None
+    ) -> tuple[Callable[..., Awaitable[Any]], tuple[str, ...]]:
+        """The generated client's list of ScheduledJobs in ``namespace`` (None: all) and its
+        arguments: what a listing calls, and what a watch of the same collection follows."""
+        if namespace is None:
+            return self._objects.list_cluster_custom_object, (
+                models.GROUP,
+                models.VERSION,
+                models.PLURAL,
+            )
+        return self._objects.list_namespaced_custom_object, (
+            models.GROUP,
+            models.VERSION,
+            namespace,
+            models.PLURAL,
+        )
 
     async def read(self, ref: slots.JobRef) -> resources.Body:
         try:

@@ -4,8 +4,8 @@ A watch ends every ``WATCH_SECONDS`` (its server-side timeout) and is resumed wh
 a failure waits ``RETRY_DELAYS`` (the last one repeated) and resumes too; a 410 Gone (the
 resourceVersion is too old to resume from, or a listing's continue token expired) lists again
 at once, from the start. The loop ends only when it is cancelled. What a listing and an event
-mean is the caller's: the membership Leases (``punctual.kube.membership``) and the job target's
-batch Jobs (``punctual.targets.job``).
+mean is the caller's: the membership Leases (``punctual.kube.membership``), the job target's
+batch Jobs (``punctual.targets.job``) and the ScheduledJobs (``punctual.controller.job_events``).
 
 A collection others can write to (any tenant may label a Job) is listed in pages
 (``list_in_pages``): one unpaged answer would hold every object at once, however many and
@@ -90,9 +90,10 @@ async def list_in_pages(
             return kept, resource_version
 
 
-async def follow(watched: Watched) -> NoReturn:
-    """List and watch ``watched`` until cancelled."""
-    resource_version: str | None = None
+async def follow(watched: Watched, *, listed_at: str | None = None) -> NoReturn:
+    """List and watch ``watched`` until cancelled; with ``listed_at``, the resourceVersion of
+    a listing the caller has taken in already, watched from there without listing first."""
+    resource_version = listed_at or None
     failures = 0
     while True:
         try:

@@ -25,7 +25,8 @@ which closes them in reverse; its stop, named steps in order, before anything cl
 10. the reconciler, and the admission webhook's reviews (with a ``webhook_port``; kopf serves
     them); every ScheduledJob armed from one paged LIST (this replica's share, with sharding),
     and only then this replica's own Lease held;
-11. the tasks the stop ends (``replica.stopping``): the status writer, the lock's health probe,
+11. the tasks the stop ends (``replica.stopping``): the ScheduledJob watch, resumed from that
+    LIST (``controller.job_events``, beside kopf), the status writer, the lock's health probe,
     the membership (renewal, watch) and, for durable runs, the lease heartbeat and the lost-run
     detector.
 
@@ -47,8 +48,8 @@ from typing import Self
 import prometheus_client
 
 from punctual import metrics
-from punctual.controller import admission, failures, reconciler
-from punctual.kube import secrets, spec_api, status_api
+from punctual.controller import admission, failures, job_events, reconciler
+from punctual.kube import secrets, spec_api
 from punctual.locks import metered
 from punctual.replica import parts, stopping
 from punctual.replica import settings as replica_settings
@@ -165,7 +166,12 @@ class Replica:
             bounds=settings.bounds,
             problems=problems,
         )
-        await self._arm_listed(stores.api)
+        jobs = job_events.JobEvents(self._reconciler)
+        scopes: list[str | None] = [*settings.namespaces] or [None]
+        # Every ScheduledJob armed from one paged LIST per scope, before the watch: a
+        # restarted replica schedules again at once, and a new one has its share armed before
+        # it joins the members. The watch resumes from each listing.
+        listed_at = [await jobs.take_in_listing(stores.api, scope) for scope in scopes]
         if members is not None:
             await members.join()
             members.on_change = self._reconciler.members_changed
@@ -184,18 +190,15 @@ class Replica:
             prober=asyncio.create_task(lock.tracked.watch(), name="lock health"),
             durable=durable,
             durable_tasks=durable.start(scheduler) if durable is not None else [],
+            jobs=jobs,
+            watches=[
+                asyncio.create_task(
+                    jobs.follow(stores.api, scope, listed_at=resource_version),
+                    name=f"ScheduledJobs in {scope or 'every namespace'}",
+                )
+                for scope, resource_version in zip(scopes, listed_at, strict=True)
+            ],
         )
-
-    async def _arm_listed(self, kube_status: status_api.StatusApi) -> None:
-        """Arm every ScheduledJob from one paged LIST, before kopf's stream (whose events
-        for the same generations then change nothing): a restarted replica schedules again
-        without waiting for kopf to deliver each object, and a new one has its share armed
-        before it joins the members."""
-        reconciler = self.reconciler
-        async for page in kube_status.pages(namespaces=self.settings.namespaces):
-            for body in page:
-                await reconciler.observe(body)
-            await asyncio.sleep(0)  # the runs of the jobs armed so far go on meanwhile
 
     async def stop(self) -> None:
         """End every run, record its fate and write the pending statuses (``Stopping``);

@@ -3,7 +3,9 @@
 import asyncio
 import logging
 from dataclasses import dataclass, field
+from typing import NoReturn
 
+from punctual.controller import job_events
 from punctual.kube import membership
 from punctual.replica import parts
 from punctual.runtime import supervisor
@@ -14,10 +16,10 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class Stopping:
-    """The replica's stop, in order: its membership Lease released, every run ended and
-    recorded, run leases released, every status written (the API client, Redis and the HTTP
-    connections still open). Idempotent: called by kopf's cleanup handler, and again by
-    ``Replica.aclose`` as a safety net."""
+    """The replica's stop, in order: the ScheduledJob watch stopped, its membership Lease
+    released, every run ended and recorded, run leases released, every status written (the API
+    client, Redis and the HTTP connections still open). Idempotent: called by kopf's cleanup
+    handler, and again by ``Replica.aclose`` as a safety net."""
 
     scheduler: supervisor.Supervisor
     statuses: status_store.StatusStore
@@ -27,6 +29,8 @@ class Stopping:
     durable_tasks: list[asyncio.Task[None]]
     members: membership.Membership | None = None
     members_task: asyncio.Task[None] | None = None
+    jobs: job_events.JobEvents | None = None
+    watches: list[asyncio.Task[NoReturn]] = field(default_factory=list)
     _done: bool = field(default=False, init=False)
 
     async def stop(self) -> None:
@@ -35,6 +39,7 @@ class Stopping:
         clock = asyncio.get_running_loop().time
         started = clock()
         logger.info("replica stopping: ending every run, then writing the last statuses")
+        await self._stop_watching()
         await self._leave_the_members()
         self.prober.cancel()  # no Ready changes any more: they would come after the last write
         await self._end_every_run()
@@ -48,6 +53,14 @@ class Stopping:
             runs_ended - started,
             clock() - runs_ended,
         )
+
+    async def _stop_watching(self) -> None:
+        """No more ScheduledJob versions: none arms a job again while the runs end."""
+        for watch in self.watches:
+            watch.cancel()
+        await asyncio.gather(*self.watches, return_exceptions=True)
+        if self.jobs is not None:
+            await self.jobs.stop()
 
     async def _leave_the_members(self) -> None:
         """First deaf to members that come and go: when every replica stops at once (a
