@@ -565,12 +565,22 @@ CERT_MODES: dict[str, dict[str, Any]] = {
 }
 
 
+def operator_deployment(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    """The operator's Deployment, told from the bundled Redis's by its component label."""
+    operator = [
+        o
+        for o in objects
+        if o["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "operator"
+    ]
+    return one(operator, "Deployment")
+
+
 def operator_pod(objects: list[dict[str, Any]]) -> dict[str, Any]:
-    return dict(one(objects, "Deployment")["spec"]["template"]["spec"])
+    return dict(operator_deployment(objects)["spec"]["template"]["spec"])
 
 
 def operator_pod_annotations(objects: list[dict[str, Any]]) -> dict[str, str]:
-    return dict(one(objects, "Deployment")["spec"]["template"]["metadata"]["annotations"])
+    return dict(operator_deployment(objects)["spec"]["template"]["metadata"]["annotations"])
 
 
 class TestChart:
