@@ -530,8 +530,16 @@ class TestWhenTheArmFails:
 
         event = eventually(not_ready_event, timeout=SLOT_WAIT, what="WarmStartNotReady Event")
         assert any(reason in event["message"] for reason in ("ErrImagePull", "ImagePullBackOff"))
-        conditions = status(real_node_cluster, namespace, "no-image").get("conditions") or []
-        assert any(c.get("reason") == "WarmStartNotReady" for c in conditions), conditions
+
+        def not_ready_condition() -> dict[str, Any] | None:
+            # The status is written in the writer's next batch, after the Event of the same check.
+            conditions = status(real_node_cluster, namespace, "no-image").get("conditions") or []
+            found = [c for c in conditions if c.get("reason") == "WarmStartNotReady"]
+            return dict(found[0]) if found else None
+
+        condition = eventually(not_ready_condition, timeout=30, what="WarmStartNotReady condition")
+        assert condition["type"] == "WarmStartReady"
+        assert condition["status"] == "False"
 
     def test_an_image_pullable_only_after_the_slot_runs_once_late_and_says_how_late(
         self,
