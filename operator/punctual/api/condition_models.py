@@ -17,6 +17,11 @@ READY = "Ready"
 controller, ``punctual.controller.reconciler``)."""
 SUSPENDED = "Suspended"
 """The condition that tells whether no new slots are scheduled (written by the controller)."""
+SCHEDULED = "Scheduled"
+"""Ready's reason, with status True: nothing stands in the way of the job's runs."""
+LOCK_BACKEND_UNAVAILABLE = "LockBackendUnavailable"
+"""Ready's reason, with status False, while the lock backend does not answer (no slot can be
+claimed)."""
 LAST_RUN_SUCCEEDED = "LastRunSucceeded"
 """The condition that tells whether the last run that started succeeded (written by the status
 writer, ``punctual.stores.status.conditions``, from the runs it writes)."""

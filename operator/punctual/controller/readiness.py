@@ -6,11 +6,9 @@ says; with none, it is True (``Scheduled``) and says where the runs' work goes.
 
 from dataclasses import dataclass
 
+from punctual.api import condition_models
 from punctual.runtime import job_loop
 from punctual.targets import problems
-
-LOCK_BACKEND_UNAVAILABLE = "LockBackendUnavailable"
-SCHEDULED = "Scheduled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +33,8 @@ def ready(
         reason, message = stopped
         return Ready(reason == job_loop.ENDED, reason, message)
     if lock_unavailable is not None:
-        return Ready(False, LOCK_BACKEND_UNAVAILABLE, lock_unavailable)
+        return Ready(False, condition_models.LOCK_BACKEND_UNAVAILABLE, lock_unavailable)
     if problem is not None:
         return Ready(False, problem.reason, problem.message)
-    return Ready(True, SCHEDULED, "; ".join(filter(None, ["scheduling slots", destination])))
+    shown = "; ".join(filter(None, ["scheduling slots", destination]))
+    return Ready(True, condition_models.SCHEDULED, shown)
