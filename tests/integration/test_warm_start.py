@@ -205,20 +205,28 @@ def calls_of(receiver: Receiver, namespace: str, job: dict[str, Any], path: str 
     return receiver.calls(f"/{namespace}{path}/{job['metadata']['name']}")
 
 
-def armed_ahead(job: dict[str, Any]) -> bool:
-    """Made with its whole lead (creationTimestamp has whole seconds): not armed late."""
-    return created(job) <= scheduled_time(job) - LEAD + timedelta(seconds=2)
+def armed_ahead(job: dict[str, Any], lead: timedelta) -> bool:
+    """Made with its whole ``lead`` (creationTimestamp has whole seconds): not armed late."""
+    return created(job) <= scheduled_time(job) - lead + timedelta(seconds=2)
 
 
 def a_warm_run(
-    cluster: LocalCluster, receiver: Receiver, namespace: str, name: str, path: str = ""
+    cluster: LocalCluster,
+    receiver: Receiver,
+    namespace: str,
+    name: str,
+    path: str = "",
+    *,
+    lead: timedelta = LEAD,
 ) -> tuple[dict[str, Any], list[Call]]:
-    """The first Job of ``name`` armed with its whole lead whose container called, its calls."""
+    """The first Job of ``name`` armed with its whole ``lead`` (the job's ``warmStart.lead``)
+    whose container called, its calls: a Job armed late, when the job was applied less than its
+    lead before a slot, has had less time to reach its gate."""
 
     def probe() -> tuple[dict[str, Any], list[Call]] | None:
         for job in sorted(jobs_of(cluster, namespace, name), key=scheduled_time):
             calls = calls_of(receiver, namespace, job, path)
-            if armed_ahead(job) and calls:
+            if armed_ahead(job, lead) and calls:
                 return job, calls
         return None
 
@@ -361,10 +369,11 @@ class TestTheContainerStartsAtItsSlot:
         # The sandbox and two init containers in a row before the release one (the gate's copy,
         # the image's pull) took longer than the others' 10 s lead on a loaded machine.
         workload = template(receiver, namespace, command=["/workload"])
-        init = warm_job("init", workload, mode="Init", every="30s", lead=timedelta(seconds=20))
+        lead = timedelta(seconds=20)
+        init = warm_job("init", workload, mode="Init", every="30s", lead=lead)
         apply(real_node_cluster, namespace, init)
 
-        job, calls = a_warm_run(real_node_cluster, receiver, namespace, "init")
+        job, calls = a_warm_run(real_node_cluster, receiver, namespace, "init", lead=lead)
 
         # The kubelet starts the container after the release container ends, up to a relist
         # later: its start is no faster than a cold one on a quiet node. What is warm is the rest.
