@@ -112,14 +112,15 @@ class LocalRedis(processes.Service):
             raise RuntimeError("redis-server is not started")
         self.process.stop(grace)
 
-    def start_server(self) -> None:
+    def start_server(self, *, replica_of: int | None = None) -> None:
         """Start redis-server again after ``stop_server()``, on the same port with the same
-        URL (password, TLS certificates); returns once it answers PING. It starts empty."""
+        URL (password, TLS certificates); returns once it answers PING. It starts empty, and
+        with ``replica_of`` a replica of the server on that port whatever ``options`` say."""
         if self.process is None:
             raise RuntimeError("redis-server was never started")
         if not self.process.stopped:
             raise RuntimeError("redis-server is running: stop_server() first")
-        self._launch()
+        self._launch(replica_of=replica_of)
 
     @contextlib.contextmanager
     def down(self) -> Iterator[None]:
@@ -131,7 +132,7 @@ class LocalRedis(processes.Service):
         finally:
             self.start_server()
 
-    def _launch(self) -> None:
+    def _launch(self, *, replica_of: int | None = None) -> None:
         argv = [
             self.executable,
             "--port",
@@ -153,6 +154,8 @@ class LocalRedis(processes.Service):
             "noeviction",
         ]
         argv += self.options
+        if replica_of is not None:
+            argv += ["--replicaof", LOOPBACK, str(replica_of)]  # the last one given wins
         if self.password:
             argv += ["--requirepass", self.password]
         if self.tls:

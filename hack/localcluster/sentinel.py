@@ -185,6 +185,18 @@ class LocalSentinelRedis(processes.Service):
             time.sleep(0.1)
         raise RuntimeError(f"no failover away from port {old.port} in {timeout:.0f} s")
 
+    def restart_as_replica(self, server: LocalRedis) -> None:
+        """Start ``server`` (killed, or stopped) again, empty, as a replica of the primary the
+        Sentinels name now, as a restarted member of the chart's Sentinel-managed Redis does
+        (charts/punctual/files/redis-sentinel.sh asks them first). Started as the primary it
+        was, it would wait for a Sentinel to convert it, which Sentinel does only once the
+        server has reported that role across a few of its INFO periods (10 s each for a
+        replica) and never while it is in TILT mode, which a loaded machine's late timer ticks
+        bring on for 30 s at a time."""
+        if server.process is not None and not server.process.stopped:
+            server.stop_server()
+        server.start_server(replica_of=self.primary().port)
+
     @staticmethod
     def online_replicas(server: LocalRedis) -> int:
         """The replicas ``server`` (a primary) streams to now."""

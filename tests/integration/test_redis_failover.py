@@ -212,8 +212,8 @@ def failover(  # noqa: PLR0917 - fixtures
 
         def kill(primary: LocalRedis) -> LocalRedis:
             """SIGKILL ``primary``; once every job ran after the promotion, start the killed
-            server again (empty), as Sentinel makes it: a replica of the new primary, so that
-            the next primary failed has two replicas again and one remains to promote."""
+            server again (empty) as a replica of the new primary, so that the next primary
+            failed has two replicas again and one remains to promote."""
             os.kill(primary.pid, signal.SIGKILL)
             killed_at = now()
             promoted = sentinel_redis.wait_for_failover(primary)
@@ -222,8 +222,7 @@ def failover(  # noqa: PLR0917 - fixtures
             eventually(
                 lambda: every_job_ran_after(promoted_at), timeout=60, what="runs after the SIGKILL"
             )
-            primary.stop_server()
-            primary.start_server()
+            sentinel_redis.restart_as_replica(primary)
             eventually(
                 lambda: sentinel_redis.online_replicas(promoted) == 2,
                 timeout=60,
