@@ -6,7 +6,6 @@ everything it runs on."""
 
 import argparse
 import asyncio
-import ctypes
 import gc
 import logging
 import pathlib
@@ -19,6 +18,7 @@ from punctual import replica
 from punctual.cli import log_format, run_flags
 from punctual.controller import handlers
 from punctual.kube import events, membership
+from punctual.replica import memory
 from punctual.replica import settings as replica_settings
 from punctual.scheduling.errors import InvalidSpecError
 
@@ -47,7 +47,7 @@ def run(arguments: argparse.Namespace) -> int:
     # as the process: take it out of the garbage collector's sight (and again once the jobs
     # are armed, in ``_operate``). A full collection would otherwise walk all of it, stalling
     # the event loop, and every slot due meanwhile.
-    _freeze_what_lives_on()
+    memory.settle()
     gc.set_threshold(*GC_THRESHOLDS)
     loop_factory = (
         uvloop.new_event_loop if arguments.event_loop == run_flags.EventLoop.UVLOOP else None
@@ -71,31 +71,13 @@ meanwhile were late (docs/benchmarks.md). Each full collection finds few objects
 keeping them longer costs little memory."""
 
 
-def _freeze_what_lives_on() -> None:
-    """Collect, then move every object left out of the collector's sight for good (it still
-    frees them when unreferenced, but no longer walks them)."""
-    gc.collect()
-    gc.freeze()
-
-
-def _give_back_the_peak() -> None:
-    """The memory the start needed and freed (the listing's pages, every spec parsed), handed
-    back to the system. glibc keeps freed memory for the process's next allocations; what the
-    start freed is more than a running replica needs again, and its RSS would stay at the
-    start's peak. Nothing to do without glibc."""
-    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)  # the process's own symbols
-    if trim is not None:
-        trim(0)
-
-
 async def _operate(settings: replica_settings.ReplicaSettings) -> None:
-    async with replica.Replica(settings) as operator:
+    async with replica.Replica(settings, settle_memory=memory.settle) as operator:
         await operator.start()
         # Every job is armed: its loop, plan, executor and cached body live as long as it does
         # (~35 objects per job, a third of the heap at 10,000 jobs): out of a full collection's
         # walk too.
-        _freeze_what_lives_on()
-        _give_back_the_peak()
+        memory.settle()
         kopf_registry = kopf.OperatorRegistry()
         handlers.register(kopf_registry, operator.reconciler, operator, reviews=operator.admission)
         kopf_settings = kopf.OperatorSettings()

@@ -9,7 +9,7 @@ which closes them in reverse; its stop, named steps in order, before anything cl
 3. the object cache, the status store (its backlog and lag metered), the Event store and the
    log line per run, with their writers;
 4. with ``sharding``, the other replicas' membership Leases, listed before any job is armed
-   (``kube.membership``);
+   (``kube.membership``), on an API client of their own;
 5. one Redis client for the ``redis_url`` (when given), shared by the slot lock, the run leases
    and the queue targets' stream claims, its pool sized for the three at once
    (``redis_io.connections.SHARED_MAX_CONNECTIONS``);
@@ -42,7 +42,8 @@ import contextlib
 import os
 import socket
 import urllib.parse
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from datetime import timedelta
 from typing import Self
 
 import prometheus_client
@@ -59,12 +60,26 @@ from punctual.targets import addresses, kinds, plugin
 from punctual.targets import problems as target_problems
 from punctual.targets.job import requests as batch_job_requests
 
+SETTLE_AFTER_MEMBERS_CHANGE = timedelta(seconds=10)
+"""How long after the fleet's last change the replica's memory is settled: by then the loops of
+the jobs it let go have ended, and a rollout's changes, seconds apart, are past."""
+
 
 class Replica:
     """One operator replica; see the module's docstring for what it owns and in which order."""
 
-    def __init__(self, settings: replica_settings.ReplicaSettings) -> None:
+    def __init__(
+        self,
+        settings: replica_settings.ReplicaSettings,
+        *,
+        settle_memory: Callable[[], None] | None = None,
+    ) -> None:
+        """``settle_memory`` is what the process does once a change of the fleet has moved
+        jobs to or from this replica, ``SETTLE_AFTER_MEMBERS_CHANGE`` after the last change
+        (``punctual run``: ``replica.memory.settle``)."""
         self.settings = settings
+        self._settle_memory = settle_memory
+        self._settling: asyncio.TimerHandle | None = None
         self.meters = metrics.Metrics(
             prometheus_client.CollectorRegistry(), target_kinds=kinds.NAMES
         )
@@ -97,7 +112,7 @@ class Replica:
         parts.serve_metrics(settings, meters)
         api = await parts.connect_kubernetes(stack)
         stores = parts.open_stores(settings, stack, api=api, meters=meters)
-        members = await parts.discover_members(settings, stack, api=api)
+        members = await parts.discover_members(settings, stack)
         shared_redis = parts.connect_redis(settings, stack)
         lock = parts.open_lock(
             settings, stack, meters=meters, redis_connection=shared_redis, stores=stores
@@ -174,7 +189,7 @@ class Replica:
         listed_at = [await jobs.take_in_listing(stores.api, scope) for scope in scopes]
         if members is not None:
             await members.join()
-            members.on_change = self._reconciler.members_changed
+            members.on_change = self.members_changed
         # Started before kopf, so not among the tasks kopf cancels when it stops (those it
         # finds started after it): they end in ``stop``.
         self._stopping = stopping.Stopping(
@@ -200,9 +215,23 @@ class Replica:
             ],
         )
 
+    def members_changed(self, members: frozenset[str]) -> None:
+        """The fleet changed (what the membership tells the replica): the reconciler moves the
+        jobs, and the memory settles once the changes are past."""
+        self.reconciler.members_changed(members)
+        if self._settle_memory is None:
+            return
+        if self._settling is not None:
+            self._settling.cancel()
+        self._settling = asyncio.get_running_loop().call_later(
+            SETTLE_AFTER_MEMBERS_CHANGE.total_seconds(), self._settle_memory
+        )
+
     async def stop(self) -> None:
         """End every run, record its fate and write the pending statuses (``Stopping``);
         idempotent, and nothing to do before ``start`` has returned."""
+        if self._settling is not None:
+            self._settling.cancel()
         if self._stopping is not None:
             await self._stopping.stop()
 

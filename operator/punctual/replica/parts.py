@@ -108,13 +108,19 @@ def open_stores(
 
 
 async def discover_members(
-    settings: Settings, exit_stack: contextlib.AsyncExitStack, *, api: client.ApiClient
+    settings: Settings, exit_stack: contextlib.AsyncExitStack
 ) -> membership.Membership | None:
     """With ``sharding``, the other replicas' membership Leases, listed before any job is armed
     so that it is armed with its share; this replica's own Lease left when ``exit_stack``
-    closes, should the stop not have run."""
+    closes, should the stop not have run.
+
+    The Leases go through an API client of their own, its connections for them alone: on the
+    replica's shared client, a renewal waited for a connection behind every claim and Job
+    being written (the start's arming and a burst of slots hold all of them), and a replica
+    whose Lease is not renewed in time is taken for gone by the others, its jobs moved away."""
     if not settings.sharding:
         return None
+    api = await connect_kubernetes(exit_stack)
     members = membership.Membership(
         api,
         namespace=settings.membership_namespace,

@@ -1,6 +1,7 @@
 """The replica's wiring without a cluster: one Redis client for the slot lock, the run leases
 and the queue's stream claims, closed once after all three; settings refused as ``punctual run``
-refuses them (exit status 2, a line naming the option)."""
+refuses them (exit status 2, a line naming the option); the membership Leases on an API
+client of their own."""
 
 import argparse
 import contextlib
@@ -11,6 +12,8 @@ import pytest
 
 from punctual import metrics
 from punctual.cli import run as run_command
+from punctual.kube import client as kube_client
+from punctual.kube import membership
 from punctual.locks import redis as redis_lock
 from punctual.locks import redis_leases
 from punctual.redis_io import connections
@@ -117,3 +120,41 @@ def test_the_command_line_refuses_what_no_replica_runs_with(
 
     assert status == 2
     assert capsys.readouterr().out.startswith(f"punctual run: {message}")
+
+
+class ApiClient:
+    """The part of the Kubernetes API client a Membership is built on: counts its closes."""
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def sanitize_for_serialization(self, body: Any) -> Any:
+        return body
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+async def test_the_membership_leases_go_through_an_api_client_of_their_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    opened: list[ApiClient] = []
+
+    async def connect() -> ApiClient:
+        opened.append(ApiClient())
+        return opened[-1]
+
+    async def discover(self: membership.Membership) -> None:
+        pass
+
+    monkeypatch.setattr(kube_client, "connect", connect)
+    monkeypatch.setattr(membership.Membership, "discover", discover)
+    monkeypatch.setattr(membership.Membership, "leave", discover)
+    settings = replica_settings.ReplicaSettings(replica_id="r1", sharding=True, metrics_port=0)
+    async with contextlib.AsyncExitStack() as stack:
+        shared = await parts.connect_kubernetes(stack)
+        await parts.discover_members(settings, stack)
+        assert len(opened) == 2
+        assert opened[1] is not shared
+
+    assert all(api.closed for api in opened)
