@@ -78,6 +78,7 @@ sys.path[:0] = [str(REPO / "hack"), str(REPO / "tests"), str(REPO / "tests" / "i
 
 from operator_harness import Operators, Replica  # noqa: E402
 
+import scale_targets  # noqa: E402
 from lib import plotting  # noqa: E402
 from lib.observing import (  # noqa: E402
     Call,
@@ -1106,10 +1107,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = rows or _read_rows(results / "scale.csv")
         if rows:
             print("\n" + table(rows), flush=True)
+            judged = scale_targets.verdicts(rows, lock_backend=_lock_backend(arguments))
+            print("\ntargets:\n" + scale_targets.summary(judged), flush=True)
             if plot(rows, results / "lateness.png"):
                 say(f"plot: {results / 'lateness.png'}")
         say(f"CSV: {results / 'scale.csv'}; {load()}")
     return 0
+
+
+def _lock_backend(arguments: argparse.Namespace) -> str:
+    """The replicas' lock backend: redis unless ``--operator-args`` names another."""
+    words = shlex.split(arguments.operator_args)
+    for flag, value in itertools.pairwise([*words, ""]):
+        if flag == "--lock-backend":
+            return value
+        if flag.startswith("--lock-backend="):
+            return flag.partition("=")[2]
+    return "redis"
 
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:
