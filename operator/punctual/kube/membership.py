@@ -37,6 +37,8 @@ DURATION = timedelta(seconds=6)
 RENEW = timedelta(seconds=2)
 SWEEP = timedelta(milliseconds=250)
 """How often Leases are checked for expiry between watch events."""
+LATE_SWEEP = 2 * SWEEP
+"""A sweep woken this late finds this replica's loop stalled: it judges no Lease expired."""
 REQUEST_TIMEOUT = 5.0
 LEAVE_TIMEOUT = 1.0
 """How long a stop waits for its Lease's deletion: past it (the API server stalled), the Lease is
@@ -263,8 +265,12 @@ class Membership:
                 observed = now - min(max(age, 0.0), float(duration) + 1.0)
         self._seen[name] = _Seen(holder, renewed, observed, float(duration))
 
-    def _recompute(self, now: float) -> None:
+    def _recompute(self, now: float, *, expire: bool = True) -> None:
+        """The members: every holder of a Lease observed within its duration; without
+        ``expire``, the members already known stay (a Lease deleted is gone at once)."""
         live = {seen.holder for seen in self._seen.values() if seen.observed + seen.duration > now}
+        if not expire:
+            live |= self._members & {seen.holder for seen in self._seen.values()}
         members = frozenset(live | {self.member})
         if members != self._members:
             logger.info("members: %s", ", ".join(sorted(members)))
@@ -290,9 +296,24 @@ class Membership:
             self._seen.pop(name, None)
         else:
             self._observe(name, body, now=asyncio.get_running_loop().time())
-        self._recompute(asyncio.get_running_loop().time())
+        # An event adds a member or removes a deleted Lease's, never expires one: after a stall
+        # of this replica, the first events read may come before the others' renewals that
+        # arrived meanwhile.
+        self._recompute(asyncio.get_running_loop().time(), expire=False)
 
     async def _sweeping(self) -> None:
+        """Expire the Leases not renewed within their duration, SWEEP apart. A sweep that wakes
+        late judges nothing: this replica's event loop stalled (re-arming thousands of jobs
+        after a change of the fleet takes seconds), and the renewals the others sent meanwhile
+        wait unread in the watch; taken for expired, the others' jobs would move here and back,
+        each move another stall, the fleet flapping. The next sweep judges, late or not: on a
+        loop that stays behind, a replica gone is still found gone one sweep later."""
+        loop = asyncio.get_running_loop()
+        skipped = False
         while True:
+            asked = loop.time()
             await asyncio.sleep(SWEEP.total_seconds())
-            self._recompute(asyncio.get_running_loop().time())
+            woke = loop.time()
+            skipped = not skipped and woke - asked >= LATE_SWEEP.total_seconds()
+            if not skipped:
+                self._recompute(woke)

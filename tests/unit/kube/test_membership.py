@@ -1,7 +1,11 @@
 """Membership at a replica's start, over a fake Leases API: a Lease another replica left behind
 counts only until its duration has passed since its last renewal, and a missing Lease Role is
-an error that says what to grant, never a traceback of the API's answer."""
+an error that says what to grant, never a traceback of the API's answer; after a stall of the
+replica, no Lease is taken for expired before the renewals received meanwhile are read."""
 
+import asyncio
+import dataclasses
+import time
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -107,3 +111,75 @@ class TestWithoutTheLeaseRole:
 
         with pytest.raises(ApiException):
             await replica.discover()
+
+
+def last_seen(replica: membership.Membership, *holders: str, at: float) -> None:
+    """As if the replica last saw the Leases of ``holders`` renewed at loop time ``at``."""
+    for holder in holders:
+        name = membership.lease_name(holder)
+        replica._seen[name] = dataclasses.replace(replica._seen[name], observed=at)
+
+
+class TestAfterAStallOfThisReplica:
+    """A replica's event loop stalls for seconds re-arming thousands of jobs after the fleet
+    changed: the others' renewals that came meanwhile wait unread in the watch. Taking their
+    Leases for expired then moved their jobs here and back, each move another stall: the
+    fleet flapped."""
+
+    @staticmethod
+    def watched(api: client.ApiClient) -> tuple[membership.Membership, list[frozenset[str]]]:
+        replica = member_of(api, FakeLeases())
+        changes: list[frozenset[str]] = []
+        replica.on_change = changes.append
+        replica._on_event("ADDED", lease("r2", renewed_ago=timedelta()))
+        replica._on_event("ADDED", lease("r3", renewed_ago=timedelta()))
+        changes.clear()
+        return replica, changes
+
+    async def test_an_event_read_first_never_expires_a_member_whose_renewal_is_still_unread(
+        self, api: client.ApiClient
+    ) -> None:
+        replica, changes = self.watched(api)
+        loop = asyncio.get_running_loop()
+        last_seen(replica, "r2", "r3", at=loop.time() - DURATION_SECONDS - 1)  # stalled since
+
+        replica._on_event("MODIFIED", lease("r3", renewed_ago=timedelta()))
+        replica._on_event("MODIFIED", lease("r2", renewed_ago=timedelta()))
+
+        assert changes == []
+        assert replica.members == {"r1", "r2", "r3"}
+
+    async def test_a_sweep_woken_late_judges_nothing_and_the_next_does(
+        self, api: client.ApiClient
+    ) -> None:
+        replica, changes = self.watched(api)
+        loop = asyncio.get_running_loop()
+        sweeping = asyncio.create_task(replica._sweeping())
+        await asyncio.sleep(0)  # the sweep is asleep
+        last_seen(replica, "r2", "r3", at=loop.time() - DURATION_SECONDS + 0.1)  # expire soon
+        time.sleep(membership.LATE_SWEEP.total_seconds() + 0.3)  # noqa: ASYNC251 - the stall
+        await asyncio.sleep(0.01)  # the late sweep runs first, then the renewals are read
+        replica._on_event("MODIFIED", lease("r2", renewed_ago=timedelta()))
+        replica._on_event("MODIFIED", lease("r3", renewed_ago=timedelta()))
+        assert changes == []
+
+        last_seen(replica, "r3", at=loop.time() - DURATION_SECONDS)  # r3 renews no more
+        await asyncio.sleep(membership.SWEEP.total_seconds() * 3)
+        sweeping.cancel()
+
+        assert changes == [frozenset({"r1", "r2"})]
+
+    async def test_on_a_loop_that_stays_behind_a_replica_gone_is_still_found_gone(
+        self, api: client.ApiClient
+    ) -> None:
+        replica, changes = self.watched(api)
+        loop = asyncio.get_running_loop()
+        sweeping = asyncio.create_task(replica._sweeping())
+        await asyncio.sleep(0)
+        last_seen(replica, "r3", at=loop.time() - DURATION_SECONDS)  # r3 renews no more
+        for _ in range(2):  # two sweeps in a row woken late
+            time.sleep(membership.LATE_SWEEP.total_seconds() + 0.3)  # noqa: ASYNC251 - the stall
+            await asyncio.sleep(0.01)
+        sweeping.cancel()
+
+        assert changes == [frozenset({"r1", "r2"})]
