@@ -615,9 +615,7 @@ class Bench:
     def held(self, scale: Scale, members: Sequence[str]) -> dict[str, int]:
         """How many jobs each of ``members`` schedules once they all see each other: with
         sharding (the command's default) those it owns or backs up, without it every one."""
-        extra = shlex.split(self.arguments.operator_args)
-        pairs = itertools.pairwise([*extra, ""])
-        if any(pair in {("--sharding=off", pair[1]), ("--sharding", "off")} for pair in pairs):
+        if _operator_flag(self.arguments, "--sharding") == "off":
             return dict.fromkeys(members, scale.jobs_count)
         held = collections.Counter[str]()
         for job in scale.jobs:
@@ -1117,13 +1115,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _lock_backend(arguments: argparse.Namespace) -> str:
     """The replicas' lock backend: redis unless ``--operator-args`` names another."""
+    return _operator_flag(arguments, "--lock-backend") or "redis"
+
+
+def _operator_flag(arguments: argparse.Namespace, flag: str) -> str | None:
+    """The value ``--operator-args`` gives ``flag`` (``--flag value`` or ``--flag=value``)."""
     words = shlex.split(arguments.operator_args)
-    for flag, value in itertools.pairwise([*words, ""]):
-        if flag == "--lock-backend":
-            return value
-        if flag.startswith("--lock-backend="):
-            return flag.partition("=")[2]
-    return "redis"
+    for word, following in itertools.pairwise([*words, ""]):
+        if word == flag:
+            return following
+        if word.startswith(f"{flag}="):
+            return word.partition("=")[2]
+    return None
 
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:

@@ -120,6 +120,13 @@ def last_seen(replica: membership.Membership, *holders: str, at: float) -> None:
         replica._seen[name] = dataclasses.replace(replica._seen[name], observed=at)
 
 
+async def stall_until_the_sweep_wakes_late() -> None:
+    """Block the event loop past LATE_SWEEP, as a replica re-arming thousands of jobs does,
+    then let the sweep, due first, run."""
+    time.sleep(membership.LATE_SWEEP.total_seconds() + 0.3)  # noqa: ASYNC251 - the stall
+    await asyncio.sleep(0.01)
+
+
 class TestAfterAStallOfThisReplica:
     """A replica's event loop stalls for seconds re-arming thousands of jobs after the fleet
     changed: the others' renewals that came meanwhile wait unread in the watch. Taking their
@@ -157,8 +164,7 @@ class TestAfterAStallOfThisReplica:
         sweeping = asyncio.create_task(replica._sweeping())
         await asyncio.sleep(0)  # the sweep is asleep
         last_seen(replica, "r2", "r3", at=loop.time() - DURATION_SECONDS + 0.1)  # expire soon
-        time.sleep(membership.LATE_SWEEP.total_seconds() + 0.3)  # noqa: ASYNC251 - the stall
-        await asyncio.sleep(0.01)  # the late sweep runs first, then the renewals are read
+        await stall_until_the_sweep_wakes_late()  # then the renewals are read
         replica._on_event("MODIFIED", lease("r2", renewed_ago=timedelta()))
         replica._on_event("MODIFIED", lease("r3", renewed_ago=timedelta()))
         assert changes == []
@@ -178,8 +184,7 @@ class TestAfterAStallOfThisReplica:
         await asyncio.sleep(0)
         last_seen(replica, "r3", at=loop.time() - DURATION_SECONDS)  # r3 renews no more
         for _ in range(2):  # two sweeps in a row woken late
-            time.sleep(membership.LATE_SWEEP.total_seconds() + 0.3)  # noqa: ASYNC251 - the stall
-            await asyncio.sleep(0.01)
+            await stall_until_the_sweep_wakes_late()
         sweeping.cancel()
 
         assert changes == [frozenset({"r1", "r2"})]
