@@ -2,9 +2,10 @@
 
 A loop passes slots it will not run in three ways: while the job was suspended, when the plan's
 exclusions leave them out, and when the missed-run policy gives them up after a stall. Each is
-counted once across replicas by a claim (``JobClaims.count_missed``), and how many there are is
-found a step at a time, so that a long outage of a schedule with seconds never holds the event
-loop. This is apart from the loop (``job_loop``) because it is counting, not deciding: the loop
+counted once across replicas by a claim (``JobClaims.count_missed``). How many there are is
+counted by days, not walked, for every schedule but a merged timeline (``spec.schedules``), whose
+coinciding entries only a walk tells apart: that one is walked a step at a time, so that a long
+outage of entries with seconds never holds the event loop. This is apart from the loop (``job_loop``) because it is counting, not deciding: the loop
 decides which slots pass, this counts them.
 """
 
@@ -19,8 +20,9 @@ from punctual.runtime import tasks, timers
 from punctual.scheduling import missed, slots, timeline
 
 COUNT_STEPS = 1000
-"""Slots a cron schedule's count of overdue slots walks before the loop serves other jobs: a
-long outage of a schedule with seconds has hundreds of thousands of them."""
+"""Slots a merged timeline's count of overdue slots walks before the loop serves other jobs: a
+long outage of entries with seconds has hundreds of thousands of them (the other schedules
+count theirs at once, and never stop short of this)."""
 EXCLUDED_COUNT_EVERY = timedelta(minutes=1)
 """How long after it passes an excluded slot is counted at most: the loop wakes this often
 while slots pass excluded, not at each of them."""
@@ -64,8 +66,9 @@ class PassedSlots:
         until: datetime,
         keep: int = missed.GIVEN_UP_CLAIMS,
     ) -> timeline.DueSlots:
-        """The slots ``count`` finds in ``(after, until]``, counted ``COUNT_STEPS`` at a time
-        with a turn of the event loop in between: the other jobs wait for one step at most."""
+        """The slots ``count`` finds in ``(after, until]``: at once when they are counted, and
+        ``COUNT_STEPS`` at a time with a turn of the event loop in between when they are walked
+        (a merged timeline): the other jobs wait for one step at most."""
         due = count(after=after, until=until, keep=keep, steps=COUNT_STEPS)
         while due.resume_after is not None:
             await asyncio.sleep(0)

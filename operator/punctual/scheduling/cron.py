@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadDateError, CroniterError, croniter
 
-from punctual.scheduling import cron_fields, dst, hashed, timeline
+from punctual.scheduling import cron_counting, cron_fields, dst, hashed, timeline
 from punctual.scheduling.errors import InvalidSpecError
 
 MACROS = {
@@ -67,7 +67,13 @@ class CronSchedule:
     def due_between(
         self, *, after: datetime, until: datetime, keep: int, steps: int | None = None
     ) -> timeline.DueSlots:
-        return timeline.scan_due(self, after=after, until=until, keep=keep, steps=steps)
+        """Counted by days (``cron_counting``), not walked: ``steps`` never binds."""
+        return timeline.counted_due(self, count=self._count, after=after, until=until, keep=keep)
+
+    def _count(self, *, after: datetime, until: datetime) -> int:
+        return cron_counting.count(
+            self.expression, zone=self.zone, rules=self.rules, after=after, until=until
+        )
 
 
 def parse(

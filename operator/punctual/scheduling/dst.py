@@ -7,6 +7,7 @@ does not happen, a repeated time happens twice, as in Vixie cron.
 """
 
 import enum
+import functools
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -89,6 +90,60 @@ def scan_start(instant: datetime, zone: ZoneInfo) -> datetime:
         if second_offset < offset:
             return naive - (offset - second_offset)
     return naive
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetChange:
+    """A change of a zone's UTC offset: a spring-forward gap when ``after`` is the larger, a
+    fall-back repeat when it is the smaller."""
+
+    at: datetime
+    """The UTC instant the new offset starts."""
+    before: timedelta
+    after: timedelta
+
+
+def offset_changes(zone: ZoneInfo, *, start: datetime, end: datetime) -> tuple[OffsetChange, ...]:
+    """The changes of ``zone``'s UTC offset in ``(start, end]`` (aware instants), in order."""
+    found = (
+        change
+        for year in range(start.astimezone(UTC).year, end.astimezone(UTC).year + 1)
+        for change in _changes_of_year(zone, year)
+    )
+    return tuple(change for change in found if start < change.at <= end)
+
+
+@functools.lru_cache(maxsize=1024)
+def _changes_of_year(zone: ZoneInfo, year: int) -> tuple[OffsetChange, ...]:
+    """The changes of ``zone``'s offset in ``(January 1, next January 1]`` of ``year`` in UTC,
+    found once per zone and year: the offset is looked at every day and bisected where it
+    differs (no zone changes its offset twice within a day). A count of slots asks for the
+    changes of every year of each window it counts, and narrowing a window down asks many times.
+    """
+    if year >= _LAST_YEAR:
+        return ()
+    changes: list[OffsetChange] = []
+    day = datetime(year, 1, 1, tzinfo=UTC)
+    offset = _offset(day, zone)
+    while day.year == year:
+        following = day + _DAY
+        following_offset = _offset(following, zone)
+        if following_offset != offset:
+            at = _transition(zone, not_after=day, after=following)
+            changes.append(OffsetChange(at=at, before=offset, after=following_offset))
+        day, offset = following, following_offset
+    return tuple(changes)
+
+
+def _offset(instant: datetime, zone: ZoneInfo) -> timedelta:
+    offset = instant.astimezone(zone).utcoffset()
+    assert offset is not None  # ZoneInfo always has offsets
+    return offset
+
+
+_DAY = timedelta(days=1)
+_LAST_YEAR = 9999
+"""Its days have no following day to compare with, and no schedule looks there."""
 
 
 def _repeated(

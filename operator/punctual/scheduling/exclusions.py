@@ -16,14 +16,13 @@ a backfill) skips excluded slots without knowing of them; ``excluded_between`` c
 slots it left out.
 """
 
+import bisect
 import datetime as dt
-import functools
-from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from punctual.scheduling import cron, timeline
+from punctual.scheduling import cron, cron_counting, timeline
 from punctual.scheduling.errors import InvalidSpecError
 
 MAX_DAYS = 366
@@ -52,24 +51,11 @@ class DayRule:
     """Recurring days: the day fields of a cron expression (``25 12 *``)."""
 
     text: str
-    days: cron.CronSchedule
-    """The rule as a daily schedule at midnight, in UTC, where no day is shorter than another."""
+    day_fields: str
+    """The rule's three fields as ``spec.schedule``'s are read (``cron_counting.named_days``)."""
 
     def matches(self, day: date) -> bool:
-        return day in _days_of_year(self.days, day.year)
-
-
-@functools.lru_cache(maxsize=256)
-def _days_of_year(days: cron.CronSchedule, year: int) -> frozenset[date]:
-    """The days of ``year`` the rule names, found by walking its schedule (one step per day
-    named, so a holiday costs two steps a year), kept for the searches that follow: every slot
-    of every job excluding it asks again."""
-    found: set[date] = set()
-    cursor = datetime(year, 1, 1, tzinfo=UTC) - _TICK
-    while (occurrence := days.next_after(cursor)) is not None and occurrence.at.year == year:
-        found.add(occurrence.at.date())
-        cursor = occurrence.at
-    return frozenset(found)
+        return cron_counting.names(self.day_fields, day)
 
 
 def parse_rule(text: str, *, field: str) -> DayRule:
@@ -80,7 +66,7 @@ def parse_rule(text: str, *, field: str) -> DayRule:
             field, f"{text!r} has {len(parts)} fields; expected 3 ({_DAY_FIELDS}), e.g. '25 12 *'"
         )
     days = cron.parse(f"0 0 {' '.join(parts)}", zone=ZoneInfo("UTC"), field=field)
-    return DayRule(text=text, days=days)
+    return DayRule(text=text, day_fields=" ".join(days.expression.split()[-3:]))
 
 
 def parse_dates(text: str, *, field: str) -> tuple[date, date]:
@@ -131,7 +117,24 @@ class Exclusions:
     def year_cost(self, year: int) -> int:
         """The search steps of looking at the days of ``year``: one per day its rules name,
         and one per rule (``MAX_SEARCH_STEPS``)."""
-        return sum(len(_days_of_year(rule.days, year)) + 1 for rule in self.rules)
+        return sum(len(cron_counting.named_days(rule.day_fields, year)) + 1 for rule in self.rules)
+
+    def excluded_stretches(self, *, first: date, last: date) -> list[tuple[date, date]]:
+        """The excluded days of ``[first, last]`` as runs of consecutive days (first and last
+        day of each), in order: from the ranges as they are, from the rules a day at a time."""
+        spans = [(max(start, first), min(end, last)) for start, end in self.ranges]
+        for rule in self.rules:
+            for year in range(first.year, last.year + 1):
+                days = cron_counting.named_days(rule.day_fields, year)
+                named = days[bisect.bisect_left(days, first) : bisect.bisect_right(days, last)]
+                spans.extend((day, day) for day in named)
+        stretches: list[tuple[date, date]] = []
+        for start, end in sorted(span for span in spans if span[0] <= span[1]):
+            if stretches and start <= stretches[-1][1] + _DAY:
+                stretches[-1] = (stretches[-1][0], max(stretches[-1][1], end))
+            else:
+                stretches.append((start, end))
+        return stretches
 
     def excludes(self, at: datetime) -> bool:
         return at in self.skipped or self.excluded_through(self.local_day(at)) is not None
@@ -200,7 +203,29 @@ class Excluding:
     def due_between(
         self, *, after: datetime, until: datetime, keep: int, steps: int | None = None
     ) -> timeline.DueSlots:
-        return timeline.scan_due(self, after=after, until=until, keep=keep, steps=steps)
+        """The slots that run in ``(after, until]``: the schedule's count less the excluded
+        ones, the newest ``keep`` taken from the last stretches of days that run. Walks no slot
+        unless the schedule walks its own (a merged timeline: at most ``steps``, then
+        ``resume_after`` says where to go on from)."""
+        reach = self.schedule.due_between(after=after, until=until, keep=0, steps=steps)
+        stretches = self._stretches(after=after, until=reach.resume_after or until)
+        excluded = self._excluded(stretches, keep=0)
+        newest: list[datetime] = []
+        for stretch in reversed(stretches):
+            if len(newest) >= keep:
+                break
+            if stretch.excluded:
+                continue
+            skipped = self._skipped_in(stretch)
+            found = self.schedule.due_between(
+                after=stretch.after, until=stretch.until, keep=keep + len(skipped)
+            )
+            newest[:0] = [at for at in found.newest if at not in skipped]
+        return timeline.DueSlots(
+            total=reach.total - excluded.total,
+            newest=tuple(newest[max(len(newest) - keep, 0) :]) if keep > 0 else (),
+            resume_after=reach.resume_after,
+        )
 
     def first_excluded(self, *, after: datetime, until: datetime) -> datetime | None:
         """The first excluded slot in ``(after, until]``, if any; walks the slots that run
@@ -215,38 +240,79 @@ class Excluding:
     def excluded_between(
         self, *, after: datetime, until: datetime, keep: int, steps: int | None = None
     ) -> timeline.DueSlots:
-        """The excluded slots in ``(after, until]``: how many, and the newest ``keep``. At most
-        ``steps`` slots are walked (an excluded day counts its slots at once, as its schedule
-        counts them), then ``resume_after`` says where to go on from."""
-        newest: deque[datetime] = deque(maxlen=max(keep, 0))
-        total = walked = 0
-        cursor = after
-        while (found := self.schedule.next_after(cursor)) is not None and found.at <= until:
-            if walked == steps:
-                return timeline.DueSlots(total=total, newest=tuple(newest), resume_after=cursor)
-            walked += 1
-            through = self.exclusions.excluded_through(self.exclusions.local_day(found.at))
-            if through is None:
-                if found.at in self.exclusions.skipped:
-                    total += 1
-                    newest.append(found.at)
-                cursor = found.at
-                continue
-            end = min(until, self._day_end(through) - _TICK)
-            left = None if steps is None else steps - walked + 1
-            day = self.schedule.due_between(after=cursor, until=end, keep=keep, steps=left)
-            total += day.total
-            newest.extend(day.newest)
-            if day.resume_after is not None:
-                return timeline.DueSlots(
-                    total=total, newest=tuple(newest), resume_after=day.resume_after
+        """The excluded slots in ``(after, until]``: how many, and the newest ``keep``; each
+        excluded stretch of days counted as its schedule counts its slots. Walks no slot unless
+        the schedule walks its own (at most ``steps``, as ``due_between``)."""
+        reach = self.schedule.due_between(after=after, until=until, keep=0, steps=steps)
+        stretches = self._stretches(after=after, until=reach.resume_after or until)
+        excluded = self._excluded(stretches, keep=keep)
+        return timeline.DueSlots(
+            total=excluded.total, newest=excluded.newest, resume_after=reach.resume_after
+        )
+
+    def _excluded(self, stretches: list["_Stretch"], *, keep: int) -> timeline.DueSlots:
+        """The excluded slots of ``stretches``: all of an excluded one's, the skipped ones of
+        the others; the newest ``keep`` gathered from the last stretch back."""
+        total = 0
+        newest: list[datetime] = []
+        for stretch in reversed(stretches):
+            room = max(keep - len(newest), 0)
+            if stretch.excluded:
+                found = self.schedule.due_between(
+                    after=stretch.after, until=stretch.until, keep=room
                 )
-            walked += day.total - 1
-            cursor = end
+                total += found.total
+                newest[:0] = found.newest
+            else:
+                skipped = self._skipped_in(stretch)
+                total += len(skipped)
+                newest[:0] = skipped[max(len(skipped) - room, 0) :] if room else []
         return timeline.DueSlots(total=total, newest=tuple(newest))
+
+    def _skipped_in(self, stretch: "_Stretch") -> list[datetime]:
+        """The skipped occurrences in ``stretch`` that are slots of the schedule, in order."""
+        return sorted(
+            at
+            for at in self.exclusions.skipped
+            if stretch.after < at <= stretch.until
+            and (found := self.schedule.next_after(at - _TICK)) is not None
+            and found.at == at
+        )
+
+    def _stretches(self, *, after: datetime, until: datetime) -> list["_Stretch"]:
+        """``(after, until]`` cut into the stretches of excluded days and those between, in
+        order; a day's slots are those from its start to the next day's."""
+        if until <= after:
+            return []
+        stretches: list[_Stretch] = []
+        cursor = after
+        days = self.exclusions.excluded_stretches(
+            first=self.exclusions.local_day(after), last=self.exclusions.local_day(until)
+        )
+        for first, last in days:
+            start = max(after, self.exclusions.day_start(first) - _TICK)
+            end = min(until, self._day_end(last) - _TICK)
+            if end <= start:
+                continue
+            if start > cursor:
+                stretches.append(_Stretch(after=cursor, until=start, excluded=False))
+            stretches.append(_Stretch(after=start, until=end, excluded=True))
+            cursor = end
+        if cursor < until:
+            stretches.append(_Stretch(after=cursor, until=until, excluded=False))
+        return stretches
 
     def _day_end(self, day: date) -> datetime:
         return self.exclusions.day_start(day + _DAY)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Stretch:
+    """Part of a window, ``(after, until]``, all of whose days are excluded, or none."""
+
+    after: datetime
+    until: datetime
+    excluded: bool
 
 
 def excluding(

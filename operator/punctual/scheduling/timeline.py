@@ -107,6 +107,56 @@ def scan_due(
     return DueSlots(total=total, newest=tuple(newest))
 
 
+class CountsWindow(Protocol):
+    """How many slots of a schedule are in ``(after, until]``, counted without walking them."""
+
+    def __call__(self, *, after: datetime, until: datetime) -> int: ...
+
+
+def counted_due(
+    schedule: Schedule, *, count: CountsWindow, after: datetime, until: datetime, keep: int
+) -> DueSlots:
+    """``Schedule.due_between`` for a schedule that counts its slots without walking them.
+
+    Only the newest ``keep`` are walked: from the latest whole second with ``keep`` slots after
+    it, found by counting back from ``until`` over a span doubled, then halved down to the
+    second. Counting costs the same whatever the slots of a span, so a dense schedule's newest
+    slots are found in as many counts as a sparse one's.
+    """
+    total = count(after=after, until=until)
+    if keep <= 0 or total == 0:
+        return DueSlots(total=total, newest=())
+    start = after if total <= keep else _latest_start(count, after=after, until=until, keep=keep)
+    return DueSlots(
+        total=total, newest=scan_due(schedule, after=start, until=until, keep=keep).newest
+    )
+
+
+def _latest_start(count: CountsWindow, *, after: datetime, until: datetime, keep: int) -> datetime:
+    """The latest of ``until`` less whole seconds with at least ``keep`` slots after it (not
+    before ``after``, which has more than ``keep`` after it)."""
+
+    def start(seconds: int) -> datetime:
+        return max(after, until - seconds * _SECOND)
+
+    short, long = (
+        0,
+        1,
+    )  # fewer than ``keep`` slots after ``start(short)``, enough after ``start(long)``
+    while count(after=start(long), until=until) < keep:
+        short, long = long, 2 * long
+    while long - short > 1:
+        middle = (short + long) // 2
+        if count(after=start(middle), until=until) < keep:
+            short = middle
+        else:
+            long = middle
+    return start(long)
+
+
+_SECOND = timedelta(seconds=1)
+
+
 def combine(earlier: DueSlots, later: DueSlots, *, keep: int) -> DueSlots:
     """The count of two consecutive windows (``later`` goes on where ``earlier`` stopped)."""
     joined = earlier.newest + later.newest

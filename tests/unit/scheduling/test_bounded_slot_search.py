@@ -6,7 +6,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from punctual.scheduling import cron, dst, interval, timeline
+from punctual.scheduling import cron, dst, interval, merged, timeline
 
 SKIP = dst.DstRules(nonexistent=dst.Nonexistent.SKIP)
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -173,7 +173,12 @@ class TestACountInStepsIsTheWalkedCount:
         assert due.resume_after is None
 
     def test_a_count_that_reaches_its_step_limit_says_where_to_go_on(self) -> None:
-        every_second = schedule("* * * * * *")
+        every_second = merged.merge(
+            [
+                merged.Entry("seconds", schedule("* * * * * *")),
+                merged.Entry("minutes", schedule("* * * * *")),
+            ]
+        )
 
         due = every_second.due_between(
             after=utc(2026, 1, 1), until=utc(2026, 1, 2), keep=2, steps=3
@@ -183,9 +188,14 @@ class TestACountInStepsIsTheWalkedCount:
         assert due.newest == (utc(2026, 1, 1, 0, 0, 2), utc(2026, 1, 1, 0, 0, 3))
         assert due.resume_after == utc(2026, 1, 1, 0, 0, 3)
 
-    def test_an_interval_counts_a_long_outage_in_one_step(self) -> None:
-        every_second = interval.IntervalSchedule(every=timedelta(seconds=1))
-
+    @pytest.mark.parametrize(
+        "every_second",
+        [interval.IntervalSchedule(every=timedelta(seconds=1)), schedule("* * * * * *")],
+        ids=["interval", "cron"],
+    )
+    def test_a_counted_schedule_counts_a_long_outage_in_one_step(
+        self, every_second: timeline.Schedule
+    ) -> None:
         due = every_second.due_between(
             after=utc(2026, 1, 1), until=utc(2026, 1, 3), keep=1, steps=1
         )

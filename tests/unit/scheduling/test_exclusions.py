@@ -3,12 +3,13 @@ timeline, whole local days in the exclusion's zone (23 or 25 hours across a DST 
 counted apart (``excluded_between``)."""
 
 import re
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from punctual.scheduling import cron, exclusions, interval, timeline, windows
+from punctual.scheduling import cron, exclusions, interval, merged, timeline, windows
 from punctual.scheduling.errors import InvalidSpecError
 
 HOURLY = interval.IntervalSchedule(every=timedelta(hours=1))
@@ -194,6 +195,79 @@ class TestCountingExcludedSlots:
         due = found.due_between(after=utc(2026, 11, 30, 20, 30), until=utc(2026, 12, 2, 2), keep=1)
 
         assert (due.total, due.newest) == (6, (utc(2026, 12, 2, 2),))
+
+
+def walked_excluded(
+    found: exclusions.Excluding, *, after: datetime, until: datetime
+) -> list[datetime]:
+    """The excluded slots of ``(after, until]``, found by walking every slot of the schedule."""
+    walked = timeline.scan_due(found.schedule, after=after, until=until, keep=1_000_000)
+    return [at for at in walked.newest if found.exclusions.excludes(at)]
+
+
+def in_steps(
+    count: Callable[..., timeline.DueSlots],
+    *,
+    after: datetime,
+    until: datetime,
+    keep: int,
+    steps: int | None,
+) -> timeline.DueSlots:
+    due = count(after=after, until=until, keep=keep, steps=steps)
+    while due.resume_after is not None:
+        later = count(after=due.resume_after, until=until, keep=keep, steps=steps)
+        due = timeline.combine(due, later, keep=keep)
+    return due
+
+
+COUNTED_SCHEDULES = {
+    "quarter-hours": cron.parse("*/15 * * * *", zone=ZoneInfo("Europe/Berlin")),
+    "daily-in-the-gap": cron.parse("30 2 * * *", zone=ZoneInfo("America/New_York")),
+    "every-40-seconds": interval.IntervalSchedule(every=timedelta(seconds=40)),
+    "merged-cron-entries": merged.merge(
+        [
+            merged.Entry("a", cron.parse("*/10 * * * *", zone=ZoneInfo("Europe/Berlin"))),
+            merged.Entry("b", cron.parse("*/15 1-3 * * *", zone=ZoneInfo("Europe/Berlin"))),
+        ]
+    ),
+}
+COUNTED_EXCLUSIONS = {
+    "weekends-in-berlin": excluded(zone="Europe/Berlin", days=("* * SAT,SUN",)),
+    "a-range-across-the-fall-change": excluded(
+        zone="Europe/Berlin", dates=("2026-10-24/2026-10-26",)
+    ),
+    "last-days-and-a-date-in-new-york": excluded(
+        zone="America/New_York", days=("L * *",), dates=("2026-11-03",)
+    ),
+    "skipped-occurrences-only": excluded(
+        skipped=(utc(2026, 10, 25, 0, 30), utc(2026, 10, 25, 1, 0), utc(2026, 10, 30, 7, 30))
+    ),
+}
+
+
+class TestExcludingCountsWhatWalkingFinds:
+    """Across excluded days, ranges, rules and skipped occurrences, in zones with a DST change
+    in the window, the runnable and the excluded counts and newest slots are what walking
+    every slot finds; a merged timeline, which walks, counts in steps that add up."""
+
+    @pytest.mark.parametrize("steps", [None, 50])
+    @pytest.mark.parametrize("exclude", COUNTED_EXCLUSIONS)
+    @pytest.mark.parametrize("schedule", COUNTED_SCHEDULES)
+    def test_runnable_and_excluded(self, schedule: str, exclude: str, steps: int | None) -> None:
+        found = exclusions.Excluding(COUNTED_SCHEDULES[schedule], COUNTED_EXCLUSIONS[exclude])
+        after, until = utc(2026, 10, 22, 13, 7, 30), utc(2026, 11, 4, 9)
+        excluded_slots = walked_excluded(found, after=after, until=until)
+
+        runnable = in_steps(found.due_between, after=after, until=until, keep=20, steps=steps)
+        excluded_due = in_steps(
+            found.excluded_between, after=after, until=until, keep=20, steps=steps
+        )
+
+        assert runnable == timeline.scan_due(found, after=after, until=until, keep=20)
+        assert (excluded_due.total, excluded_due.newest) == (
+            len(excluded_slots),
+            tuple(excluded_slots[-20:]),
+        )
 
 
 LEAP_SUNDAYS = ("1-28 * *", "29 1,3-12 *", "* 2 MON-SAT", "30 * *", "31 * *")
