@@ -5,8 +5,9 @@ exclusions leave them out, and when the missed-run policy gives them up after a 
 counted once across replicas by a claim (``JobClaims.count_missed``). How many there are is
 counted by days, not walked, for every schedule but a merged timeline (``spec.schedules``), whose
 coinciding entries only a walk tells apart: that one is walked a step at a time, so that a long
-outage of entries with seconds never holds the event loop. This is apart from the loop (``job_loop``) because it is counting, not deciding: the loop
-decides which slots pass, this counts them.
+outage of entries with seconds never holds the event loop. This is apart from the loop
+(``job_loop``) because it is counting, not deciding: the loop decides which slots pass, this
+counts them.
 """
 
 import asyncio
