@@ -54,13 +54,20 @@ class FairPlaces:
         """Each group's waiting calls, oldest first; in round-robin order (insertion order:
         a group served is moved to the end)."""
 
-    async def acquire(self, group: str) -> None:
+    def try_acquire(self, group: str) -> bool:
+        """Take a place for ``group`` if it may have one at once (see ``may_take``), never
+        waiting: whether it took one. A caller that must tell why it waits asks this first."""
         held = self._held.get(group, 0)
-        if not self._still_waiting(group) and may_take(
+        if self._still_waiting(group) or not may_take(
             held=held, free=self._free, per_group=self._per_group
         ):
-            self._free -= 1
-            self._held[group] = held + 1
+            return False
+        self._free -= 1
+        self._held[group] = held + 1
+        return True
+
+    async def acquire(self, group: str) -> None:
+        if self.try_acquire(group):
             return
         waiter = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(group, collections.deque()).append(waiter)

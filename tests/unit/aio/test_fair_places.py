@@ -139,3 +139,21 @@ class TestOnTheLoopsClock:
         await asyncio.wait_for(b_call, timeout=1)
         origin.release(B)
         await asyncio.wait_for(origin.acquire(A), timeout=1)  # nothing left holding a place
+
+
+class TestTakingAPlaceWithoutWaiting:
+    def test_a_group_below_its_cap_takes_one_and_one_at_it_does_not(self) -> None:
+        origin = places.FairPlaces(limit=10, per_group=2)
+
+        taken = [origin.try_acquire(A) for _ in range(3)]
+
+        assert taken == [True, True, False]
+        assert origin.try_acquire(B)
+
+    def test_a_place_given_back_can_be_taken_again(self) -> None:
+        origin = places.FairPlaces(limit=10, per_group=1)
+        origin.try_acquire(A)
+
+        origin.release(A)
+
+        assert origin.try_acquire(A)
