@@ -83,8 +83,8 @@ class Metrics:
         )
         self.runs = prometheus_client.Counter(
             "punctual_runs",
-            "Runs recorded, by result (SkippedOverlap and SkippedInFlightLimit included; missed "
-            "slots are counted apart).",
+            "Runs recorded, by result (SkippedOverlap, SkippedInFlightLimit and SkippedQueueLimit "
+            "included; missed slots are counted apart).",
             ["result"],
             registry=registry,
         )

@@ -32,7 +32,7 @@ class RunRecord(fields.ApiModel):
     started_at: fields.Timestamp | None = pydantic.Field(
         default=None,
         description="When the run started; unset for slots that never ran (SkippedOverlap, "
-        "SkippedInFlightLimit, Missed).",
+        "SkippedInFlightLimit, SkippedQueueLimit, Missed).",
     )
     finished_at: fields.Timestamp | None = pydantic.Field(
         default=None, description="When the run finished; unset for slots that never ran."
@@ -50,7 +50,8 @@ class RunRecord(fields.ApiModel):
         description="Succeeded, Failed, TimedOut (cancelled at spec.timeout), SkippedOverlap "
         "(an earlier run was still going, see spec.concurrencyPolicy), SkippedInFlightLimit "
         "(the job, or its namespace on the replica, had as many runs in flight as the operator "
-        "allows), Missed (see "
+        "allows), SkippedQueueLimit (spec.concurrencyPolicy Queue would have queued it, and its "
+        "namespace had as many runs queued on the replica as the operator allows), Missed (see "
         "spec.missedRuns), Lost (the operator replica running it died; see "
         "spec.retryLostRuns) or Cancelled (ended by the operator, not by its target: replaced "
         "by a newer slot, its ScheduledJob deleted or no longer schedulable, or the operator "
@@ -145,6 +146,13 @@ class RunCounts(fields.ApiModel):
         "allows one job (punctual run --max-runs-in-flight-per-job), or its namespace as many "
         "on the replica as it allows one namespace (--max-runs-in-flight-per-namespace).",
     )
+    skipped_queue_limit: fields.WholeNumber = pydantic.Field(
+        default=0,
+        ge=0,
+        description="Slots not run because spec.concurrencyPolicy Queue would have queued them "
+        "while the job's namespace had as many runs queued on the replica as the operator "
+        "allows one namespace (punctual run --max-queued-runs-per-namespace).",
+    )
     missed: fields.WholeNumber = pydantic.Field(
         default=0,
         ge=0,
@@ -206,6 +214,12 @@ class BackfillStatus(fields.ApiModel):
         ge=0,
         description="Of those, the slots not run to their end: they ran already, ran elsewhere, "
         "were skipped by spec.concurrencyPolicy, or were cancelled.",
+    )
+    waiting: str | None = pydantic.Field(
+        default=None,
+        description="Why no slot of it runs yet: the ScheduledJob's namespace has as many "
+        "backfills going on the replica as the operator allows one namespace (punctual run "
+        "--max-backfills-per-namespace); it starts when one of them ends. Unset once it runs.",
     )
     finished: bool | None = pydantic.Field(
         default=None, description="True once every slot of the window was dealt with."

@@ -99,6 +99,9 @@ def check_window(
 
 
 def progress_line(progress: Mapping[str, Any]) -> str:
+    waiting = progress.get("waiting")
+    if waiting:
+        return f"waiting: {waiting}"
     return (
         f"{progress.get('done', 0)}/{progress.get('total', 0)} slots: "
         f"{progress.get('succeeded', 0)} succeeded, {progress.get('failed', 0)} did not, "

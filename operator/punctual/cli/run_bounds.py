@@ -8,12 +8,13 @@ and reported ``InvalidSpec``, the flag named in the message."""
 import argparse
 
 from punctual.api import spec_bounds
-from punctual.scheduling import durations, overlap
+from punctual.scheduling import backfill, durations, overlap
 
 
 def add(parser: argparse.ArgumentParser) -> None:
-    """Declare the bounds per job as a group of options on ``parser`` and, with them, the one
-    bound on a namespace's jobs together (not a spec's: applied to runs as they come due)."""
+    """Declare the bounds per job as a group of options on ``parser`` and, with them, the
+    bounds on a namespace's jobs together (not a spec's: applied to runs as they come due, and
+    to backfills as they are asked for)."""
     bounds = spec_bounds.DEFAULT_BOUNDS
     group = parser.add_argument_group(
         "bounds per job and per namespace",
@@ -62,6 +63,25 @@ def add(parser: argparse.ArgumentParser) -> None:
         help=f"the largest spec.maxQueued (default: {bounds.max_queued})",
     )
     group.add_argument(
+        "--max-queued-runs-per-namespace",
+        type=int,
+        default=overlap.MAX_QUEUED_RUNS_PER_NAMESPACE,
+        metavar="N",
+        help="the most runs of one namespace's jobs queued at once on this replica "
+        "(concurrencyPolicy Queue); a slot that would be queued as one more is skipped and "
+        f"counted SkippedQueueLimit (default: {overlap.MAX_QUEUED_RUNS_PER_NAMESPACE}); per "
+        "replica",
+    )
+    group.add_argument(
+        "--max-backfills-per-namespace",
+        type=int,
+        default=backfill.MAX_BACKFILLS_PER_NAMESPACE,
+        metavar="N",
+        help="the most backfills (punctual.dev/backfill) of one namespace's jobs going at once "
+        "on this replica; one more waits, status.backfill.waiting saying why, and starts when "
+        f"one of them ends (default: {backfill.MAX_BACKFILLS_PER_NAMESPACE}); per replica",
+    )
+    group.add_argument(
         "--schedule-horizon-years",
         type=int,
         default=bounds.schedule_horizon_years,
@@ -91,7 +111,7 @@ def add(parser: argparse.ArgumentParser) -> None:
 
 def read(arguments: argparse.Namespace) -> spec_bounds.Bounds:
     """The bounds per job from the parsed options; raises ``InvalidSpecError`` naming the
-    option. The bound per namespace is not a spec's: the settings take it as it is."""
+    option. The bounds per namespace are not a spec's: the settings take them as they are."""
     return spec_bounds.Bounds(
         min_period=durations.parse(arguments.min_period, field="--min-period"),
         max_timeout=durations.parse(arguments.max_timeout, field="--max-timeout"),

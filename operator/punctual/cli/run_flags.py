@@ -272,6 +272,8 @@ def settings(arguments: argparse.Namespace) -> replica_settings.ReplicaSettings:
         backup_delay=durations.parse(arguments.backup_delay, field="--backup-delay"),
         membership_namespace=_membership_namespace(arguments),
         max_runs_in_flight_per_namespace=arguments.max_runs_in_flight_per_namespace,
+        max_queued_runs_per_namespace=arguments.max_queued_runs_per_namespace,
+        max_backfills_per_namespace=arguments.max_backfills_per_namespace,
         warm_start_gate_image=arguments.warm_start_gate_image,
         bounds=run_bounds.read(arguments),
     )

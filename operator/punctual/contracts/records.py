@@ -16,6 +16,9 @@ class RunResult(enum.StrEnum):
     SKIPPED_OVERLAP = "SkippedOverlap"
     SKIPPED_IN_FLIGHT_LIMIT = "SkippedInFlightLimit"
     """Not started: the job had as many runs in flight as the operator allows one job."""
+    SKIPPED_QUEUE_LIMIT = "SkippedQueueLimit"
+    """Not queued: the job's namespace had as many runs queued on the replica as the operator
+    allows one namespace."""
     MISSED = "Missed"
     LOST = "Lost"
     """The replica running it died (its lease expired); recorded by the replica that noticed."""
@@ -322,4 +325,7 @@ class BackfillProgress:
     skipped: int = 0
     """Slots not run to their end: they ran already, ran elsewhere, were skipped by the
     concurrency policy, or were cancelled (``RunResult.CANCELLED``)."""
+    waiting: str | None = None
+    """Why no slot of it runs yet (None: nothing holds it back): its namespace has as many
+    backfills going on the replica as the operator allows one namespace."""
     finished: bool = False

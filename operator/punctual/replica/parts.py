@@ -292,6 +292,8 @@ def start_scheduler(
             else None
         ),
         max_runs_in_flight_per_namespace=settings.max_runs_in_flight_per_namespace,
+        max_queued_runs_per_namespace=settings.max_queued_runs_per_namespace,
+        max_backfills_per_namespace=settings.max_backfills_per_namespace,
         leases=durable.heartbeat if durable is not None else None,
     )
     meters.scheduled_jobs.set_function(lambda: len(scheduler.armed))

@@ -10,7 +10,7 @@ from punctual.api import spec_bounds
 from punctual.redis_io import connections as redis_connections
 from punctual.redis_io import replication
 from punctual.runtime import sharding as sharding_
-from punctual.scheduling import durations, overlap
+from punctual.scheduling import backfill, durations, overlap
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.targets import addresses
 from punctual.targets.http import connections as http_connections
@@ -83,6 +83,10 @@ class ReplicaSettings:
     """What the platform allows one job: checked at admission and before a job is armed."""
     max_runs_in_flight_per_namespace: int = overlap.MAX_RUNS_IN_FLIGHT_PER_NAMESPACE
     """The most runs of one namespace's jobs in flight at once on this replica."""
+    max_queued_runs_per_namespace: int = overlap.MAX_QUEUED_RUNS_PER_NAMESPACE
+    """The most runs of one namespace's jobs queued at once on this replica."""
+    max_backfills_per_namespace: int = backfill.MAX_BACKFILLS_PER_NAMESPACE
+    """The most backfills of one namespace's jobs going at once on this replica."""
     warm_start_gate_image: str = DEFAULT_WARM_START_GATE_IMAGE
     """The image warm Jobs copy the gate from, pulled in the Job's namespace with its template's
     imagePullSecrets; a ScheduledJob's own ``warmStart.gateImage`` wins over it."""
@@ -101,6 +105,8 @@ class ReplicaSettings:
             ("--http-connections-per-namespace", self.http_connections_per_namespace),
             ("--queue-max-len", self.queue_max_len),
             ("--max-runs-in-flight-per-namespace", self.max_runs_in_flight_per_namespace),
+            ("--max-queued-runs-per-namespace", self.max_queued_runs_per_namespace),
+            ("--max-backfills-per-namespace", self.max_backfills_per_namespace),
         ):
             if value < 1:
                 raise InvalidSpecError(flag, "must be at least 1")

@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from punctual.contracts import firings, protocols, records
-from punctual.runtime import ahead, tasks
+from punctual.runtime import ahead, namespace_runs, tasks
 from punctual.runtime import armed as armed_
-from punctual.runtime import namespace_runs as namespace_runs_
 from punctual.scheduling import durations, slots
 
 logger = logging.getLogger(__name__)
@@ -47,7 +46,7 @@ class JobInFlight:
         store: protocols.RunStore,
         replica: str,
         job_tasks: tasks.JobTasks,
-        namespace_runs: namespace_runs_.NamespaceRuns,
+        runs_in_namespace: namespace_runs.NamespaceCounts,
         leases: protocols.HoldsRuns | None,
         on_freed: Callable[[], None],
     ) -> None:
@@ -57,7 +56,7 @@ class JobInFlight:
         self._store = store
         self._replica = replica
         self._tasks = job_tasks
-        self._namespace_runs = namespace_runs
+        self._runs_in_namespace = runs_in_namespace
         self._leases = leases
         self._on_freed = on_freed
         self._active: dict[str, Run] = {}
@@ -98,7 +97,7 @@ class JobInFlight:
         it replaces being stopped there) are done."""
         context = firing.context(timeout=armed.plan.timeout)
         if firing.slot_id not in self._active:  # the count follows ``_active``'s size
-            self._namespace_runs.started(self._job.namespace)
+            self._runs_in_namespace.added(self._job.namespace)
         run = self._active[firing.slot_id] = Run(
             firing=firing, context=context, started_at=self._wall()
         )
@@ -207,7 +206,7 @@ class JobInFlight:
             return False
         run.recorded = True
         if self._active.pop(run.firing.slot_id, None) is not None:
-            self._namespace_runs.ended(self._job.namespace)
+            self._runs_in_namespace.removed(self._job.namespace)
         return True
 
     def _hold(self, run: Run) -> bool:

@@ -20,8 +20,16 @@ from datetime import datetime, timedelta
 
 from punctual.contracts import firings, protocols, records
 from punctual.runtime import armed as armed_
-from punctual.runtime import in_flight, notices, passed_slots, requests, runs, tasks, timers
-from punctual.runtime import namespace_runs as namespace_runs_
+from punctual.runtime import (
+    in_flight,
+    namespace_runs,
+    notices,
+    passed_slots,
+    requests,
+    runs,
+    tasks,
+    timers,
+)
 from punctual.scheduling import missed, plans, slots, timeline, windows
 
 logger = logging.getLogger(__name__)
@@ -49,15 +57,16 @@ class JobLoop:
         lock: protocols.SlotLock,
         store: protocols.RunStore,
         replica: str,
-        namespace_runs: namespace_runs_.NamespaceRuns,
+        namespaces: namespace_runs.NamespaceShares,
         leases: protocols.HoldsRuns | None = None,
         stagger: timedelta = timedelta(),
         on_stopped: Stopped | None = None,
     ) -> None:
-        """``namespace_runs``: the runs in flight here per namespace, shared by every job's
-        loop. ``leases``: where its runs' leases are held (durable runs; None: none).
-        ``on_stopped``: told when scheduling stops by itself (the schedule has run out, an
-        error), never when it is stopped (re-armed, suspended, closed)."""
+        """``namespaces``: what each namespace holds here (runs in flight and queued,
+        backfills), shared by every job's loop. ``leases``: where its runs' leases are held
+        (durable runs; None: none). ``on_stopped``: told when scheduling stops by itself (the
+        schedule has run out, an error), never when it is stopped (re-armed, suspended,
+        closed)."""
         self.job = job
         self._on_stopped = on_stopped
         self._timer = timer
@@ -73,7 +82,7 @@ class JobLoop:
             store=store,
             replica=replica,
             job_tasks=self._tasks,
-            namespace_runs=namespace_runs,
+            namespaces=namespaces,
             leases=leases,
         )
         self._requests = requests.JobRequests(

@@ -143,7 +143,11 @@ class JobRequests:
         """Carry out the backfill ``request`` of the slots ``due`` (oldest first), if this
         replica wins the claim of the request: each slot claimed like any slot of the job (one
         that ran already, or runs elsewhere, is refused and skipped), admitted under the
-        concurrency policy, and waited for before the next. Progress goes to the store."""
+        concurrency policy, and waited for before the next. Progress goes to the store.
+
+        A backfill claimed while its namespace has as many going here as the operator allows
+        waits for one of them to end, its progress saying so: the request is this replica's
+        from its claim on, whether it waits or runs."""
         claims = self._runs.claims
         request_claim = records.Claim(
             job=self._job,
@@ -160,11 +164,35 @@ class JobRequests:
             logger.exception("backfill %s not claimed", request_claim.slot_id)
             return
         progress = records.BackfillProgress(request=request, replica=self._replica, total=len(due))
+        namespace = self._job.namespace
+        backfills = self._runs.namespaces.backfills
+        if not backfills.try_acquire(namespace):
+            waiting = (
+                f"{self._runs.namespaces.max_backfills} backfill(s) of namespace {namespace} "
+                f"going on replica {self._replica}, the most the operator allows one namespace: "
+                "it starts when one of them ends"
+            )
+            logger.info("backfill %s waits: %s", request_claim.slot_id, waiting)
+            self._store.backfill_progressed(
+                self._job, dataclasses.replace(progress, waiting=waiting)
+            )
+            await backfills.acquire(namespace)
+        try:
+            await self._run_slots(progress, due, armed)
+        finally:
+            backfills.release(namespace)
+
+    async def _run_slots(
+        self, progress: records.BackfillProgress, due: Sequence[datetime], armed: armed_.Armed
+    ) -> None:
+        """Run the slots ``due`` of a backfill claimed here, holding its namespace's place."""
+        claims = self._runs.claims
+        token = progress.request.token
         self._store.backfill_progressed(self._job, progress)
         for slot in due:
             if self._runs.stopping is not None:
                 break
-            firing = firings.backfilled(self._job, slot, armed.plan, request.token)
+            firing = firings.backfilled(self._job, slot, armed.plan, token)
             result: records.RunResult | None = None
             if await claims.claim(firing, armed, run=True):
                 run = self._runs.admit(firing, armed)

@@ -21,9 +21,8 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from punctual.contracts import firings, protocols, records
-from punctual.runtime import ahead, claims, in_flight, tasks, timers
+from punctual.runtime import ahead, claims, in_flight, namespace_runs, tasks, timers
 from punctual.runtime import armed as armed_
-from punctual.runtime import namespace_runs as namespace_runs_
 from punctual.scheduling import missed, overlap, plans, slots
 
 logger = logging.getLogger(__name__)
@@ -48,11 +47,11 @@ class JobRuns:
         store: protocols.RunStore,
         replica: str,
         job_tasks: tasks.JobTasks,
-        namespace_runs: namespace_runs_.NamespaceRuns,
+        namespaces: namespace_runs.NamespaceShares,
         leases: protocols.HoldsRuns | None = None,
     ) -> None:
         self._job = job
-        self._namespace_runs = namespace_runs
+        self.namespaces = namespaces
         self._wall = wall
         self._store = store
         self._replica = replica
@@ -74,7 +73,7 @@ class JobRuns:
             store=store,
             replica=replica,
             job_tasks=job_tasks,
-            namespace_runs=namespace_runs,
+            runs_in_namespace=namespaces.runs_in_flight,
             leases=leases,
             on_freed=self._next_queued,
         )
@@ -205,9 +204,9 @@ class JobRuns:
         if self._queued:
             newest = max(firing.slot for firing, _ in self._queued)
             self._store.slots_missed(self._job, count=len(self._queued), newest=newest)
-            for firing, _ in self._queued:
+            while self._queued:
+                firing, _ = self._dequeue()
                 self.in_flight.release(firing)
-            self._queued.clear()
 
     def admit(self, firing: firings.Firing, armed: armed_.Armed) -> in_flight.Run | None:
         """A firing this replica owns: start it, queue it or skip it, per the concurrency
@@ -223,6 +222,7 @@ class JobRuns:
                 return self.in_flight.start(firing, armed, after=self._replace(elsewhere, armed))
             case overlap.Action.ENQUEUE:
                 self._queued.append((firing, armed))
+                self.namespaces.queued_runs.added(self._job.namespace)
                 if not self.in_flight:  # only runs elsewhere: no finish here will start it
                     self._drain_when_idle_elsewhere(armed)
                 return None
@@ -231,6 +231,9 @@ class JobRuns:
                 return None
             case overlap.Action.SKIP_AT_LIMIT | overlap.Action.SKIP_AT_NAMESPACE_LIMIT:
                 self._skip(firing, records.RunResult.SKIPPED_IN_FLIGHT_LIMIT, verdict.why_skipped)
+                return None
+            case overlap.Action.SKIP_AT_NAMESPACE_QUEUE_LIMIT:
+                self._skip(firing, records.RunResult.SKIPPED_QUEUE_LIMIT, verdict.why_skipped)
                 return None
 
     def would_start(self, firing: firings.Firing, armed: armed_.Armed) -> bool:
@@ -246,6 +249,7 @@ class JobRuns:
         plan = armed.plan
         elsewhere = self._running_elsewhere(armed, besides=firing.slot)
         namespace = self._job.namespace
+        running, queueing = self.namespaces.runs_in_flight, self.namespaces.queued_runs
         verdict = overlap.admit(
             plan.concurrency,
             overlap.InFlight(
@@ -253,13 +257,15 @@ class JobRuns:
                 elsewhere=len(elsewhere),
                 queued=len(self._queued),
                 namespace=namespace,
-                namespace_here=self._namespace_runs.active(namespace),
+                namespace_here=running.count(namespace),
+                namespace_queued=queueing.count(namespace),
                 replica=self._replica,
             ),
             overlap.Limits(
                 max_queued=plan.max_queued,
                 max_active=plan.max_runs_in_flight,
-                max_namespace_active=self._namespace_runs.limit,
+                max_namespace_active=running.limit,
+                max_namespace_queued=queueing.limit,
             ),
         )
         return verdict, elsewhere
@@ -313,9 +319,9 @@ class JobRuns:
         room here: unlike a firing started in the place of its job's run, it adds one."""
         while self._queued and not self.in_flight and self.stopping is None:
             queued = self._queued[0][0]
-            has_room = self._namespace_runs.has_room(self._job.namespace)
+            has_room = self.namespaces.runs_in_flight.has_room(self._job.namespace)
             if has_room and not self._running_elsewhere(armed, besides=queued.slot):
-                queued, armed = self._queued.pop(0)
+                queued, armed = self._dequeue()
                 self.in_flight.start(queued, armed)
                 return
             await asyncio.sleep(ELSEWHERE_POLL.total_seconds())
@@ -334,5 +340,10 @@ class JobRuns:
             if self._running_elsewhere(armed, besides=queued.slot):
                 self._drain_when_idle_elsewhere(armed)
             else:
-                self._queued.pop(0)
+                self._dequeue()
                 self.in_flight.start(queued, armed)
+
+    def _dequeue(self) -> tuple[firings.Firing, armed_.Armed]:
+        """The first queued firing, out of the queue and of its namespace's count."""
+        self.namespaces.queued_runs.removed(self._job.namespace)
+        return self._queued.pop(0)

@@ -10,11 +10,12 @@ The owner's claims name the job's backup (``Claim.backup``), for a lock that tel
 (``protocols.ClaimNotices``) and hands each notice to the job's loop, which then leaves that
 slot to its owner.
 
-The runs in flight of one namespace's jobs are capped on this replica
-(``max_runs_in_flight_per_namespace``), counted as runs start and end
-(``namespace_runs.NamespaceRuns``):
-one tenant's many jobs hold at most that many of the replica's runs. The cap is per replica:
-with sharding, a namespace's jobs are spread over the replicas, and each holds up to that many.
+What one namespace's jobs hold of this replica is capped, summed over its jobs
+(``namespace_runs.NamespaceShares``): its runs in flight (``max_runs_in_flight_per_namespace``),
+counted as runs start and end, its runs queued (``max_queued_runs_per_namespace``) and its
+backfills going (``max_backfills_per_namespace``): one tenant's many jobs hold at most that many
+of the replica's. The caps are per replica: with sharding, a namespace's jobs are spread over
+the replicas, and each holds up to that many.
 """
 
 import asyncio
@@ -24,7 +25,7 @@ from datetime import datetime, timedelta
 from punctual.contracts import protocols, records
 from punctual.runtime import job_loop, namespace_runs, tasks, timers
 from punctual.runtime import sharding as sharding_
-from punctual.scheduling import overlap, ownership, plans, slots
+from punctual.scheduling import backfill, overlap, ownership, plans, slots
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,11 +62,17 @@ class Supervisor:
         grace: timedelta = timedelta(seconds=10),
         sharding: sharding_.Sharding | None = None,
         max_runs_in_flight_per_namespace: int = overlap.MAX_RUNS_IN_FLIGHT_PER_NAMESPACE,
+        max_queued_runs_per_namespace: int = overlap.MAX_QUEUED_RUNS_PER_NAMESPACE,
+        max_backfills_per_namespace: int = backfill.MAX_BACKFILLS_PER_NAMESPACE,
         leases: protocols.HoldsRuns | None = None,
     ) -> None:
         """``leases``: where each run's lease is held (durable runs; None: none)."""
         self._wall = wall
-        self._namespace_runs = namespace_runs.NamespaceRuns(limit=max_runs_in_flight_per_namespace)
+        self._namespaces = namespace_runs.capped(
+            max_runs_in_flight=max_runs_in_flight_per_namespace,
+            max_queued_runs=max_queued_runs_per_namespace,
+            max_backfills=max_backfills_per_namespace,
+        )
         self._leases = leases
         self._timer = timers.WallTimer(wall=wall)
         self._lock = lock
@@ -258,7 +265,7 @@ class Supervisor:
                 lock=self._lock,
                 store=self._store,
                 replica=self._replica,
-                namespace_runs=self._namespace_runs,
+                namespaces=self._namespaces,
                 leases=self._leases,
                 stagger=self._stagger,
                 on_stopped=self._stopped,

@@ -7,6 +7,12 @@ from punctual.scheduling import timeline
 
 MAX_SLOTS = 1000
 """The most slots one backfill runs."""
+MAX_BACKFILLS_PER_NAMESPACE = 2
+"""The most backfills of one namespace's jobs going at once on one replica, by default
+(``punctual run --max-backfills-per-namespace``): one backfill at a time per job keeps a job's
+windows from running side by side, but a tenant's many jobs, each asked for one, would still run
+their windows side by side, back to back, taking the replica's runs from every other namespace.
+One more waits for one of them to end."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,12 @@ answers hold this many of the replica's runs, whatever their number, and other n
 still start; a thousand jobs of one namespace firing at the same second all run. Per replica:
 with sharding, a namespace's jobs are spread over the replicas, each holding up to this many of
 its runs."""
+MAX_QUEUED_RUNS_PER_NAMESPACE = 1000
+"""The most runs of one namespace's jobs queued at once on one replica (``concurrencyPolicy:
+Queue``), by default (``punctual run --max-queued-runs-per-namespace``): each job's queue is
+bounded by its ``maxQueued``, but a tenant's thousands of jobs each queueing behind a target
+that never answers would hold the replica's memory and, once the target answers, start a
+flood that delays every other namespace's runs. Per replica, as the runs in flight."""
 
 
 class Action(enum.Enum):
@@ -37,6 +43,9 @@ class Action(enum.Enum):
     """Skipped because the job has ``max_active`` runs in flight already."""
     SKIP_AT_NAMESPACE_LIMIT = enum.auto()
     """Skipped because the job's namespace has ``max_namespace_active`` runs in flight here."""
+    SKIP_AT_NAMESPACE_QUEUE_LIMIT = enum.auto()
+    """Skipped instead of queued because the job's namespace has ``max_namespace_queued`` runs
+    queued here."""
     REPLACE = enum.auto()
     ENQUEUE = enum.auto()
 
@@ -51,10 +60,12 @@ def decide(
     max_active: int,
     namespace_active: int,
     max_namespace_active: int,
+    namespace_queued: int,
+    max_namespace_queued: int,
 ) -> Action:
     """What becomes of a slot due while ``active`` runs of its job are in flight (``active_here``
     of them started by this replica) and ``queued`` wait, and ``namespace_active`` runs of its
-    namespace's jobs are in flight on this replica.
+    namespace's jobs are in flight on this replica and ``namespace_queued`` queued there.
 
     ``max_active`` and ``max_namespace_active`` are the platform's caps, above every policy: a
     run that would start alongside that many of the job's, or add one more to its namespace's,
@@ -62,7 +73,9 @@ def decide(
     own cap is named first when both are reached. A replacement that cancels runs here takes
     their place in the namespace, so it is skipped only when the runs it replaces are elsewhere;
     a queued slot waits, and starts in the place its job's run leaves (or, behind runs elsewhere,
-    once its namespace has room).
+    once its namespace has room). A slot the policy would queue while its namespace has
+    ``max_namespace_queued`` runs queued here is skipped: the queue of one job is bounded by its
+    own ``max_queued``, the queues of a namespace's jobs together by the platform.
     """
     action = _by_policy(
         policy, active=active, queued=queued, max_queued=max_queued, max_active=max_active
@@ -70,6 +83,8 @@ def decide(
     adds_one_here = action is Action.START or (action is Action.REPLACE and active_here == 0)
     if adds_one_here and namespace_active >= max_namespace_active:
         return Action.SKIP_AT_NAMESPACE_LIMIT
+    if action is Action.ENQUEUE and namespace_queued >= max_namespace_queued:
+        return Action.SKIP_AT_NAMESPACE_QUEUE_LIMIT
     return action
 
 
@@ -93,13 +108,15 @@ def _by_policy(
 class InFlight:
     """What a run meets as it is admitted: its job's runs in flight on this replica and those
     only its target sees (another replica's, an earlier process's), the runs queued, and the
-    runs of its namespace on this replica (``replica``)."""
+    runs of its namespace on this replica (``replica``): in flight (``namespace_here``) and
+    queued (``namespace_queued``)."""
 
     here: int
     elsewhere: int = 0
     queued: int = 0
     namespace: str
     namespace_here: int
+    namespace_queued: int
     replica: str
 
 
@@ -110,6 +127,7 @@ class Limits:
     max_queued: int
     max_active: int
     max_namespace_active: int
+    max_namespace_queued: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,6 +154,8 @@ def admit(policy: ConcurrencyPolicy, meets: InFlight, limits: Limits) -> Verdict
         max_active=limits.max_active,
         namespace_active=meets.namespace_here,
         max_namespace_active=limits.max_namespace_active,
+        namespace_queued=meets.namespace_queued,
+        max_namespace_queued=limits.max_namespace_queued,
     )
     overlapped = bool(active or meets.queued)
     match action:
@@ -146,6 +166,11 @@ def admit(policy: ConcurrencyPolicy, meets: InFlight, limits: Limits) -> Verdict
         case Action.SKIP_AT_NAMESPACE_LIMIT:
             why = (
                 f"{meets.namespace_here} run(s) of namespace {meets.namespace} active on "
+                f"replica {meets.replica}, the most the operator allows one namespace"
+            )
+        case Action.SKIP_AT_NAMESPACE_QUEUE_LIMIT:
+            why = (
+                f"{meets.namespace_queued} run(s) of namespace {meets.namespace} queued on "
                 f"replica {meets.replica}, the most the operator allows one namespace"
             )
         case Action.START | Action.REPLACE | Action.ENQUEUE:

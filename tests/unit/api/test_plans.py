@@ -507,6 +507,7 @@ class TestStatusRoundTripsThroughItsWireForm:
                 "timedOut": 0,
                 "skippedOverlap": 1,
                 "skippedInFlightLimit": 0,
+                "skippedQueueLimit": 0,
                 "missed": 0,
                 "lost": 0,
                 "suspended": 0,

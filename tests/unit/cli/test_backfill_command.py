@@ -38,3 +38,11 @@ def test_its_progress_line_says_how_far_and_how_each_went() -> None:
     line = backfill.progress_line({"done": 3, "total": 5, "succeeded": 2, "skipped": 1})
 
     assert line == "3/5 slots: 2 succeeded, 0 did not, 1 skipped (ran already or elsewhere)"
+
+
+def test_its_progress_line_says_why_a_backfill_waits_until_it_starts() -> None:
+    waiting = "2 backfill(s) of namespace reports going on replica r1, ..."
+
+    line = backfill.progress_line({"done": 0, "total": 5, "waiting": waiting})
+
+    assert line == f"waiting: {waiting}"

@@ -128,24 +128,36 @@ class TestTheBoundsPerJob:
         assert caught.value.field == flag
 
 
-class TestTheBoundPerNamespace:
-    def test_the_default_is_the_documented_one(self) -> None:
-        assert settings().max_runs_in_flight_per_namespace == 1000
-        assert (
-            replica_settings.ReplicaSettings(replica_id="r1").max_runs_in_flight_per_namespace
-            == 1000
-        )
+BOUNDS_PER_NAMESPACE = pytest.mark.parametrize(
+    ("flag", "attribute", "default"),
+    [
+        ("--max-runs-in-flight-per-namespace", "max_runs_in_flight_per_namespace", 1000),
+        ("--max-queued-runs-per-namespace", "max_queued_runs_per_namespace", 1000),
+        ("--max-backfills-per-namespace", "max_backfills_per_namespace", 2),
+    ],
+)
 
-    def test_the_flag_sets_it(self) -> None:
-        chosen = settings("--max-runs-in-flight-per-namespace=50")
 
-        assert chosen.max_runs_in_flight_per_namespace == 50
+@BOUNDS_PER_NAMESPACE
+class TestTheBoundsPerNamespace:
+    def test_the_default_is_the_documented_one(
+        self, flag: str, attribute: str, default: int
+    ) -> None:
+        assert getattr(settings(), attribute) == default
+        assert getattr(replica_settings.ReplicaSettings(replica_id="r1"), attribute) == default
 
-    def test_a_cap_no_run_could_meet_is_refused_naming_the_flag(self) -> None:
+    def test_the_flag_sets_it(self, flag: str, attribute: str, default: int) -> None:
+        chosen = settings(f"{flag}=50")
+
+        assert getattr(chosen, attribute) == 50
+
+    def test_a_cap_nothing_could_meet_is_refused_naming_the_flag(
+        self, flag: str, attribute: str, default: int
+    ) -> None:
         with pytest.raises(InvalidSpecError) as caught:
-            settings("--max-runs-in-flight-per-namespace=0")
+            settings(f"{flag}=0")
 
-        assert caught.value.field == "--max-runs-in-flight-per-namespace"
+        assert caught.value.field == flag
 
 
 class TestTheRefusedAddresses:

@@ -22,6 +22,7 @@ from punctual.contracts.records import RunResult as R
         (R.CANCELLED, True, False, False),
         (R.SKIPPED_OVERLAP, False, False, False),
         (R.SKIPPED_IN_FLIGHT_LIMIT, False, False, False),
+        (R.SKIPPED_QUEUE_LIMIT, False, False, False),
         (R.MISSED, False, False, False),
     ],
 )
@@ -32,7 +33,7 @@ def test_each_result_says_whether_it_ran_whether_it_is_a_verdict_and_whether_it_
 
 
 def test_every_result_is_in_the_table() -> None:
-    assert len(R) == 8
+    assert len(R) == 9
 
 
 def test_the_api_value_of_a_run_the_operator_ended_is_cancelled() -> None:
@@ -67,6 +68,7 @@ def test_slots_given_up_are_missed_unless_a_suspension_passed_them_or_they_were_
         (R.CANCELLED, False, True, False),
         (R.SKIPPED_OVERLAP, False, True, False),
         (R.SKIPPED_IN_FLIGHT_LIMIT, False, True, False),
+        (R.SKIPPED_QUEUE_LIMIT, False, True, False),
         (R.MISSED, True, False, False),
     ],
 )

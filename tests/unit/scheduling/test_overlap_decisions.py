@@ -13,8 +13,11 @@ SKIP = overlap.Action.SKIP
 SKIP_AT_LIMIT = overlap.Action.SKIP_AT_LIMIT
 ENQUEUE = overlap.Action.ENQUEUE
 SKIP_AT_NAMESPACE_LIMIT = overlap.Action.SKIP_AT_NAMESPACE_LIMIT
-ROOMY = {"namespace_active": 0, "max_namespace_active": 100}
-"""A namespace far below its cap: the job's policy and cap alone decide."""
+SKIP_AT_NAMESPACE_QUEUE_LIMIT = overlap.Action.SKIP_AT_NAMESPACE_QUEUE_LIMIT
+ROOMY_QUEUES = {"namespace_queued": 0, "max_namespace_queued": 100}
+"""A namespace far below its cap on queued runs."""
+ROOMY = {"namespace_active": 0, "max_namespace_active": 100, **ROOMY_QUEUES}
+"""A namespace far below its caps: the job's policy and cap alone decide."""
 
 
 class TestAnIdleJobAlwaysStarts:
@@ -174,6 +177,58 @@ class TestTheCapOnANamespacesRunsInFlightHereIsAbovePolicyToo:
             max_active=10,
             namespace_active=namespace_active,
             max_namespace_active=100,
+            **ROOMY_QUEUES,
+        )
+        assert decided is action
+
+
+class TestTheCapOnANamespacesQueuedRunsHereIsAbovePolicyToo:
+    """A namespace with 1,000 runs queued on this replica (its cap): a slot its job's policy
+    would queue is skipped, whatever room its job's own queue has; a slot that would not be
+    queued is decided as ever."""
+
+    @pytest.mark.parametrize(
+        ("policy", "active", "queued", "namespace_queued", "action"),
+        [
+            pytest.param(QUEUE, 1, 0, 999, ENQUEUE, id="queues-below-the-namespace-cap"),
+            pytest.param(QUEUE, 1, 0, 1000, SKIP_AT_NAMESPACE_QUEUE_LIMIT, id="at-the-cap-skips"),
+            pytest.param(
+                QUEUE, 1, 0, 4000, SKIP_AT_NAMESPACE_QUEUE_LIMIT, id="past-the-cap-skips-too"
+            ),
+            pytest.param(
+                QUEUE,
+                0,
+                1,
+                1000,
+                SKIP_AT_NAMESPACE_QUEUE_LIMIT,
+                id="behind-its-own-queued-run-skips",
+            ),
+            pytest.param(QUEUE, 1, 5, 1000, SKIP, id="a-full-queue-of-its-own-is-its-policys"),
+            pytest.param(QUEUE, 0, 0, 1000, START, id="an-idle-job-starts"),
+            pytest.param(FORBID, 1, 0, 1000, SKIP, id="forbid-skips-by-its-policy-as-ever"),
+            pytest.param(ALLOW, 1, 0, 1000, START, id="allow-starts-alongside"),
+            pytest.param(REPLACE, 1, 0, 1000, overlap.Action.REPLACE, id="replace-queues-nothing"),
+        ],
+    )
+    def test_the_action(
+        self,
+        policy: overlap.ConcurrencyPolicy,
+        active: int,
+        queued: int,
+        namespace_queued: int,
+        action: overlap.Action,
+    ) -> None:
+        decided = overlap.decide(
+            policy,
+            active=active,
+            active_here=active,
+            queued=queued,
+            max_queued=5,
+            max_active=10,
+            namespace_active=active,
+            max_namespace_active=100,
+            namespace_queued=namespace_queued,
+            max_namespace_queued=1000,
         )
         assert decided is action
 

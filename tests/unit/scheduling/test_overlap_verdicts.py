@@ -5,11 +5,16 @@ import pytest
 
 from punctual.scheduling import overlap
 
-LIMITS = overlap.Limits(max_queued=1, max_active=3, max_namespace_active=5)
+LIMITS = overlap.Limits(max_queued=1, max_active=3, max_namespace_active=5, max_namespace_queued=4)
 
 
 def meeting(
-    *, here: int = 0, elsewhere: int = 0, queued: int = 0, namespace_here: int = 0
+    *,
+    here: int = 0,
+    elsewhere: int = 0,
+    queued: int = 0,
+    namespace_here: int = 0,
+    namespace_queued: int = 0,
 ) -> overlap.InFlight:
     return overlap.InFlight(
         here=here,
@@ -17,6 +22,7 @@ def meeting(
         queued=queued,
         namespace="reports",
         namespace_here=namespace_here,
+        namespace_queued=namespace_queued,
         replica="replica-a",
     )
 
@@ -96,6 +102,15 @@ def meeting(
             True,
             "1 run(s) active, concurrencyPolicy Queue",
             id="queue-full-skips",
+        ),
+        pytest.param(
+            overlap.ConcurrencyPolicy.QUEUE,
+            meeting(here=1, namespace_here=1, namespace_queued=4),
+            overlap.Action.SKIP_AT_NAMESPACE_QUEUE_LIMIT,
+            True,
+            "4 run(s) of namespace reports queued on replica replica-a, the most the operator "
+            "allows one namespace",
+            id="queue-of-a-namespace-with-its-queues-full-skips",
         ),
         pytest.param(
             overlap.ConcurrencyPolicy.FORBID,

@@ -136,6 +136,7 @@ async def test_active_runs_counts_and_conditions_are_the_models_dumps() -> None:
             "timedOut",
             "skippedOverlap",
             "skippedInFlightLimit",
+            "skippedQueueLimit",
             "missed",
             "lost",
             "suspended",

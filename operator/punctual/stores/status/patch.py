@@ -34,6 +34,7 @@ _COUNTED = {
     records.RunResult.TIMED_OUT: "timed_out",
     records.RunResult.SKIPPED_OVERLAP: "skipped_overlap",
     records.RunResult.SKIPPED_IN_FLIGHT_LIMIT: "skipped_in_flight_limit",
+    records.RunResult.SKIPPED_QUEUE_LIMIT: "skipped_queue_limit",
     records.RunResult.MISSED: "missed",
     records.RunResult.LOST: "lost",
     records.RunResult.CANCELLED: "cancelled",
@@ -91,6 +92,9 @@ def compose(
         next_run_time=upcoming,
         observed_generation=pending.observed_generation,
     ).model_dump(mode="json", include=_STATED, exclude_none=True)
+    if pending.backfill is not None and pending.backfill.waiting is None:
+        # A backfill that waited runs now: null removes its reason from the merge patch.
+        stated["backfill"][_wire(status_models.BackfillStatus, "waiting")] = None
     succeeded = [
         run["finishedAt"] for run in new_runs if run["result"] == records.RunResult.SUCCEEDED
     ]
@@ -223,6 +227,7 @@ def _backfill(
             "succeeded": progress.succeeded,
             "failed": progress.failed,
             "skipped": progress.skipped,
+            "waiting": progress.waiting,
             "finished": progress.finished,
         }
     )
