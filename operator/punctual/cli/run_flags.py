@@ -129,6 +129,16 @@ def add(parser: argparse.ArgumentParser) -> None:
         f"scheduled; unset, maxLen is {queue_models.DEFAULT_STREAM_MAX_LEN} or this, if lower",
     )
     parser.add_argument(
+        "--max-stream-bytes",
+        type=int,
+        default=queue_wiring.DEFAULT_MAX_STREAM_BYTES,
+        metavar="BYTES",
+        help="the most bytes a queue target's stream keeps: its maxLen times one entry, the "
+        "payload as JSON and the fields around it (default: "
+        f"{queue_wiring.DEFAULT_MAX_STREAM_BYTES}); a job above it is not scheduled "
+        "(StreamBytesAboveLimit)",
+    )
+    parser.add_argument(
         "--http-allowed-hosts",
         action="append",
         default=[],
@@ -262,6 +272,7 @@ def settings(arguments: argparse.Namespace) -> replica_settings.ReplicaSettings:
         run_log_lines_per_second=arguments.run_log_lines_per_second,
         http_connections_per_namespace=arguments.http_connections_per_namespace,
         queue_max_len=arguments.queue_max_len,
+        max_stream_bytes=arguments.max_stream_bytes,
         bind_address=arguments.bind_address,
         metrics_port=arguments.metrics_port,
         health_port=arguments.health_port,

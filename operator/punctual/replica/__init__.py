@@ -159,6 +159,7 @@ class Replica:
                 warm_start_reports=fanout.FanoutStore(stores.statuses, stores.warnings),
                 http_connections_per_namespace=settings.http_connections_per_namespace,
                 queue_max_len=settings.queue_max_len,
+                max_stream_bytes=settings.max_stream_bytes,
                 warm_start_gate_image=settings.warm_start_gate_image,
                 problems=problems,
             ),

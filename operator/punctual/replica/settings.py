@@ -57,6 +57,8 @@ class ReplicaSettings:
     """Per job, after a burst; above it, the job's runs are summarized once a minute."""
     queue_max_len: int = queue_wiring.DEFAULT_MAX_LEN_LIMIT
     """The most entries a queue target's stream keeps: its ``maxLen`` at most."""
+    max_stream_bytes: int = queue_wiring.DEFAULT_MAX_STREAM_BYTES
+    """The most bytes a queue target's stream keeps: its ``maxLen`` times one entry's."""
     allowed_hosts: addresses.HostAllowlist | None = None
     """The only hosts HTTP targets may call; ``None``: any but those refused by default."""
     refused_addresses: tuple[addresses.RefusedAddresses, ...] = ()
@@ -104,6 +106,7 @@ class ReplicaSettings:
             ("--run-log-lines-per-second", self.run_log_lines_per_second),
             ("--http-connections-per-namespace", self.http_connections_per_namespace),
             ("--queue-max-len", self.queue_max_len),
+            ("--max-stream-bytes", self.max_stream_bytes),
             ("--max-runs-in-flight-per-namespace", self.max_runs_in_flight_per_namespace),
             ("--max-queued-runs-per-namespace", self.max_queued_runs_per_namespace),
             ("--max-backfills-per-namespace", self.max_backfills_per_namespace),

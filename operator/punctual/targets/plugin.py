@@ -64,6 +64,7 @@ class Resources:
     """Where runs tell what they found wrong with a job's destination (Ready False)."""
     http_connections_per_namespace: int
     queue_max_len: int
+    max_stream_bytes: int
     warm_start_gate_image: str | None = None
 
 

@@ -197,6 +197,18 @@ class TestConnectionsPerNamespace:
             settings("--http-connections-per-namespace", "0")
 
 
+class TestTheBytesOfAStream:
+    def test_are_eight_mebibytes_by_default(self) -> None:
+        assert settings().max_stream_bytes == 8 * 1024 * 1024
+
+    def test_are_taken_from_the_option(self) -> None:
+        assert settings("--max-stream-bytes", "1000").max_stream_bytes == 1000
+
+    def test_at_least_one(self) -> None:
+        with pytest.raises(InvalidSpecError, match="--max-stream-bytes"):
+            settings("--max-stream-bytes", "0")
+
+
 class TestTheReplicasAClaimWaitsFor:
     def test_are_none_by_default_a_standalone_redis(self) -> None:
         assert settings().acknowledgement == replication.Acknowledgement(

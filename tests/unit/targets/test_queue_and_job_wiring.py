@@ -102,6 +102,7 @@ def wiring(
         streams: queue_stream.StreamClaims | None = None,
         with_jobs: bool = True,
         queue_max_len: int = queue_wiring.DEFAULT_MAX_LEN_LIMIT,
+        max_stream_bytes: int = queue_wiring.DEFAULT_MAX_STREAM_BYTES,
         brokers: queue_brokers.Brokers | None = None,
         reader: object = None,
     ) -> kinds.Targets:
@@ -116,7 +117,11 @@ def wiring(
                     watcher=watcher if with_jobs else None,
                 ),
                 "queue": queue_wiring.QueueTargets(
-                    streams, max_len_limit=queue_max_len, brokers=brokers, secrets=reads
+                    streams,
+                    max_len_limit=queue_max_len,
+                    max_stream_bytes=max_stream_bytes,
+                    brokers=brokers,
+                    secrets=reads,
                 ),
             }
         )
@@ -196,6 +201,51 @@ class TestTheQueueTarget:
             "spec.target.queue.maxLen: 501 is above this operator's limit of 500 entries per "
             "stream (--queue-max-len)"
         )
+
+    @pytest.mark.parametrize(
+        ("queue", "limit"),
+        [
+            pytest.param({"maxLen": 10}, 1_821, id="below-the-limit"),
+            pytest.param({"maxLen": 10}, 1_820, id="at-the-limit"),
+            pytest.param({"maxLen": 10, "payload": {"a": "é"}}, 1_900, id="payload-in-utf-8"),
+            pytest.param({}, 1_820_000, id="unset-max-len-at-the-limit"),
+        ],
+    )
+    async def test_its_stream_within_the_bytes_allowed_is_scheduled(
+        self, wiring: Callable[..., kinds.Targets], queue: dict[str, Any], limit: int
+    ) -> None:
+        # One entry of JOB_REF is 182 bytes as written with an empty payload, 190 with {"a":"é"}.
+        wired = await wire_queue(wiring, {"stream": "s", **queue}, max_stream_bytes=limit)
+
+        assert isinstance(wired.lock, queue_stream.StreamLock)
+
+    @pytest.mark.parametrize(
+        ("queue", "limit", "measured"),
+        [
+            pytest.param({"maxLen": 10}, 1_819, "10 entries of 182 bytes", id="one-byte-above"),
+            pytest.param(
+                {"maxLen": 10, "payload": {"a": "é"}},
+                1_899,
+                "10 entries of 190 bytes",
+                id="payload-in-utf-8",
+            ),
+            pytest.param({}, 1_819_999, "10000 entries of 182 bytes", id="unset-max-len"),
+        ],
+    )
+    async def test_a_stream_above_the_bytes_allowed_is_not_scheduled(
+        self,
+        wiring: Callable[..., kinds.Targets],
+        queue: dict[str, Any],
+        limit: int,
+        measured: str,
+    ) -> None:
+        with pytest.raises(target_errors.TargetUnavailableError) as raised:
+            await wire_queue(wiring, {"stream": "s", **queue}, max_stream_bytes=limit)
+
+        assert raised.value.reason == "StreamBytesAboveLimit"
+        assert str(raised.value).startswith(f"spec.target.queue.maxLen: {measured} each")
+        assert "spec.target.queue.payload" in str(raised.value)
+        assert f"limit of {limit} per stream (--max-stream-bytes)" in str(raised.value)
 
     async def test_the_executor_reports_the_entry_its_claim_appended(self) -> None:
         class Entries:

@@ -85,6 +85,7 @@ async def test_the_kinds_start_on_the_shared_resources_and_close_with_the_stack(
         guard=addresses.AddressGuard(),
         http_connections_per_namespace=4,
         queue_max_len=10,
+        max_stream_bytes=1_000,
     )
     async with contextlib.AsyncExitStack() as stack:
         started = await kinds.Targets.start(resources, stack)

@@ -37,6 +37,7 @@ class QueueKind:
         return wiring.QueueTargets(
             streams,
             max_len_limit=resources.queue_max_len,
+            max_stream_bytes=resources.max_stream_bytes,
             brokers=tenants,
             secrets=resources.secrets,
             problems=resources.problems,

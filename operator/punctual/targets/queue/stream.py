@@ -33,6 +33,7 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any, Self
 
 import redis.asyncio
@@ -40,7 +41,7 @@ import redis.exceptions
 
 from punctual.contracts import protocols, records
 from punctual.redis_io import connections, lock_memory, pipelines, replication, slot_keys
-from punctual.scheduling import timeline
+from punctual.scheduling import slots, timeline
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +88,27 @@ def entry_fields(claim: records.Claim, *, payload: str) -> dict[str, str]:
         "idempotencyKey": claim.slot_id,
         "payload": payload,
     }
+
+
+_MEASURED_SLOT = datetime(2099, 12, 31, 23, 59, 59, 999_000, tzinfo=UTC)
+"""A slot whose id and scheduled time are as long as any this century's: 13 digits of Unix
+milliseconds, and milliseconds in the RFC 3339 time."""
+
+
+def entry_bytes(job: slots.JobRef, *, payload: str) -> int:
+    """The bytes one of ``job``'s entries takes as written, field names and values in UTF-8:
+    what a stream of ``maxLen`` entries holds, Redis's own bookkeeping aside."""
+    claim = records.Claim(
+        job=job,
+        slot=_MEASURED_SLOT,
+        slot_id=slots.slot_id(job, _MEASURED_SLOT),
+        holder="",
+        ttl=timedelta(),
+    )
+    fields = entry_fields(claim, payload=payload)
+    return sum(
+        len(f"{name}{value}".encode(errors="surrogatepass")) for name, value in fields.items()
+    )
 
 
 def payload_json(payload: Mapping[str, Any] | None) -> str:

@@ -3,7 +3,10 @@ slots.
 
 A stream is the job's namespace's (``redis_io.namespace_keys.stream_key``), and it is always
 bounded: ``maxLen`` unset is ``queue_models.DEFAULT_STREAM_MAX_LEN`` (or the operator's limit, if
-lower), and a ``maxLen`` above the limit (``--queue-max-len``) is not scheduled. A task of
+lower), and a ``maxLen`` above the limit (``--queue-max-len``) is not scheduled; nor is a job
+whose ``maxLen`` entries, each measured as written (``stream.entry_bytes``), would take more than
+``--max-stream-bytes``: entries alone cannot bound the memory of a Redis every tenant shares,
+when each may carry a payload of ``--max-queue-payload-bytes``. A task of
 every other format (``task_models.TASK_FORMATS``) goes to the tenant's broker (``brokerFrom``),
 claimed by the operator's slot lock.
 """
@@ -33,6 +36,9 @@ from punctual.targets.queue import (
 
 DEFAULT_MAX_LEN_LIMIT = 100_000
 """The most entries a queue job's stream may keep (``--queue-max-len``)."""
+DEFAULT_MAX_STREAM_BYTES = 8 * 1024 * 1024
+"""The most bytes a queue job's stream may keep (``--max-stream-bytes``): 32 jobs at it fill
+the chart's bundled Redis (docs/queue-messages.md)."""
 
 
 class QueueTargets:
@@ -46,12 +52,14 @@ class QueueTargets:
         streams: stream.StreamClaims | None = None,
         *,
         max_len_limit: int = DEFAULT_MAX_LEN_LIMIT,
+        max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES,
         brokers: brokers.Brokers | None = None,
         secrets: secrets.SecretReader | None = None,
         problems: target_problems.TargetProblems | None = None,
     ) -> None:
         self._streams = streams
         self._max_len_limit = max_len_limit
+        self._max_stream_bytes = max_stream_bytes
         self._brokers = brokers
         self._secrets = secrets
         self._problems = problems
@@ -59,8 +67,8 @@ class QueueTargets:
     def wire(self, job: slots.JobRef, spec: models.ScheduledJobSpec) -> plugin.Wiring:
         """The job's executor, and a stream's own slot lock, which appends the slot's entry to
         the namespace's stream as it claims it. Raises ``TargetUnavailableError`` when this
-        operator has no Redis (a stream) or no brokers (a task), or ``maxLen`` is above its
-        limit."""
+        operator has no Redis (a stream) or no brokers (a task), or the stream would be longer
+        or larger than its limits."""
         target = spec.target.queue
         assert target is not None  # the registry wires a spec with its own kind
         if target.stream is None:
@@ -73,7 +81,7 @@ class QueueTargets:
             )
         key = namespace_keys.stream_key(namespace=job.namespace, stream=target.stream)
         lock = self._streams.lock_for(
-            stream=key, payload=target.payload, max_len=self._max_len(target)
+            stream=key, payload=target.payload, max_len=self._bounded_max_len(job, target)
         )
         return plugin.Wiring(
             executor.QueueExecutor(lock, stream=key),
@@ -104,16 +112,28 @@ class QueueTargets:
             f"key {source.key}",
         )
 
-    def _max_len(self, target: queue_models.QueueTarget) -> int:
+    def _bounded_max_len(self, job: slots.JobRef, target: queue_models.QueueTarget) -> int:
+        """The job's effective ``maxLen``, once within both the entries and the bytes allowed."""
         if target.max_len is None:
-            return min(queue_models.DEFAULT_STREAM_MAX_LEN, self._max_len_limit)
-        if target.max_len > self._max_len_limit:
+            max_len = min(queue_models.DEFAULT_STREAM_MAX_LEN, self._max_len_limit)
+        elif target.max_len > self._max_len_limit:
             raise errors.TargetUnavailableError(
                 errors.MAX_LEN_ABOVE_LIMIT,
                 f"spec.target.queue.maxLen: {target.max_len} is above this operator's limit "
                 f"of {self._max_len_limit} entries per stream (--queue-max-len)",
             )
-        return target.max_len
+        else:
+            max_len = target.max_len
+        entry = stream.entry_bytes(job, payload=stream.payload_json(target.payload))
+        if max_len * entry > self._max_stream_bytes:
+            raise errors.TargetUnavailableError(
+                errors.STREAM_BYTES_ABOVE_LIMIT,
+                f"spec.target.queue.maxLen: {max_len} entries of {entry} bytes each (the "
+                f"envelope and spec.target.queue.payload) is {max_len * entry} bytes, above this "
+                f"operator's limit of {self._max_stream_bytes} per stream (--max-stream-bytes): "
+                "lower maxLen or the payload",
+            )
+        return max_len
 
 
 def _message_builder(target: queue_models.QueueTarget) -> tuple[executor.MessageBuilder, str]:
