@@ -15,7 +15,7 @@ import redis.asyncio
 
 from localcluster import LocalRedis
 from punctual.contracts import protocols, records
-from punctual.redis_io import slot_keys
+from punctual.redis_io import connections, slot_keys
 from punctual.scheduling import slots
 from punctual.targets.queue import stream as queue_stream
 
@@ -99,6 +99,34 @@ class TestClaimAndEnqueue:
         assert lock.take_entry(slot_id) is None  # reported once
         assert await raw.get(slot_keys.slot_key(slot_id)) == "r1:1"
         assert 0 < await raw.pttl(slot_keys.slot_key(slot_id)) <= TTL / timedelta(milliseconds=1)
+
+    async def test_each_append_sets_the_streams_idle_expiry(
+        self, streams: queue_stream.StreamClaims, raw: "redis.asyncio.Redis"
+    ) -> None:
+        job, stream = a_job(), a_stream()
+        lock = streams.lock_for(stream=stream, payload=None, max_len=1000)
+        await lock.claim(claim(job, "r1:1"))
+        await raw.persist(stream)
+
+        await lock.claim(claim(job, "r1:2", slot=SLOT + timedelta(minutes=1)))
+
+        week = queue_stream.DEFAULT_IDLE_EXPIRY / timedelta(milliseconds=1)
+        assert week - 60_000 < await raw.pttl(stream) <= week
+
+    async def test_a_zero_idle_expiry_leaves_the_stream_without_one(
+        self, redis_server: LocalRedis, raw: "redis.asyncio.Redis"
+    ) -> None:
+        job, stream = a_job(), a_stream()
+        never = queue_stream.StreamClaims(
+            connections.connect(redis_server.url), idle_expiry=timedelta()
+        )
+        try:
+            lock = never.lock_for(stream=stream, payload=None, max_len=1000)
+            assert await lock.claim(claim(job, "r1:1"))
+        finally:
+            await never.close()
+
+        assert await raw.pttl(stream) == -1  # no expiry
 
     async def test_claiming_twice_enqueues_once(
         self, streams: queue_stream.StreamClaims, raw: "redis.asyncio.Redis"

@@ -23,6 +23,7 @@ from punctual.scheduling import durations
 from punctual.stores import logs as log_store
 from punctual.targets import addresses
 from punctual.targets.http import connections as http_connections
+from punctual.targets.queue import stream as queue_stream
 from punctual.targets.queue import wiring as queue_wiring
 
 
@@ -137,6 +138,14 @@ def add(parser: argparse.ArgumentParser) -> None:
         "payload as JSON and the fields around it (default: "
         f"{queue_wiring.DEFAULT_MAX_STREAM_BYTES}); a job above it is not scheduled "
         "(StreamBytesAboveLimit)",
+    )
+    parser.add_argument(
+        "--stream-idle-expiry",
+        default=durations.format(queue_stream.DEFAULT_IDLE_EXPIRY),
+        metavar="DURATION",
+        help="how long a queue target's stream lives after its last entry: each append sets "
+        "its expiry, so the stream of a deleted or stopped job goes away (default: "
+        f"{durations.format(queue_stream.DEFAULT_IDLE_EXPIRY)}; 0: never)",
     )
     parser.add_argument(
         "--http-allowed-hosts",
@@ -273,6 +282,7 @@ def settings(arguments: argparse.Namespace) -> replica_settings.ReplicaSettings:
         http_connections_per_namespace=arguments.http_connections_per_namespace,
         queue_max_len=arguments.queue_max_len,
         max_stream_bytes=arguments.max_stream_bytes,
+        stream_idle_expiry=_idle_expiry(arguments.stream_idle_expiry),
         bind_address=arguments.bind_address,
         metrics_port=arguments.metrics_port,
         health_port=arguments.health_port,
@@ -295,6 +305,13 @@ def settings(arguments: argparse.Namespace) -> replica_settings.ReplicaSettings:
         return settings
     allowed = addresses.HostAllowlist.parse(arguments.http_allowed_hosts)
     return dataclasses.replace(settings, allowed_hosts=allowed)
+
+
+def _idle_expiry(text: str) -> timedelta:
+    """``0`` turns the expiry off; anything else is a positive duration."""
+    if text == "0":
+        return timedelta()
+    return durations.parse(text, field="--stream-idle-expiry")
 
 
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")

@@ -160,6 +160,7 @@ class Replica:
                 http_connections_per_namespace=settings.http_connections_per_namespace,
                 queue_max_len=settings.queue_max_len,
                 max_stream_bytes=settings.max_stream_bytes,
+                stream_idle_expiry=settings.stream_idle_expiry,
                 warm_start_gate_image=settings.warm_start_gate_image,
                 problems=problems,
             ),

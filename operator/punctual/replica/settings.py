@@ -14,6 +14,7 @@ from punctual.scheduling import backfill, durations, overlap
 from punctual.scheduling.errors import InvalidSpecError
 from punctual.targets import addresses
 from punctual.targets.http import connections as http_connections
+from punctual.targets.queue import stream as queue_stream
 from punctual.targets.queue import wiring as queue_wiring
 
 MOST_WAIT_TIMEOUT = timedelta(seconds=redis_connections.DEFAULT_SOCKET_TIMEOUT)
@@ -59,6 +60,8 @@ class ReplicaSettings:
     """The most entries a queue target's stream keeps: its ``maxLen`` at most."""
     max_stream_bytes: int = queue_wiring.DEFAULT_MAX_STREAM_BYTES
     """The most bytes a queue target's stream keeps: its ``maxLen`` times one entry's."""
+    stream_idle_expiry: timedelta = queue_stream.DEFAULT_IDLE_EXPIRY
+    """How long a queue target's stream lives after its last append; zero: forever."""
     allowed_hosts: addresses.HostAllowlist | None = None
     """The only hosts HTTP targets may call; ``None``: any but those refused by default."""
     refused_addresses: tuple[addresses.RefusedAddresses, ...] = ()

@@ -9,6 +9,7 @@ goes by its key under ``spec.target``, which is also the ``target`` label of its
 
 import contextlib
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Protocol
 
 from punctual.api import models
@@ -65,6 +66,8 @@ class Resources:
     http_connections_per_namespace: int
     queue_max_len: int
     max_stream_bytes: int
+    stream_idle_expiry: timedelta
+    """How long a queue target's stream lives after its last append; zero: forever."""
     warm_start_gate_image: str | None = None
 
 

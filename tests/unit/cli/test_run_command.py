@@ -209,6 +209,23 @@ class TestTheBytesOfAStream:
             settings("--max-stream-bytes", "0")
 
 
+class TestTheIdleExpiryOfAStream:
+    @pytest.mark.parametrize(
+        ("given", "expiry"),
+        [
+            pytest.param((), timedelta(days=7), id="a-week-by-default"),
+            pytest.param(("--stream-idle-expiry", "36h"), timedelta(hours=36), id="as-given"),
+            pytest.param(("--stream-idle-expiry", "0"), timedelta(), id="zero-turns-it-off"),
+        ],
+    )
+    def test_is_read_from_the_option(self, given: tuple[str, ...], expiry: timedelta) -> None:
+        assert settings(*given).stream_idle_expiry == expiry
+
+    def test_a_negative_one_is_refused_naming_the_option(self) -> None:
+        with pytest.raises(InvalidSpecError, match="--stream-idle-expiry"):
+            settings("--stream-idle-expiry=-1h")
+
+
 class TestTheReplicasAClaimWaitsFor:
     def test_are_none_by_default_a_standalone_redis(self) -> None:
         assert settings().acknowledgement == replication.Acknowledgement(

@@ -8,6 +8,7 @@
 """
 
 import contextlib
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, cast
 
@@ -86,6 +87,7 @@ async def test_the_kinds_start_on_the_shared_resources_and_close_with_the_stack(
         http_connections_per_namespace=4,
         queue_max_len=10,
         max_stream_bytes=1_000,
+        stream_idle_expiry=timedelta(days=1),
     )
     async with contextlib.AsyncExitStack() as stack:
         started = await kinds.Targets.start(resources, stack)

@@ -29,7 +29,10 @@ class QueueKind:
         streams = None
         if resources.redis is not None:
             streams = stream.StreamClaims(
-                resources.redis, owns_client=False, acknowledgement=resources.acknowledgement
+                resources.redis,
+                owns_client=False,
+                acknowledgement=resources.acknowledgement,
+                idle_expiry=resources.stream_idle_expiry,
             )
             exit_stack.push_async_callback(streams.close)
         tenants = brokers.Brokers(guard=resources.guard)

@@ -4,7 +4,10 @@ One Lua script, run atomically by Redis, does ``SET punctual:slot:<slot-id> <hol
 <ttl>`` and, only if that succeeded, ``XADD <stream> MAXLEN ~ <n> * job ... payload ...``. So a
 slot is never enqueued twice (the second claimer's SET fails, and it adds nothing), and never
 claimed without its entry: should the XADD fail, the script deletes the key it just set and
-the claim fails (closed). A stream key that holds another type is refused before anything is
+the claim fails (closed). The same script sets the stream's expiry (``PEXPIRE``,
+``--stream-idle-expiry``) at each append, so a stream no job writes to any more, its job
+deleted or stopped, goes away after that idle time instead of filling the Redis every tenant
+shares. A stream key that holds another type is refused before anything is
 written. The slot key is the same as the plain Redis lock's (``redis_io.slot_keys.slot_key``).
 A slot due before the Redis server started is won without its entry, only to be counted missed
 (``LockForgotError``; ``redis_io.lock_memory``): its entry may have been added already.
@@ -50,7 +53,7 @@ CLAIM_AND_ENQUEUE = (
     + """
 -- KEYS[1] the slot key, KEYS[2] the stream
 -- ARGV[1] holder, ARGV[2] TTL in ms, ARGV[3] MAXLEN, ARGV[4] the slot in Unix ms,
--- ARGV[5..] field, value, ...
+-- ARGV[5] the stream's idle expiry in ms (0: none), ARGV[6..] field, value, ...
 local kind = redis.call('TYPE', KEYS[2])['ok']
 if kind ~= 'stream' and kind ~= 'none' then
   return redis.error_reply('WRONGTYPE ' .. KEYS[2] .. ' holds a ' .. kind .. ', not a stream')
@@ -62,16 +65,22 @@ elseif claimed ~= 1 then
   return claimed
 end
 local added, id =
-  pcall(redis.call, 'XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', unpack(ARGV, 5))
+  pcall(redis.call, 'XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', unpack(ARGV, 6))
 if not added then
   redis.call('DEL', KEYS[1])
   local reason = type(id) == 'table' and id['err'] or tostring(id)
   return redis.error_reply('XADD failed, slot released: ' .. reason)
 end
+if tonumber(ARGV[5]) > 0 then
+  redis.call('PEXPIRE', KEYS[2], ARGV[5])
+end
 return id
 """
 )
 
+DEFAULT_IDLE_EXPIRY = timedelta(days=7)
+"""How long a stream lives after its last append (``--stream-idle-expiry``): a weekly job's
+stream outlives the week between its entries."""
 UNKNOWN_ENTRY = "(id unknown: the reply was lost)"
 _ENTRY_MEMORY = 1024
 """Entry ids kept per job between the claim and the run that reports them."""
@@ -120,8 +129,8 @@ def payload_json(payload: Mapping[str, Any] | None) -> str:
 class _Request(pipelines.Request["str | None"]):
     stream: str
     arguments: list[str | int]
-    """The script's ARGV: holder, TTL in ms, MAXLEN, the slot in Unix ms, then the entry's
-    fields."""
+    """The script's ARGV: holder, TTL in ms, MAXLEN, the slot in Unix ms, the stream's idle
+    expiry in ms, then the entry's fields."""
     run: bool
 
 
@@ -134,11 +143,13 @@ class StreamClaims(pipelines.PipelinedClaims[_Request]):
         *,
         owns_client: bool = True,
         acknowledgement: replication.Acknowledgement = replication.NO_WAIT,
+        idle_expiry: timedelta = DEFAULT_IDLE_EXPIRY,
     ) -> None:
         """Use ``connection``'s client: this object's own (``close()`` closes it), or with
         ``owns_client`` false one the replica shares with its slot lock and run leases.
         ``acknowledgement``: the replicas a claim (and its entry) waits for
-        (``redis_io.pipelines``)."""
+        (``redis_io.pipelines``). ``idle_expiry``: each append sets the stream to expire that
+        long after it (zero: never)."""
         super().__init__(
             connection.client,
             description=connection.description,
@@ -150,6 +161,7 @@ class StreamClaims(pipelines.PipelinedClaims[_Request]):
             fails_over=connection.fails_over,
         )
         self._warming: asyncio.Task[None] | None = None
+        self._idle_expiry_ms = idle_expiry // timedelta(milliseconds=1)
 
     @classmethod
     def from_url(cls, url: str) -> Self:
@@ -183,6 +195,7 @@ class StreamClaims(pipelines.PipelinedClaims[_Request]):
             ttl_ms,
             max_len,
             lock_memory.slot_millis(claim.slot),
+            self._idle_expiry_ms,
         ]
         for name, value in fields.items():
             arguments += [name, value]

@@ -45,6 +45,8 @@ class ScriptedRedis:
     def __init__(self, *, loaded: bool = True, drop: tuple[int, ...] = ()) -> None:
         self.keys: dict[str, bytes] = {}
         self.entries: list[tuple[bytes, list[str | int]]] = []
+        self.idle_expiries: list[str | int] = []
+        """The idle expiry in ms each append set on the stream."""
         self.loaded = loaded
         self.drop = drop
         self.round_trips: list[list[str]] = []
@@ -77,7 +79,8 @@ class ScriptedRedis:
             return None
         self.keys[key] = str(arguments[0]).encode()
         entry = f"1796002200000-{next(self._ids)}".encode()
-        self.entries.append((entry, arguments[4:]))
+        self.entries.append((entry, arguments[5:]))
+        self.idle_expiries.append(arguments[4])
         return entry
 
     def set(self, key: str, holder: bytes) -> object:
@@ -140,6 +143,14 @@ class TestClaimsDueTogetherGoInOneRoundTrip:
 
         assert client.round_trips == [["EVALSHA"]]
         assert len(client.entries) == 1
+
+    async def test_each_append_sets_the_streams_idle_expiry_in_the_same_script(
+        self, client: ScriptedRedis, claims: queue_stream.StreamClaims
+    ) -> None:
+        assert await lock_on(claims).claim(claim_of(SLOT))
+
+        assert client.round_trips == [["EVALSHA"]]
+        assert client.idle_expiries == [7 * 24 * 3_600_000]
 
     async def test_claims_made_together_are_claimed_and_enqueued_in_one_round_trip(
         self, client: ScriptedRedis, claims: queue_stream.StreamClaims
