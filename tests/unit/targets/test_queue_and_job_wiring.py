@@ -229,7 +229,6 @@ class TestTheQueueTarget:
                 "10 entries of 190 bytes",
                 id="payload-in-utf-8",
             ),
-            pytest.param({}, 1_819_999, "10000 entries of 182 bytes", id="unset-max-len"),
         ],
     )
     async def test_a_stream_above_the_bytes_allowed_is_not_scheduled(
@@ -246,6 +245,27 @@ class TestTheQueueTarget:
         assert str(raised.value).startswith(f"spec.target.queue.maxLen: {measured} each")
         assert "spec.target.queue.payload" in str(raised.value)
         assert f"limit of {limit} per stream (--max-stream-bytes)" in str(raised.value)
+
+    @pytest.mark.parametrize(
+        ("queue", "limit", "max_len"),
+        [
+            pytest.param({}, 1_820_000, 10_000, id="the-default-fits"),
+            pytest.param({}, 1_819_999, 9_999, id="one-entry-fewer"),
+            pytest.param({"payload": {"a": "é"}}, 1_900, 10, id="a-larger-payload-fewer"),
+            pytest.param({}, 100, 1, id="never-below-one-entry"),
+        ],
+    )
+    async def test_an_unset_max_len_is_cut_to_the_bytes_allowed(
+        self,
+        wiring: Callable[..., kinds.Targets],
+        queue: dict[str, Any],
+        limit: int,
+        max_len: int,
+    ) -> None:
+        wired = await wire_queue(wiring, {"stream": "s", **queue}, max_stream_bytes=limit)
+
+        assert isinstance(wired.lock, queue_stream.StreamLock)
+        assert wired.lock.max_len == max_len
 
     async def test_the_executor_reports_the_entry_its_claim_appended(self) -> None:
         class Entries:

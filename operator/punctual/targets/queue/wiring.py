@@ -2,13 +2,13 @@
 slots.
 
 A stream is the job's namespace's (``redis_io.namespace_keys.stream_key``), and it is always
-bounded: ``maxLen`` unset is ``queue_models.DEFAULT_STREAM_MAX_LEN`` (or the operator's limit, if
-lower), and a ``maxLen`` above the limit (``--queue-max-len``) is not scheduled; nor is a job
-whose ``maxLen`` entries, each measured as written (``stream.entry_bytes``), would take more than
-``--max-stream-bytes``: entries alone cannot bound the memory of a Redis every tenant shares,
-when each may carry a payload of ``--max-queue-payload-bytes``. A task of
-every other format (``task_models.TASK_FORMATS``) goes to the tenant's broker (``brokerFrom``),
-claimed by the operator's slot lock.
+bounded, by entries and by bytes, each entry measured as written (``stream.entry_bytes``):
+entries alone cannot bound the memory of a Redis every tenant shares, when each may carry a
+payload of ``--max-queue-payload-bytes``. ``maxLen`` unset is
+``queue_models.DEFAULT_STREAM_MAX_LEN``, cut to the operator's limit (``--queue-max-len``) and to
+as many entries as ``--max-stream-bytes`` holds; a ``maxLen`` the spec sets past either limit is
+not scheduled. A task of every other format (``task_models.TASK_FORMATS``) goes to the tenant's
+broker (``brokerFrom``), claimed by the operator's slot lock.
 """
 
 from datetime import datetime
@@ -113,27 +113,35 @@ class QueueTargets:
         )
 
     def _bounded_max_len(self, job: slots.JobRef, target: queue_models.QueueTarget) -> int:
-        """The job's effective ``maxLen``, once within both the entries and the bytes allowed."""
+        """The job's effective ``maxLen``, within both the entries and the bytes allowed. An
+        unset ``maxLen`` is the default cut to what the bytes allow, so a large payload shortens
+        the stream instead of refusing a job that never asked for a length; a ``maxLen`` the
+        spec sets is the tenant's promise, and one past either limit is refused."""
+        entry = stream.entry_bytes(job, payload=stream.payload_json(target.payload))
         if target.max_len is None:
-            max_len = min(queue_models.DEFAULT_STREAM_MAX_LEN, self._max_len_limit)
-        elif target.max_len > self._max_len_limit:
+            return max(
+                1,
+                min(
+                    queue_models.DEFAULT_STREAM_MAX_LEN,
+                    self._max_len_limit,
+                    self._max_stream_bytes // entry,
+                ),
+            )
+        if target.max_len > self._max_len_limit:
             raise errors.TargetUnavailableError(
                 errors.MAX_LEN_ABOVE_LIMIT,
                 f"spec.target.queue.maxLen: {target.max_len} is above this operator's limit "
                 f"of {self._max_len_limit} entries per stream (--queue-max-len)",
             )
-        else:
-            max_len = target.max_len
-        entry = stream.entry_bytes(job, payload=stream.payload_json(target.payload))
-        if max_len * entry > self._max_stream_bytes:
+        if target.max_len * entry > self._max_stream_bytes:
             raise errors.TargetUnavailableError(
                 errors.STREAM_BYTES_ABOVE_LIMIT,
-                f"spec.target.queue.maxLen: {max_len} entries of {entry} bytes each (the "
-                f"envelope and spec.target.queue.payload) is {max_len * entry} bytes, above this "
-                f"operator's limit of {self._max_stream_bytes} per stream (--max-stream-bytes): "
-                "lower maxLen or the payload",
+                f"spec.target.queue.maxLen: {target.max_len} entries of {entry} bytes each (the "
+                f"envelope and spec.target.queue.payload) is {target.max_len * entry} bytes, "
+                f"above this operator's limit of {self._max_stream_bytes} per stream "
+                "(--max-stream-bytes): lower maxLen or the payload, or leave maxLen unset",
             )
-        return max_len
+        return target.max_len
 
 
 def _message_builder(target: queue_models.QueueTarget) -> tuple[executor.MessageBuilder, str]:
