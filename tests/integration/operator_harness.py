@@ -141,6 +141,27 @@ class Call:
         return (self.arrived - self.scheduled_time) / timedelta(milliseconds=1)
 
 
+def assert_called_every_second(calls: Sequence[Call], *, start: datetime, end: datetime) -> None:
+    """Every slot of an ``every: 1s`` job in ``(start, end]`` was called, but for one at either
+    edge, which may have been called just outside the window."""
+    slots = every_slots(start, end, timedelta(seconds=1))
+    called = {call.slot for call in calls}
+    missing = [slot for slot in slots if slot not in called]
+    assert [fmt(slot) for slot in missing if slot not in (slots[0], slots[-1])] == []
+    assert len(missing) <= 1, [fmt(slot) for slot in missing]
+
+
+def assert_on_time(calls: Sequence[Call], *, within_ms: float) -> None:
+    """At least one call, and every call arrived within ``within_ms`` of its scheduled time."""
+    late = [
+        (fmt(call.slot), round(call.lateness_ms))
+        for call in calls
+        if not 0 <= call.lateness_ms < within_ms
+    ]
+    assert calls != []
+    assert late == []
+
+
 class Receiver(http_targets.LocalHttpTarget):
     """Records every call and answers a status chosen per path (default 204)."""
 
