@@ -170,22 +170,29 @@ class TestTheQueueTarget:
         )
 
     @pytest.mark.parametrize(
-        ("queue", "limit", "max_len"),
+        ("queue", "limits", "max_len"),
         [
-            pytest.param({}, 100_000, 10_000, id="unset-is-the-default"),
-            pytest.param({}, 500, 500, id="unset-is-the-limit-when-lower"),
-            pytest.param({"maxLen": 10}, 100_000, 10, id="as-asked"),
-            pytest.param({"maxLen": 500}, 500, 500, id="as-asked-at-the-limit"),
+            pytest.param({}, {}, 10_000, id="unset-is-the-default"),
+            pytest.param({}, {"queue_max_len": 500}, 500, id="unset-is-the-limit-when-lower"),
+            pytest.param({"maxLen": 10}, {}, 10, id="as-asked"),
+            pytest.param({"maxLen": 500}, {"queue_max_len": 500}, 500, id="as-asked-at-the-limit"),
+            # One entry of JOB_REF is 182 bytes as written with an empty payload.
+            pytest.param({}, {"max_stream_bytes": 1_820_000}, 10_000, id="unset-fits-the-bytes"),
+            pytest.param({}, {"max_stream_bytes": 1_819_999}, 9_999, id="unset-cut-to-the-bytes"),
+            pytest.param(
+                {"payload": {"a": "é"}}, {"max_stream_bytes": 1_900}, 10, id="larger-payload-fewer"
+            ),
+            pytest.param({}, {"max_stream_bytes": 100}, 1, id="unset-never-below-one-entry"),
         ],
     )
     async def test_its_stream_is_always_bounded(
         self,
         wiring: Callable[..., kinds.Targets],
         queue: dict[str, Any],
-        limit: int,
+        limits: dict[str, int],
         max_len: int,
     ) -> None:
-        wired = await wire_queue(wiring, {"stream": "s", **queue}, queue_max_len=limit)
+        wired = await wire_queue(wiring, {"stream": "s", **queue}, **limits)
 
         assert isinstance(wired.lock, queue_stream.StreamLock)
         assert wired.lock.max_len == max_len
@@ -208,7 +215,6 @@ class TestTheQueueTarget:
             pytest.param({"maxLen": 10}, 1_821, id="below-the-limit"),
             pytest.param({"maxLen": 10}, 1_820, id="at-the-limit"),
             pytest.param({"maxLen": 10, "payload": {"a": "é"}}, 1_900, id="payload-in-utf-8"),
-            pytest.param({}, 1_820_000, id="unset-max-len-at-the-limit"),
         ],
     )
     async def test_its_stream_within_the_bytes_allowed_is_scheduled(
@@ -245,27 +251,6 @@ class TestTheQueueTarget:
         assert str(raised.value).startswith(f"spec.target.queue.maxLen: {measured} each")
         assert "spec.target.queue.payload" in str(raised.value)
         assert f"limit of {limit} per stream (--max-stream-bytes)" in str(raised.value)
-
-    @pytest.mark.parametrize(
-        ("queue", "limit", "max_len"),
-        [
-            pytest.param({}, 1_820_000, 10_000, id="the-default-fits"),
-            pytest.param({}, 1_819_999, 9_999, id="one-entry-fewer"),
-            pytest.param({"payload": {"a": "é"}}, 1_900, 10, id="a-larger-payload-fewer"),
-            pytest.param({}, 100, 1, id="never-below-one-entry"),
-        ],
-    )
-    async def test_an_unset_max_len_is_cut_to_the_bytes_allowed(
-        self,
-        wiring: Callable[..., kinds.Targets],
-        queue: dict[str, Any],
-        limit: int,
-        max_len: int,
-    ) -> None:
-        wired = await wire_queue(wiring, {"stream": "s", **queue}, max_stream_bytes=limit)
-
-        assert isinstance(wired.lock, queue_stream.StreamLock)
-        assert wired.lock.max_len == max_len
 
     async def test_the_executor_reports_the_entry_its_claim_appended(self) -> None:
         class Entries:
