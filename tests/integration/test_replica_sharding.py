@@ -46,8 +46,7 @@ pytestmark = pytest.mark.usefixtures("scheduled_job_crd")
 
 EVERY = timedelta(seconds=1)
 BACKUP_DELAY_MS = 250.0
-LEASE_SECONDS = 6.0
-"""The membership Lease's duration (``kube.membership.DURATION``)."""
+LEASE_SECONDS = membership.DURATION.total_seconds()
 MEMBERS = ("r1", "r2", "r3")
 
 

@@ -33,8 +33,15 @@ logger = logging.getLogger(__name__)
 
 LABEL = "punctual.dev/membership"
 
-DURATION = timedelta(seconds=6)
+DURATION = timedelta(seconds=15)
+"""How long a Lease not renewed is still taken for live (client-go's leader election default):
+a replica busy re-arming its share after the fleet changed, or behind a slow API server, misses
+renewals for seconds, and one taken for gone moves thousands of jobs, which stalls every replica
+again. A killed replica's jobs wait this long for a new owner, and their backups run their slots
+meanwhile, so a long duration costs a backup's delay on those slots, never a slot."""
 RENEW = timedelta(seconds=2)
+"""How often a Lease is renewed, counted from the start of the previous renewal: a slow one does
+not push the next one later."""
 SWEEP = timedelta(milliseconds=250)
 """How often Leases are checked for expiry between watch events."""
 LATE_SWEEP = 2 * SWEEP
@@ -220,8 +227,11 @@ class Membership:
             return
 
     async def _renewing(self) -> None:
+        loop = asyncio.get_running_loop()
+        due = loop.time()
         while not self._left:
-            await asyncio.sleep(self._renew.total_seconds())
+            due = max(due + self._renew.total_seconds(), loop.time())
+            await asyncio.sleep(due - loop.time())
             try:
                 await self._renew_once()
             except (ApiException, aiohttp.ClientError, OSError, TimeoutError) as error:

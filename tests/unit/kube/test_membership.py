@@ -4,8 +4,11 @@ an error that says what to grant, never a traceback of the API's answer; after a
 replica, no Lease is taken for expired before the renewals received meanwhile are read."""
 
 import asyncio
+import contextlib
 import dataclasses
+import itertools
 import time
+import types
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -188,3 +191,50 @@ class TestAfterAStallOfThisReplica:
         sweeping.cancel()
 
         assert changes == [frozenset({"r1", "r2"})]
+
+
+class RenewalsTaking:
+    """The API server's Leases, each replacement answered ``took`` seconds after it was sent;
+    the loop time each was sent at."""
+
+    def __init__(self, took: float) -> None:
+        self.took = took
+        self.sent: list[float] = []
+
+    async def replace_namespaced_lease(
+        self, name: str, namespace: str, body: Any, **_: object
+    ) -> Any:
+        self.sent.append(asyncio.get_running_loop().time())
+        await asyncio.sleep(self.took)
+        return types.SimpleNamespace(metadata=types.SimpleNamespace(resource_version="8"))
+
+
+@pytest.mark.looptime(start=time.monotonic, noop_cycles=1)
+class TestRenewals:
+    """A renewal that the API server answers slowly must not push the next one later: the
+    others take a Lease for gone by when they last saw it renewed."""
+
+    @pytest.mark.parametrize(
+        "took",
+        [
+            pytest.param(0.0, id="answered-at-once"),
+            pytest.param(1.5, id="answered-slowly-within-renew"),
+            pytest.param(3.0, id="answered-slower-than-renew-the-next-at-once"),
+        ],
+    )
+    async def test_start_a_renew_apart_or_at_once_after_a_slower_one(
+        self, api: client.ApiClient, took: float
+    ) -> None:
+        apart = max(took, membership.RENEW.total_seconds())
+        replica = member_of(api, FakeLeases())
+        leases = RenewalsTaking(took)
+        replica._leases = leases
+        replica._version = "7"
+        renewing = asyncio.create_task(replica._renewing())
+        await asyncio.sleep(10 * apart + 0.5)
+        renewing.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await renewing
+
+        gaps = {round(later - earlier, 3) for earlier, later in itertools.pairwise(leases.sent)}
+        assert gaps == {apart}
