@@ -193,6 +193,14 @@ class Connection(asyncio.Protocol):
         self._transport.write(payload)
         return self._answer
 
+    def abandon(self, answer: "asyncio.Future[Answer]") -> None:
+        """The caller of ``answer`` gave up on it (its run's timeout): close the connection if it
+        is still on that call, whose state is unknown. A connection done with that call is left
+        alone: it may be idle or carrying another call by then, and closing it would abort that
+        call, which would then be sent again (the target would see it twice)."""
+        if self._answer is answer:
+            self.close()
+
     def close(self) -> None:
         """Close at once (a connection this client gives up on has nothing worth flushing)."""
         if not self.closed:

@@ -30,7 +30,9 @@ their bodies within bounds; this module keeps the connections:
   must not change what the next run sends), proxies, compression (the body is never read),
   pipelining, HTTP/2.
 
-Cancelling a call (the run's timeout) closes its connection: it is in an unknown state.
+Cancelling a call (the run's timeout) closes its connection if the connection is still on that
+call: it is in an unknown state. One whose answer came in before the cancel is left to the next
+call it may already carry.
 ``close()`` closes every connection, busy, draining or idle.
 """
 
@@ -213,7 +215,7 @@ class HttpConnections:
         try:
             return await answer
         except asyncio.CancelledError:
-            connection.close()  # cancelled mid-call: the connection is in an unknown state
+            connection.abandon(answer)
             raise
 
     def _reuse(self, pool: _Pool) -> http_connection.Connection | None:

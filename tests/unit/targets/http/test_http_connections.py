@@ -149,6 +149,39 @@ class TestAConnectionIsClosed:
 
         assert server.connections == 2
 
+    async def test_not_when_its_call_is_cancelled_after_the_connection_took_another(
+        self, serve: Serve
+    ) -> None:
+        # A run's timeout can cancel a call whose answer is in, before the call resumes. By then
+        # its connection is idle again and a waiting call may have sent its request on it:
+        # closing it there would abort that call, which is then sent again on a new connection,
+        # and the target sees it twice.
+        server = await serve(Server([NO_CONTENT]))
+        server.hold = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        async with HttpConnections(limit_per_origin=2) as connections:
+            answered = [
+                asyncio.create_task(connections.request(server.origin, REQUEST, namespace=TENANT))
+                for _ in range(2)
+            ]
+            async with asyncio.timeout(10), server.arrived:
+                await server.arrived.wait_for(lambda: server.in_flight == 2)
+            waiting = asyncio.create_task(
+                connections.request(server.origin, REQUEST, namespace=TENANT)
+            )
+            await asyncio.sleep(0)  # it waits for a place
+            server.hold.set()
+            await asyncio.sleep(0)  # the server writes both answers
+            # A timer due now runs after the loop's next reads: both answers are in, both
+            # connections idle, and neither call has resumed yet.
+            loop.call_later(0, lambda: [call.cancel() for call in answered])
+            answer = await waiting
+            await asyncio.gather(*answered, return_exceptions=True)
+
+        assert answer == Answer(204, "No Content")
+        assert server.requests == 3
+        assert server.connections == 2
+
 
 class TestAConnectionTheServerClosed:
     async def test_while_idle_is_not_reused(
