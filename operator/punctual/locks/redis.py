@@ -156,6 +156,7 @@ class RedisLock(pipelines.PipelinedClaims[_Claim]):
             answer=asyncio.get_running_loop().create_future(),
             ttl_ms=replication.ttl_millis(claim.ttl),
             slot_ms=lock_memory.slot_millis(claim.slot),
+            run=claim.run,
         )
         if claim.backup is not None and self._scope is not None:
             request.channel = claim_notices.channel(self._scope, claim.backup)

@@ -5,7 +5,9 @@ One round trip is in flight at a time; a claim made while it is on the wire ride
 one. A lone claim costs one command as it would alone; at hundreds of claims a second (or a
 burst on one instant) the driver's per-command costs (a pooled connection, a timeout, a task
 switch each) are paid once per round trip, and the batch grows with the load instead of the
-lateness.
+lateness. Claims a run waits on go out before claims made only to count a slot missed
+(``Waiting``): a replica that fell behind claims thousands of given-up slots at once, and a
+run's claim queued behind them would be answered too late for it to run, missed in turn.
 
 Whatever goes wrong fails closed: a claim that cannot be answered raises
 ``LockUnavailableError`` and nobody runs the slot on this replica's word. A round trip that lost
@@ -67,9 +69,46 @@ class Request(Generic[_Answer]):
     doubt_until: float | None = field(default=None)
     """The event loop's time after which a claim in doubt fails closed; ``None``: not in
     doubt."""
+    run: bool = field(default=True)
+    """Whether a run waits on the answer (``records.Claim.run``); False: the claim only counts
+    its slot missed, once across replicas."""
 
 
 _Request = TypeVar("_Request", bound=Request[Any])
+
+
+class Waiting(Generic[_Request]):
+    """The claims waiting for a round trip, in two lines: those a run waits on, taken first,
+    then those made only to count a slot missed. Within each line, first come first sent."""
+
+    def __init__(self) -> None:
+        self._to_run: collections.deque[_Request] = collections.deque()
+        self._to_count: collections.deque[_Request] = collections.deque()
+
+    def __len__(self) -> int:
+        return len(self._to_run) + len(self._to_count)
+
+    def _line(self, request: _Request) -> "collections.deque[_Request]":
+        return self._to_run if request.run else self._to_count
+
+    def append(self, request: _Request) -> None:
+        self._line(request).append(request)
+
+    def put_back(self, requests: list[_Request]) -> None:
+        """``requests`` (in the order they went) go out first in their lines next time."""
+        for request in reversed(requests):
+            self._line(request).appendleft(request)
+
+    def take(self, most: int) -> list[_Request]:
+        """Up to ``most`` claims for the next round trip, those to run first."""
+        batch: list[_Request] = []
+        for line in (self._to_run, self._to_count):
+            while line and len(batch) < most:
+                batch.append(line.popleft())
+        return batch
+
+    def take_all(self) -> list[_Request]:
+        return self.take(len(self))
 
 
 class PipelinedClaims(abc.ABC, Generic[_Request]):
@@ -103,7 +142,7 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
         self._description = description
         self._password = password
         self._name = name
-        self._queue: collections.deque[_Request] = collections.deque()
+        self._queue: Waiting[_Request] = Waiting()
         self._sender: asyncio.Task[None] | None = None
         self._acknowledgement = acknowledgement
         self._fails_over = fails_over
@@ -139,8 +178,7 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
             handle.cancel()
         self._refuse([request for _, request in self._in_doubt.values()], closed)
         self._in_doubt.clear()
-        self._refuse(list(self._queue), closed)
-        self._queue.clear()
+        self._refuse(self._queue.take_all(), closed)
         if self._owns_client:
             await self._client.aclose()
 
@@ -250,7 +288,7 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
     async def _send(self) -> None:
         """Round trips until no claim waits (claims made meanwhile ride in the next one)."""
         while self._queue:
-            batch = [self._queue.popleft() for _ in range(min(MAX_BATCH, len(self._queue)))]
+            batch = self._queue.take(MAX_BATCH)
             try:
                 # A claim whose caller was cancelled needs no answer.
                 await self._round_trip([r for r in batch if not r.answer.done()])
@@ -302,18 +340,20 @@ class PipelinedClaims(abc.ABC, Generic[_Request]):
             self._acknowledged = True
         if again:
             await self._before_sending_again()
-            self._queue.extendleft(reversed(again))
+            self._queue.put_back(again)
 
     def _retry(self, batch: list[_Request], error: redis.exceptions.RedisError) -> None:
         """Once more, first in the next round trip; a second failure fails the claim closed,
         or behind Sentinel is a failover under way, checked again until it ends (``_refuse``)."""
-        for request in reversed(batch):
+        again = []
+        for request in batch:
             if request.failure is not None:
                 self._refuse([request], error)
                 continue
             request.failure = error
             logger.debug("claim of %s failed once: %s", request.slot_id, self._scrub(str(error)))
-            self._queue.appendleft(request)
+            again.append(request)
+        self._queue.put_back(again)
 
     @staticmethod
     def _answer(request: Request[_Answer], answer: _Answer) -> None:

@@ -5,6 +5,7 @@ a read-only replica, errors whose text carries the password, claims no replica a
 """
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -247,6 +248,40 @@ class TestClaimsMadeDuringARoundTripRideInTheNext:
 
         outcomes = await asyncio.gather(*claims, return_exceptions=True)
         assert all(isinstance(outcome, protocols.LockUnavailableError) for outcome in outcomes)
+
+
+def counting_claim_of(slot: datetime) -> records.Claim:
+    """A claim made only to count ``slot`` missed: nothing runs on it."""
+    return dataclasses.replace(claim_of(slot), purpose=records.CountedMissed())
+
+
+BEHIND = [SLOT - timedelta(seconds=n) for n in range(3 * pipelines.MAX_BATCH, 0, -1)]
+"""A replica that fell behind: three round trips' worth of slots given up, to count."""
+
+
+class TestAClaimToRunGoesBeforeClaimsThatOnlyCount:
+    async def test_it_rides_in_the_next_round_trip_ahead_of_a_backlog(self) -> None:
+        client = ScriptedRedis(*[set_nx] * (len(BEHIND) + 1))
+        lock = lock_on(client)
+        counting = [asyncio.ensure_future(lock.claim(counting_claim_of(slot))) for slot in BEHIND]
+        await asyncio.sleep(0)  # the backlog's first round trip is on the wire
+        to_run = asyncio.ensure_future(lock.claim(CLAIM))
+
+        assert await to_run
+        assert client.round_trips[:2] == [pipelines.MAX_BATCH, pipelines.MAX_BATCH]
+        assert client.sets[pipelines.MAX_BATCH][0] == slot_keys.slot_key(CLAIM.slot_id)
+        assert all(await asyncio.gather(*counting))
+
+    async def test_claims_that_only_count_keep_their_order(self) -> None:
+        client = ScriptedRedis(*[set_nx] * (len(BEHIND) + 1))
+        lock = lock_on(client)
+
+        await asyncio.gather(
+            *(lock.claim(counting_claim_of(slot)) for slot in BEHIND), lock.claim(CLAIM)
+        )
+
+        counted = [key for key, _, _ in client.sets[1:]]
+        assert counted == [slot_keys.slot_key(slots.slot_id(JOB, slot)) for slot in BEHIND]
 
 
 class TestALostReplyIsRecoveredOnce:

@@ -131,7 +131,6 @@ class _Request(pipelines.Request["str | None"]):
     arguments: list[str | int]
     """The script's ARGV: holder, TTL in ms, MAXLEN, the slot in Unix ms, the stream's idle
     expiry in ms, then the entry's fields."""
-    run: bool
 
 
 class StreamClaims(pipelines.PipelinedClaims[_Request]):

@@ -189,7 +189,7 @@ class TestClaimsDueTogetherGoInOneRoundTrip:
         assert lock.take_entry(second.slot_id) is None
         assert lock.take_entry(third.slot_id) == "1796002200000-2"
 
-    async def test_a_slot_claimed_only_to_count_it_missed_is_a_plain_set_beside_the_others(
+    async def test_a_slot_claimed_only_to_count_it_missed_is_a_plain_set_after_the_claims_to_run(
         self, client: ScriptedRedis, claims: queue_stream.StreamClaims
     ) -> None:
         lock = lock_on(claims)
@@ -199,7 +199,7 @@ class TestClaimsDueTogetherGoInOneRoundTrip:
         )
 
         assert won == [True, True]
-        assert client.round_trips == [["SET", "EVALSHA"]]
+        assert client.round_trips == [["EVALSHA", "SET"]]
         assert len(client.entries) == 1
 
 
