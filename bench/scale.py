@@ -20,8 +20,10 @@ control plane of its own (``LocalCluster``) and a ``LocalRedis``, and goes throu
    the harness had to SIGKILL it after 20 s), start again; seconds until
    ``punctual_scheduled_jobs`` reaches N and until every object has a nextRunTime other than
    the one it had when the operator stopped.
-6. ``replicas``: ``--replicas`` replicas for ``--minutes``: claims per second, lost claims, claim
-   errors, duplicates (slot ids received twice: must be 0), misses, lateness. Every window's row
+6. ``replicas``: the other replicas start; once each has armed its share and every replica
+   sees all of them (``reconverged_s``: from their start), ``--replicas`` replicas for
+   ``--minutes``: claims per second, lost claims, claim errors, duplicates (slot ids received
+   twice: must be 0), misses, lateness. Every window's row
    (``steady``: one replica; ``replicas``: all of them) has ``fleet_cpu_s_per_1k_runs`` (CPU
    seconds of every replica per 1,000 runs) and ``claims_per_run`` (claims of every replica,
    won or lost, per run).
@@ -535,7 +537,13 @@ class Bench:
         )
 
     def measure(
-        self, scale: Scale, operators: Operators, running: Sequence[str], phase: str
+        self,
+        scale: Scale,
+        operators: Operators,
+        running: Sequence[str],
+        phase: str,
+        *,
+        extra: Mapping[str, Any] | None = None,
     ) -> None:
         settle = self.arguments.settle
         say(f"{phase}: {len(running)} replica(s), settling {settle:.0f}s")
@@ -553,13 +561,15 @@ class Bench:
             if call.scheduled_ns <= after.wall * 1e9
         ]
         expected = self.expected_every(scale, before.wall + 0.5, after.wall - 1.0)
-        self.figures(scale, phase, before, after, calls=calls, expected=expected)
+        self.figures(scale, phase, before, after, calls=calls, expected=expected, extra=extra)
 
     def profile(self, scale: Scale, operators: Operators, when: str) -> None:
         """py-spy on r1 for ``--profile-seconds`` when ``--profile-at`` is ``when``.
 
         At ``start`` it samples in the background from the process's start (arming the jobs,
-        then running them); at ``steady`` it samples after the steady window, in the foreground.
+        then running them); at ``replicas`` from the others' start (r1 letting their shares go,
+        then running its own); at ``steady`` it samples after the steady window, in the
+        foreground.
         """
         seconds = self.arguments.profile_seconds
         if not seconds or self.arguments.profile_at != when:
@@ -586,7 +596,7 @@ class Bench:
                 (self.results / f"profile-{scale.jobs_count}-{when}-top.txt").write_text(summary)
                 print(summary, flush=True)
 
-        if when == "start":
+        if when in ("start", "replicas"):
             self._pending_profile = summarize
         else:
             summarize()
@@ -602,14 +612,24 @@ class Bench:
 
     def replicas(self, scale: Scale, operators: Operators) -> list[str]:
         running = ["r1"]
+        joining = time.time()
         for replica_id in operators.replica_ids[1:]:
             operators.start(replica_id, wait=False)
             running.append(replica_id)
+        self.profile(scale, operators, "replicas")
         held = self.held(scale, running)
         for replica_id in running[1:]:
             armed = self.wait_armed(operators, replica_id, held[replica_id])
             say(f"  {replica_id}: its {held[replica_id]} jobs armed {armed:.1f}s after its start")
-        self.measure(scale, operators, running, "replicas")
+        # Joined replicas are not a fleet until each sees the others: the window measures the
+        # fleet, what joining cost is the wait (and the misses in the calls before it).
+        self.wait_members(operators, running)
+        agreed = time.time() - joining
+        say(f"  members agreed {agreed:.1f}s after the others started")
+        self.measure(
+            scale, operators, running, "replicas", extra={"reconverged_s": round(agreed, 1)}
+        )
+        self._pending_profile()
         return running
 
     def held(self, scale: Scale, members: Sequence[str]) -> dict[str, int]:
@@ -693,18 +713,28 @@ class Bench:
         ]
 
     def wait_members(self, operators: Operators, members: Sequence[str]) -> float:
-        """Seconds (from the call) until each of ``members`` logs exactly ``members``."""
+        """Seconds (from the call) until each of ``members`` logs exactly ``members``. Each log
+        is read on from where the previous look stopped: a replica's log grows by a line a run,
+        hundreds of megabytes in a long run."""
         started = time.time()
-        wanted = "members: " + ", ".join(sorted(members))
+        wanted = ("members: " + ", ".join(sorted(members))).encode()
+        read = dict.fromkeys(members, 0)
+        last: dict[str, bytes] = {}
         pending = set(members)
         while pending and time.time() - started < 60:
             for replica in list(pending):
-                lines = [
-                    line
-                    for line in operators[replica].log().splitlines()
-                    if "punctual.kube.membership: members: " in line
-                ]
-                if lines and lines[-1].endswith(wanted):
+                path = operators[replica].log_path
+                if not path.exists():
+                    continue
+                with path.open("rb") as log:
+                    log.seek(read[replica])
+                    chunk = log.read()
+                whole = chunk.rfind(b"\n") + 1
+                read[replica] += whole
+                for line in chunk[:whole].splitlines():
+                    if b"punctual.kube.membership: members: " in line:
+                        last[replica] = line
+                if last.get(replica, b"").endswith(wanted):
                     pending.discard(replica)
             time.sleep(0.05)
         return time.time() - started
@@ -1061,9 +1091,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--profile-at",
-        choices=["start", "steady"],
+        choices=["start", "steady", "replicas"],
         default="steady",
-        help="from r1's start (arming, then running), or after the steady window",
+        help="from r1's start (arming, then running), after the steady window, or from the "
+        "other replicas' start",
     )
     parser.add_argument("--results", type=Path, default=REPO / "results" / "scale")
     return parser
