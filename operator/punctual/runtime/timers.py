@@ -12,14 +12,17 @@ with a turn of the event loop in between. What a waiter does next (a slot's clai
 queues behind the work of those woken before it: one tenant's thousand jobs due at the same
 instant as another's twenty (``every`` slots are aligned to the epoch) must neither go first
 nor be started all at once, their claims and runs filling the loop's queue ahead of the
-other's.
+other's. When waiters of several namespaces are due at once, the first round ends where only
+the largest namespace has waiters left, and its rest waits ``HEAD_START``: the smaller
+namespaces' claims, their answers and their runs take several turns of the loop each, and a
+round of the larger one's woken between those turns would put its work ahead of theirs again.
 """
 
 import asyncio
 import heapq
 import itertools
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 
 from punctual.contracts import protocols
@@ -28,6 +31,11 @@ from punctual.scheduling import turns
 WAKE_ROUND = 100
 """Waiters woken in one turn of the event loop at most: the first round's claims go out, and
 their answers come back, before the rest of a burst is started."""
+
+HEAD_START = timedelta(milliseconds=20)
+"""How long the rest of the largest namespace's waiters due at once wait after the first round
+took the other namespaces' waiters: enough for those to claim and start their runs on a busy
+replica, little against the spread of a burst big enough to be split."""
 
 
 class WallTimer:
@@ -83,20 +91,37 @@ class WallTimer:
             _, _, namespace, waiter = heapq.heappop(self._waiters)
             self._due.setdefault(namespace, deque()).append(waiter)
         if self._due and self._releasing is None:  # else the round on its way takes them in turn
-            self._release()
+            self._release(first=True)
         self._rearm()
 
-    def _release(self) -> None:
-        """Wake a round of the waiters due, in turns; the rest at the loop's next turn."""
+    def _release(self, *, first: bool = False) -> None:
+        """Wake a round of the waiters due, in turns; the rest at the loop's next turn, or after
+        ``HEAD_START`` when this first round took every namespace's waiters but the largest's."""
         self._releasing = None
+        split = first and len(self._due) > 1
+        limit = WAKE_ROUND
+        if split:
+            limit = min(limit, _until_one_namespace_is_left(self._due.values()))
         for waiter in self._turns.take(
             {namespace: _taking(waiters) for namespace, waiters in self._due.items()},
-            limit=WAKE_ROUND,
+            limit=limit,
         ):
             waiter.set_result(None)
         self._due = {namespace: waiters for namespace, waiters in self._due.items() if waiters}
-        if self._due:
-            self._releasing = asyncio.get_running_loop().call_soon(self._release)
+        if not self._due:
+            return
+        loop = asyncio.get_running_loop()
+        if split and len(self._due) == 1:
+            self._releasing = loop.call_later(HEAD_START.total_seconds(), self._release)
+        else:
+            self._releasing = loop.call_soon(self._release)
+
+
+def _until_one_namespace_is_left(due: Iterable[deque[asyncio.Future[None]]]) -> int:
+    """How many waiters turns take before only the namespace with the most is left: each
+    namespace's all, but the largest's only as many as the next largest has."""
+    sizes = sorted(len(waiters) for waiters in due)
+    return sum(sizes[:-1]) + sizes[-2]
 
 
 def _taking(waiters: deque[asyncio.Future[None]]) -> Iterator[asyncio.Future[None]]:

@@ -10,6 +10,7 @@ from runtime_doubles import BASE, LOOPTIME, SECOND, FakeWall, Target, at, every
 
 from punctual.contracts import records
 from punctual.runtime.supervisor import Supervisor
+from punctual.runtime.timers import HEAD_START
 from punctual.scheduling import slots
 from punctual.stores.memory import MemoryStore
 
@@ -63,3 +64,21 @@ class TestAThousandJobsOfOneTenantDueWithAnothersJob:
         assert len(claimed) == len(run) == 1001
         assert TENANT_B in claimed[:2]
         assert TENANT_B in run[:2]
+
+    async def test_the_other_tenants_run_starts_before_the_rest_of_the_thousand_is_woken(
+        self, scheduling: Supervisor, wall: FakeWall, lock: ClaimsInOrder
+    ) -> None:
+        target = Target(wall)
+        for job in TENANT_A:
+            scheduling.arm(job, every(10 * SECOND), target, resume_after=BASE)
+        scheduling.arm(TENANT_B, every(SECOND), target, resume_after=BASE)
+
+        await wall.sleep_until(at(10.5))
+
+        started = {
+            context.job: began
+            for context, began in zip(target.contexts, target.started, strict=True)
+            if context.slot == at(10)
+        }
+        assert started[TENANT_B] < at(10) + HEAD_START
+        assert sum(1 for began in started.values() if began < at(10) + HEAD_START) == 2

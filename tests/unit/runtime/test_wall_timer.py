@@ -5,7 +5,7 @@ from datetime import datetime, timedelta
 
 from runtime_doubles import LOOPTIME, SECOND, TOLERANCE, FakeWall
 
-from punctual.runtime.timers import WAKE_ROUND, WallTimer
+from punctual.runtime.timers import HEAD_START, WAKE_ROUND, WallTimer
 
 pytestmark = LOOPTIME
 
@@ -182,3 +182,37 @@ class TestWaitersDueAtOnce:
 
         assert len(woken) == 3 * WAKE_ROUND + 1
         assert woken.index("claim of a0") == WAKE_ROUND
+
+    async def test_the_largest_namespaces_rest_waits_a_head_start_for_the_others(
+        self, wall: FakeWall
+    ) -> None:
+        timer = WallTimer(wall=wall)
+        target = wall() + 10 * SECOND
+        woken: dict[str, datetime] = {}
+
+        async def wait(name: str, namespace: str) -> None:
+            await timer.wait_until(target, namespace=namespace)
+            woken[name] = wall()
+
+        parked = [(f"a{index}", "tenant-a") for index in range(1, 6)]
+        parked += [(f"b{index}", "tenant-b") for index in range(1, 3)]
+        parked += [("c1", "tenant-c")]
+        await asyncio.gather(*(wait(name, namespace) for name, namespace in parked))
+
+        # Turns take every waiter of b and c, and as many of a's as b has, in the first round.
+        first_round = {name for name, at in woken.items() if at < target + HEAD_START}
+        assert first_round == {"a1", "a2", "b1", "b2", "c1"}
+        assert all(woken[name] >= target + HEAD_START for name in ("a3", "a4", "a5"))
+        assert max(woken.values()) <= target + HEAD_START + TOLERANCE
+
+    async def test_one_namespaces_waiters_due_at_once_wait_no_head_start(
+        self, wall: FakeWall
+    ) -> None:
+        timer = WallTimer(wall=wall)
+        target = wall() + 10 * SECOND
+
+        woken = await asyncio.gather(
+            *(woken_at(timer, wall, target) for _ in range(3 * WAKE_ROUND))
+        )
+
+        assert max(woken) < target + HEAD_START
