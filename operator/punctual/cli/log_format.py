@@ -8,14 +8,22 @@ about one object carry its namespace and name the same way.
 
 Never logged, whatever the level: the Kubernetes client's debug lines, which hold whole response
 bodies (a Secret's data among them).
+
+``written_aside``: the lines are formatted where they are logged, and written by a thread of
+their own. A write to stderr blocks whenever what reads it falls behind (a full pipe to the
+container runtime; a file on a disk whose journal waits for another process's fsync, as etcd's
+on the same disk does), and a line written on the event loop stalled every slot due meanwhile.
 """
 
+import collections
+import contextlib
 import json
 import logging
 import re
 import sys
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, TextIO, get_args
 
@@ -52,6 +60,110 @@ def configure(*, format: LogFormat, level: str, stream: TextIO | None = None) ->
     logging.getLogger(_KOPF_OBJECTS).setLevel(
         threshold if debug else max(logging.WARNING, threshold)
     )
+
+
+LINES_WAITING_AT_MOST: Final = 10_000
+"""Lines formatted and not yet written at most (a few MB): past it, a line is dropped and
+counted, and the writer says how many once it catches up; a stuck stderr never holds the
+operator's memory without bound, nor its event loop."""
+WRITES_EVERY: Final = 0.05
+"""Seconds between the writer's writes: each takes every line waiting in one write. A thread
+woken per line would take the interpreter lock from the event loop hundreds of times a second
+(a run line each), each time making it wait its turn back."""
+WRITTEN_ON_THE_WAY_OUT_WITHIN: Final = 5.0
+"""Seconds the lines still waiting at exit are given to be written: a stuck stderr must not
+keep the process from ending."""
+
+
+@contextlib.contextmanager
+def written_aside(*, most_waiting: int = LINES_WAITING_AT_MOST) -> Iterator[None]:
+    """Within it, the root logger's stream handlers (``configure``'s) format each line where
+    it is logged, and a thread writes them; the lines still waiting are written on the way
+    out."""
+    root = logging.getLogger()
+    configured = root.handlers[:]
+    aside = [
+        _Aside(handler, most_waiting=most_waiting)
+        if isinstance(handler, logging.StreamHandler)
+        else handler
+        for handler in configured
+    ]
+    ending = threading.Event()
+    writing = [handler for handler in aside if isinstance(handler, _Aside)]
+    writer = threading.Thread(target=_write, args=(writing, ending), daemon=True)
+    root.handlers[:] = aside
+    writer.start()
+    try:
+        yield
+    finally:
+        root.handlers[:] = configured
+        ending.set()
+        writer.join(timeout=WRITTEN_ON_THE_WAY_OUT_WITHIN)
+
+
+class _Aside(logging.Handler):
+    """A stream handler's lines, formatted as it would and left for the writer thread; dropped
+    and counted when ``most_waiting`` wait already."""
+
+    def __init__(self, handler: "logging.StreamHandler[TextIO]", *, most_waiting: int) -> None:
+        super().__init__(handler.level)
+        self.setFormatter(handler.formatter)
+        self.stream = handler.stream
+        self.lines: collections.deque[str] = collections.deque()
+        self._most_waiting = most_waiting
+        self.dropped = 0
+        """Lines dropped so far (counted under the handler's lock, which ``handle`` holds)."""
+        self.told = 0
+        """Of those, the ones a line has said were dropped."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if len(self.lines) >= self._most_waiting:
+            self.dropped += 1
+            return
+        try:
+            self.lines.append(self.format(record) + "\n")
+        except Exception:  # as logging's own handlers: a line that cannot be formatted
+            self.handleError(record)
+
+    def drops_line(self) -> str:
+        """The line saying how many were dropped since the last such line, or nothing."""
+        dropped = self.dropped
+        if dropped == self.told:
+            return ""
+        record = logging.LogRecord(
+            __name__,
+            logging.WARNING,
+            __file__,
+            0,
+            "%d log lines dropped: stderr was written slower than lines came",
+            (dropped - self.told,),
+            None,
+        )
+        self.told = dropped
+        self.acquire()  # the formatter is shared with the threads that log
+        try:
+            return self.format(record) + "\n"
+        finally:
+            self.release()
+
+
+def _write(handlers: list[_Aside], ending: threading.Event) -> None:
+    """Every ``WRITES_EVERY``, each handler's lines waiting, in one write; once more at the
+    end."""
+    while True:
+        ended = ending.wait(WRITES_EVERY)
+        for handler in handlers:
+            taken = [handler.lines.popleft() for _ in range(len(handler.lines))]
+            taken.append(handler.drops_line())
+            text = "".join(taken)
+            if text:
+                try:
+                    handler.stream.write(text)
+                    handler.stream.flush()
+                except (OSError, ValueError):  # stderr closed: nothing is left to tell
+                    return
+        if ended:
+            return
 
 
 def fields(record: logging.LogRecord) -> dict[str, Any]:

@@ -53,7 +53,7 @@ def run(arguments: argparse.Namespace) -> int:
         uvloop.new_event_loop if arguments.event_loop == run_flags.EventLoop.UVLOOP else None
     )
     try:
-        with asyncio.Runner(loop_factory=loop_factory) as runner:
+        with log_format.written_aside(), asyncio.Runner(loop_factory=loop_factory) as runner:
             runner.run(_operate(settings))
     except membership.ForbiddenError as error:
         print(f"punctual run: {error}")

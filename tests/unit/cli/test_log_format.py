@@ -5,6 +5,7 @@ in one format, with the fields their calls passed; the Kubernetes client's respo
 import io
 import json
 import logging
+import threading
 from collections.abc import Iterator
 
 import kopf
@@ -156,3 +157,75 @@ class TestTheOptions:
 
         assert exit.value.code == 2
         assert "invalid choice" in capsys.readouterr().err
+
+
+class StuckStderr(io.StringIO):
+    """A stderr whose writes wait until it is unstuck (a full pipe, a disk waiting on its
+    journal)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writing = threading.Event()
+        self.unstuck = threading.Event()
+
+    def write(self, text: str) -> int:
+        self.writing.set()
+        self.unstuck.wait(timeout=10)
+        return super().write(text)
+
+
+def messages(stream: io.StringIO) -> list[str]:
+    return [line.split(": ", 1)[1] for line in stream.getvalue().splitlines()]
+
+
+@pytest.mark.usefixtures("restore_logging")
+class TestLinesWrittenAside:
+    def test_are_logged_at_once_while_stderr_is_stuck_and_written_in_order_after(
+        self,
+    ) -> None:
+        stream = StuckStderr()
+        log_format.configure(format="text", level="INFO", stream=stream)
+        logger = logging.getLogger("punctual.runs")
+
+        with log_format.written_aside():
+            logger.info("first")
+            assert stream.writing.wait(timeout=10)
+            logger.info("second")  # logged, not written: the writer waits on the first
+            assert stream.getvalue() == ""
+            stream.unstuck.set()
+
+        assert messages(stream) == ["first", "second"]
+
+    def test_keep_their_format_with_the_callers_values(self) -> None:
+        stream = io.StringIO()
+        log_format.configure(format="json", level="INFO", stream=stream)
+        fields = {"namespace": "reports"}
+
+        with log_format.written_aside():
+            logging.getLogger("punctual.runs").info("run finished", extra={"fields": fields})
+            fields["namespace"] = "changed after the call"
+
+        line = json.loads(stream.getvalue())
+        assert (line["message"], line["namespace"]) == ("run finished", "reports")
+
+    def test_past_the_bound_are_dropped_and_counted_once_the_writer_catches_up(self) -> None:
+        stream = StuckStderr()
+        log_format.configure(format="text", level="INFO", stream=stream)
+        logger = logging.getLogger("punctual.runs")
+
+        with log_format.written_aside(most_waiting=2):
+            logger.info("being written")
+            assert stream.writing.wait(timeout=10)
+            for index in range(5):
+                logger.info("line %d", index)
+            stream.unstuck.set()
+
+        assert messages(stream) == [
+            "being written",
+            "line 0",
+            "line 1",
+            "3 log lines dropped: stderr was written slower than lines came",
+        ]
+        [handler] = logging.getLogger().handlers  # as configured again
+        assert isinstance(handler, logging.StreamHandler)
+        assert handler.stream is stream
