@@ -22,9 +22,11 @@ Measured: B's lateness p50/p99/max in each window and part (also apart at the sl
 attack's p99 to the baseline's (target: at most 2x; each part's ratio beside it), B's duplicates
 (an Idempotency-Key or queue slot seen twice) and lost slots (a slot of the window never
 received), both 0; the operator's RSS sampled every half second throughout, the highest against
-the chart's limit (384 MiB); B's stream: the entries seeded before the run all still there,
-every other entry B's own, none missing, and its consumer group never delivered to (nothing of
-B's read, written or trimmed); where A's queue job wrote (a key of A's namespace); how A's
+the chart's limit (384 MiB); per window, the replicas' event loops' time on a CPU and their time
+waiting for one, runnable, while the machine's other processes had the cores; B's stream: the
+entries seeded before the run all still there, every other entry B's own, none missing, and its
+consumer group never delivered to (nothing of B's read, written or trimmed); where A's queue job
+wrote (a key of A's namespace); how A's
 refused specs were refused (by the API server's schema, or Ready False by the operator) and that
 none of them ever reached its target; B's status lag (now minus ``lastScheduleTime``) and
 Warning Events at the end. The machine's load is printed beside the figures: the machine may be
@@ -55,7 +57,7 @@ from environment import (
     harness,
     hostile_http_servers,
 )
-from lib.observing import Call, ReceiverProcess, proc_rss_mb
+from lib.observing import Call, ReceiverProcess, main_thread_cpu_ms, proc_rss_mb
 from lib.output import load, say
 from localcluster.api import ApiError
 from punctual.scheduling import durations
@@ -238,6 +240,17 @@ class Window:
     monotonic: tuple[float, float]
     load: str
     status_writes: int
+    loops_ran_ms: float
+    """The replicas' event loops' time on a CPU in the window, all replicas together."""
+    loops_waited_ms: float
+    """Their time waiting for a CPU, runnable, while the machine's other processes had them."""
+
+    def loops(self) -> str:
+        seconds = max(self.monotonic[1] - self.monotonic[0], 1e-9)
+        return (
+            f"replicas' event loops ran {self.loops_ran_ms / seconds:.0f} ms/s and waited for a "
+            f"CPU {self.loops_waited_ms / seconds:.0f} ms/s"
+        )
 
 
 @dataclass(frozen=True)
@@ -377,16 +390,25 @@ def writes_now(env: Environment) -> int:
 
 @dataclass(frozen=True)
 class Mark:
-    """An instant of a run, on both clocks, with the writes so far and the machine's load."""
+    """An instant of a run, on both clocks, with the writes so far, the machine's load and the
+    replicas' event loops' CPU time so far (ran, waited for a CPU)."""
 
     at: datetime
     monotonic: float
     writes: int
     load: str
+    loops: tuple[float, float]
 
 
-def mark(env: Environment) -> Mark:
-    return Mark(at=harness.now(), monotonic=time.monotonic(), writes=writes_now(env), load=load())
+def mark(env: Environment, replica_pids: Sequence[int]) -> Mark:
+    times = [main_thread_cpu_ms(pid) for pid in replica_pids]
+    return Mark(
+        at=harness.now(),
+        monotonic=time.monotonic(),
+        writes=writes_now(env),
+        load=load(),
+        loops=(sum(ran for ran, _ in times), sum(waited for _, waited in times)),
+    )
 
 
 def between(name: str, begin: Mark, end: Mark) -> Window:
@@ -397,6 +419,8 @@ def between(name: str, begin: Mark, end: Mark) -> Window:
         monotonic=(begin.monotonic, end.monotonic),
         load=end.load,
         status_writes=end.writes - begin.writes,
+        loops_ran_ms=end.loops[0] - begin.loops[0],
+        loops_waited_ms=end.loops[1] - begin.loops[1],
     )
 
 
@@ -444,6 +468,7 @@ class Report:
                 f"{rss:.0f} MiB; status writes {window.status_writes}; {window.load}",
                 outcome.lost == 0,
             )
+            yield (f"  {'':<17}       {window.loops()}", None)
             yield (
                 f"  {'':<17}       B due with A's --many jobs (every {arguments.many_every}) "
                 f"{outcome.with_many}; at the other slots {outcome.between_many}",
@@ -534,6 +559,7 @@ def run(env: Environment, arguments: argparse.Namespace, load_before: str) -> Re
             RssSampler([replica.process.pid for replica in operators.replicas.values()]) as rss,
         ):
             targets = Targets(failing, hanging, answering)
+            pids = rss.pids
             say(f"B: {arguments.jobs} HTTP jobs and a queue job, every 1s")
             harness.apply(env.cluster, *b_jobs(receiver, namespace_b, arguments.jobs))
             uids = {
@@ -542,20 +568,20 @@ def run(env: Environment, arguments: argparse.Namespace, load_before: str) -> Re
             }
             wait_for_every_b_job(receiver, set(uids) - {"b-queue"})
             say(f"baseline: B alone for {arguments.window:.0f}s")
-            alone = mark(env)
+            alone = mark(env, pids)
             time.sleep(arguments.window)
-            baseline = between("baseline", alone, mark(env))
+            baseline = between("baseline", alone, mark(env, pids))
             say("attack: A creates every attack at once")
-            attack_begins = mark(env)
+            attack_begins = mark(env, pids)
             create_all(env.cluster, namespace_a, attack_jobs(targets, namespace_a, arguments))
             refused_at_api = create_refused(
                 env, namespace_a, refused_target.url("/refused"), arguments.refused
             )
-            created = mark(env)
+            created = mark(env, pids)
             say(f"attack: created in {created.monotonic - attack_begins.monotonic:.0f}s; "
                 f"measuring {arguments.window:.0f}s more")  # fmt: skip
             time.sleep(arguments.window)
-            attack_ends = mark(env)
+            attack_ends = mark(env, pids)
             time.sleep(GRACE)
             b_status_lag = status_lag_seconds(env, namespace_b)
             refused_in_status = ready_reasons(env, namespace_a, "refused-")

@@ -89,6 +89,14 @@ def proc_rss_mb(pid: int) -> float:
     return math.nan
 
 
+def main_thread_cpu_ms(pid: int) -> tuple[float, float]:
+    """Milliseconds the main thread of ``pid`` (a replica's event loop) has run on a CPU, and
+    has waited for one while it could have run (the kernel's schedstat): the second is the
+    time the loop lost to the machine's other processes."""
+    ran, waited, _ = Path(f"/proc/{pid}/schedstat").read_text().split()
+    return int(ran) / 1e6, int(waited) / 1e6
+
+
 @dataclass(frozen=True, slots=True)
 class Call:
     arrived_ns: int
