@@ -72,6 +72,10 @@ WATCHED = ("chart-team-a", "chart-team-b")
 """The namespaces of the namespaced-mode cases (created once in this module's cluster)."""
 UNWATCHED = "chart-team-c"
 REDIS_URL = "redis://:n0t-a-real-pa55word@redis.example.internal:6379/0"
+# Values whose hash (16 hex digits) holds only decimal digits: unquoted, YAML reads it as a
+# number. A generated password's hash is like that about once in 1,800 renders.
+URL_WITH_DIGITS_HASH = f"{REDIS_URL}?n=5882"
+BUNDLED_WITH_DIGITS_HASH = {"enabled": True, "auth": {"existingSecret": "redis-password-1441"}}
 CRD_NAME = "scheduledjobs.punctual.dev"
 APP_VERSION = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
 INSTANCE_LABEL = "app.kubernetes.io/instance"
@@ -993,6 +997,34 @@ class TestBundledRedisUnderHelmTemplate:
             operator["metadata"]["annotations"]["checksum/redis-url"]
             == redis["metadata"]["annotations"]["checksum/redis-url"]
         )
+
+    @pytest.mark.parametrize(
+        "values",
+        [
+            pytest.param(
+                {"lock": {"backend": "redis", "redis": {"url": URL_WITH_DIGITS_HASH}}},
+                id="a-url",
+            ),
+            pytest.param(
+                MATRIX["bundled-redis"] | {"redis": {"bundled": BUNDLED_WITH_DIGITS_HASH}},
+                id="a-bundled-redis-password",
+            ),
+        ],
+    )
+    def test_a_hash_of_only_digits_is_still_a_string(
+        self, helm: Helm, values: dict[str, Any]
+    ) -> None:
+        objects = helm.template(values)
+
+        checksums = [
+            value
+            for obj in objects
+            if obj["kind"] == "Deployment"
+            for key, value in obj["spec"]["template"]["metadata"]["annotations"].items()
+            if key.startswith("checksum/")
+        ]
+        assert checksums
+        assert all(isinstance(value, str) and value.isdigit() for value in checksums), checksums
 
     def test_the_redis_image_is_pinned_by_its_digest(self, helm: Helm) -> None:
         objects = helm.template(MATRIX["bundled-redis-existing-secret-network-policy"])
