@@ -177,7 +177,7 @@ MATRIX: dict[str, dict[str, Any]] = {
             '    {{- include "punctual.labels" . | nindent 4 }}\n'
             "    app.kubernetes.io/component: extra\n"
             "data:\n"
-            '  fullname: {{ include "punctual.fullname" . }}\n'
+            '  fullname: {{ include "punctual.fullname" . | quote }}\n'
         ],
         "operator": {"logLevel": "DEBUG", "logFormat": "json"},
         "lock": {"backend": "redis"},
@@ -1316,6 +1316,32 @@ class TestNetworkPolicy:
         assert operator["ingress"][2]["from"] == values["networkPolicy"]["webhookFrom"]
 
 
+def named_values(node: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """Every scalar under a key that names an object or a namespace (``name``, ``namespace``,
+    ``serviceAccountName``, the items of ``matchNames``...) and every label and annotation, with
+    its path, anywhere in ``node``."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            here = f"{path}.{key}"
+            named = key.lower().endswith(("name", "names", "namespace", "namespaces"))
+            labels = key == "matchLabels" or (
+                key in ("labels", "annotations") and path.endswith("metadata")
+            )
+            if named and not isinstance(value, dict | list):
+                yield here, value
+            elif labels:
+                for label, text in value.items():
+                    yield f"{here}.{label}", text
+            else:
+                yield from named_values(value, here)
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            if path.lower().endswith(("names", "namespaces")) and not isinstance(item, dict):
+                yield f"{path}[{index}]", item
+            else:
+                yield from named_values(item, f"{path}[{index}]")
+
+
 class TestConventions:
     """What users of cert-manager's and kube-prometheus-stack's charts expect to find."""
 
@@ -1333,6 +1359,23 @@ class TestConventions:
             "mirror.example/punctual/punctual:0.1.0",
             "mirror.example/punctual/redis:7.2.16-alpine",
         ]
+
+    @pytest.mark.parametrize("case", MATRIX)
+    def test_names_that_yaml_would_read_as_numbers_or_booleans_stay_strings(
+        self, helm: Helm, case: str
+    ) -> None:
+        # Valid DNS labels that YAML 1.1 reads as a number (decimal or hex) or a boolean.
+        names = {"nameOverride": "0x1f", "fullnameOverride": "2026", "namespaceOverride": "yes"}
+        values = MATRIX[case] | names
+        objects = helm.template(values, namespace="1441", release="1441")
+
+        not_strings = [
+            (o["kind"], path, value)
+            for o in objects
+            for path, value in named_values(o)
+            if not isinstance(value, str)
+        ]
+        assert not_strings == []
 
     def test_common_labels_and_the_namespace_override_reach_every_object(self, helm: Helm) -> None:
         objects = helm.template(MATRIX["conventions"], namespace="punctual-system")

@@ -39,8 +39,8 @@ keeps its release record whatever the override).
 {{/* The recommended labels, without a component: every object of the release carries them. */}}
 {{- define "punctual.labels" -}}
 helm.sh/chart: {{ include "punctual.chart" . }}
-app.kubernetes.io/name: {{ include "punctual.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/name: {{ include "punctual.name" . | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: punctual
@@ -54,8 +54,8 @@ Selector labels of the operator pods. The component keeps the bundled Redis pods
 operator's Deployment, PodDisruptionBudget and metrics Service. Immutable once installed.
 */}}
 {{- define "punctual.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "punctual.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/name: {{ include "punctual.name" . | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 app.kubernetes.io/component: operator
 {{- end -}}
 
@@ -114,8 +114,8 @@ metricRelabelings:
 {{- end -}}
 
 {{- define "punctual.redis.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "punctual.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/name: {{ include "punctual.name" . | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 app.kubernetes.io/component: redis
 {{- end -}}
 
